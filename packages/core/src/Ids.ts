@@ -1,0 +1,115 @@
+/**
+ * Identifiers and timestamps as they cross the wire.
+ *
+ * Ids (chat, topic, message, user, object) are strings inside deixis; inputs accept an
+ * integer (Telegram's numeric ids) or a non-empty string. Timestamps are RFC 3339 strings
+ * on the wire and epoch milliseconds inside.
+ *
+ * @since 0.1.0
+ */
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+const IdString = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "an id must not be empty" }),
+  Schema.maxLength(256, { message: () => "an id must be at most 256 characters" })
+)
+
+/**
+ * An identifier: decodes an integer or a non-empty string to a string; encodes to a string.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Id = Schema.transform(
+  Schema.Union(
+    IdString,
+    Schema.Int.annotations({ message: () => "an id must be an integer or a non-empty string" })
+  ),
+  Schema.String,
+  {
+    strict: true,
+    decode: (input) => (typeof input === "number" ? String(input) : input),
+    encode: (id) => id
+  }
+).annotations({
+  identifier: "Id",
+  description: "An identifier: an integer or a non-empty string (always a string in output)"
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Id = typeof Id.Type
+
+/** @since 0.1.0 @category schemas */
+export const ChatId = Id.annotations({ identifier: "ChatId", description: "The chat (conversation) id" })
+/** @since 0.1.0 @category models */
+export type ChatId = string
+
+/** @since 0.1.0 @category schemas */
+export const TopicId = Id.annotations({ identifier: "TopicId", description: "The forum topic (thread) id" })
+/** @since 0.1.0 @category models */
+export type TopicId = string
+
+/** @since 0.1.0 @category schemas */
+export const MessageId = Id.annotations({ identifier: "MessageId", description: "A message id, unique within its chat" })
+/** @since 0.1.0 @category models */
+export type MessageId = string
+
+/** @since 0.1.0 @category schemas */
+export const UserId = Id.annotations({ identifier: "UserId", description: "A user id" })
+/** @since 0.1.0 @category models */
+export type UserId = string
+
+/** @since 0.1.0 @category schemas */
+export const ObjectId = IdString.annotations({ identifier: "ObjectId", description: "A context object id" })
+/** @since 0.1.0 @category models */
+export type ObjectId = string
+
+/**
+ * An optional topic: absent or null means the chat has no topic here (a topicless chat, or
+ * a forum's General topic).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const OptionalTopicId = Schema.optionalWith(Schema.NullOr(TopicId), { default: () => null })
+
+// RFC 3339 with a mandatory offset; Date.parse alone would accept local-time forms.
+const Rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$/
+
+/**
+ * A point in time: an RFC 3339 string on the wire (`2026-11-22T10:00:00Z`), epoch
+ * milliseconds inside. Encodes to the UTC `toISOString` form.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (input, _, ast) => {
+    const ms = Rfc3339.test(input) ? Date.parse(input) : Number.NaN
+    return Number.isFinite(ms)
+      ? ParseResult.succeed(ms)
+      : ParseResult.fail(
+        new ParseResult.Type(ast, input, "expected an RFC 3339 date-time with offset, e.g. 2026-11-22T10:00:00Z")
+      )
+  },
+  encode: (ms, _, ast) =>
+    Number.isFinite(ms)
+      ? ParseResult.succeed(new Date(ms).toISOString())
+      : ParseResult.fail(new ParseResult.Type(ast, ms, "expected a finite epoch-milliseconds number"))
+}).annotations({
+  identifier: "Timestamp",
+  description: "An RFC 3339 date-time with offset, e.g. 2026-11-22T10:00:00Z"
+})
+
+/**
+ * Formats epoch milliseconds as RFC 3339 UTC.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const formatTimestamp = (ms: number): string => new Date(ms).toISOString()
