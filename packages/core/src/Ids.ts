@@ -107,6 +107,16 @@ export const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
 })
 
 /**
+ * Compares message ids by position: numerically for integers (Telegram's ids, by length
+ * then digits, so `"9" < "10"`), and the same length-then-lexical order for other strings.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const compareMessageIds = (a: string, b: string): number =>
+  a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0
+
+/**
  * Formats epoch milliseconds as RFC 3339 UTC.
  *
  * @since 0.1.0

@@ -1,0 +1,228 @@
+/**
+ * list_active_context_objects: what is live in this reply chain, topic or chat. Active means
+ * explicitly activated and within its TTL — never merely recent.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { isActive, PollState, ReminderState } from "./ContextObject.js"
+import { ContextStore, type StoreError } from "./ContextStore.js"
+import { ChatId, formatTimestamp, MessageId, ObjectId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
+import { ObjectKind } from "./ObjectKind.js"
+import { ActiveReason, activeReasons } from "./ReasonCodes.js"
+import { scopeOf, ScopeUsed } from "./ReferenceResolver.js"
+import * as Scoring from "./Scoring.js"
+import { TtlPolicy } from "./TtlPolicy.js"
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ListRequest = Schema.Struct({
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  current_message_id: MessageId,
+  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
+  max_results: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 5 }),
+  include_inactive_debug: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  request_id: Schema.optional(Schema.String.pipe(Schema.maxLength(128)))
+}).annotations({ identifier: "ListActiveContextObjectsRequest" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ListRequest = typeof ListRequest.Type
+
+/**
+ * One active object, compact.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ActiveObject = Schema.Struct({
+  object_id: ObjectId,
+  kind: ObjectKind,
+  source_message_id: MessageId,
+  topic_id: Schema.NullOr(TopicId),
+  title_or_label: Schema.optional(Schema.String),
+  ref: Schema.optional(Schema.String),
+  confidence: Schema.Number,
+  why_active: Schema.Array(ActiveReason),
+  created_at: Timestamp,
+  last_touched_at: Timestamp,
+  active_until: Timestamp,
+  created_by_bot: Schema.Boolean,
+  owned_by_sender: Schema.optional(Schema.Boolean),
+  poll: Schema.optional(PollState),
+  reminder: Schema.optional(ReminderState)
+}).annotations({ identifier: "ActiveObject" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ActiveObject = typeof ActiveObject.Type
+
+/**
+ * A known object of the scope that is not active, and why (debug only).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const InactiveObject = Schema.Struct({
+  object_id: ObjectId,
+  kind: ObjectKind,
+  source_message_id: MessageId,
+  why_inactive: Schema.Literal("never_activated", "expired")
+}).annotations({ identifier: "InactiveObject" })
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ListResult = Schema.Struct({
+  objects: Schema.Array(ActiveObject),
+  scope_used: ScopeUsed,
+  generated_at: Timestamp,
+  truncated: Schema.Boolean,
+  inactive_debug: Schema.optional(Schema.Array(InactiveObject))
+}).annotations({ identifier: "ListActiveContextObjectsResult" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ListResult = typeof ListResult.Type
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ActiveContextShape {
+  readonly list: (request: ListRequest) => Effect.Effect<ListResult, StoreError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ActiveContext extends Context.Tag("@deixis/core/ActiveContext")<ActiveContext, ActiveContextShape>() {}
+
+const toActiveObject = (
+  settings: Scoring.ScoringSettings,
+  request: ListRequest,
+  s: Scoring.Scored
+): ActiveObject => {
+  const o = s.entry.object
+  return {
+    object_id: o.object_id,
+    kind: o.kind,
+    source_message_id: o.source_message_id,
+    topic_id: o.topic_id,
+    ...(o.title_or_label === undefined ? {} : { title_or_label: o.title_or_label }),
+    ...(o.ref === undefined ? {} : { ref: o.ref }),
+    confidence: s.confidence,
+    why_active: activeReasons(s, request.topic_id, settings.weights.recency),
+    created_at: o.created_at,
+    last_touched_at: o.last_touched_at,
+    active_until: o.active_until!,
+    created_by_bot: o.created_by_bot,
+    ...(request.sender_user_id === null || o.created_by_user_id === undefined
+      ? {}
+      : { owned_by_sender: o.created_by_user_id === request.sender_user_id }),
+    ...(o.poll === undefined ? {} : { poll: o.poll }),
+    ...(o.reminder === undefined ? {} : { reminder: o.reminder })
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scoring.Scoring | TtlPolicy> = Effect.gen(
+  function*() {
+    const store = yield* ContextStore
+    const settings = yield* Scoring.Scoring
+    const ttl = yield* TtlPolicy
+    let sequence = 0
+    const list = (request: ListRequest) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const query = {
+          chat_id: request.chat_id,
+          topic_id: request.topic_id,
+          current_message_id: request.current_message_id,
+          reply_to_message_id: request.reply_to_message_id,
+          sender_user_id: request.sender_user_id,
+          kinds: request.allowed_kinds,
+          prefer_kinds: [],
+          include_owned: false,
+          active_only: true,
+          now,
+          limits: settings.pool
+        }
+        const pool = yield* store.pool(query)
+        const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+          now,
+          topic_id: request.topic_id,
+          sender_user_id: request.sender_user_id,
+          hints: {}
+        })
+        const top = scored[0]
+        const result: ListResult = {
+          objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, request, s)),
+          scope_used: top !== undefined
+            ? scopeOf(top.entry.tier, request.topic_id)
+            : pool.fallback || request.topic_id === null
+            ? "chat"
+            : "topic",
+          generated_at: now,
+          truncated: scored.length > request.max_results
+        }
+        const withDebug: ListResult = request.include_inactive_debug
+          ? {
+            ...result,
+            inactive_debug: (yield* store.pool({ ...query, active_only: false })).entries
+              .filter((e) => !isActive(e.object, now) && e.object.kind !== "message" && e.object.kind !== "bot_message")
+              .slice(0, 20)
+              .map((e) => ({
+                object_id: e.object.object_id,
+                kind: e.object.kind,
+                source_message_id: e.object.source_message_id,
+                why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
+              }))
+          }
+          : result
+        yield* Effect.logInfo("list_active_context_objects").pipe(
+          Effect.annotateLogs({
+            request_id: request.request_id ?? `list-${++sequence}`,
+            chat_id: request.chat_id,
+            topic_id: request.topic_id,
+            result_count: result.objects.length,
+            scope_used: result.scope_used,
+            top_ids: result.objects.map((o) => o.object_id).join(","),
+            truncated: result.truncated,
+            generated_at: formatTimestamp(now)
+          })
+        )
+        return withDebug
+      })
+    return { list }
+  }
+)
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<ActiveContext, never, ContextStore | Scoring.Scoring | TtlPolicy> = Layer.effect(
+  ActiveContext,
+  make
+)

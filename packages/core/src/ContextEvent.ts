@@ -1,0 +1,283 @@
+/**
+ * Events: the only way state enters deixis. A message observed (with the links, media and
+ * poll it carries), an explicit activation, and kind state changes (a poll closed, a
+ * reminder updated, fired or cancelled).
+ *
+ * Applying the same event twice changes nothing: messages are keyed by (chat_id,
+ * message_id), every other event by its `event_id`.
+ *
+ * @since 0.1.0
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { ActivationReason, Label } from "./ContextObject.js"
+import { InvalidEvent, pathOf } from "./Errors.js"
+import { ChatId, MessageId, ObjectId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
+import { MediaKind, ObjectKind } from "./ObjectKind.js"
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const EventId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
+  identifier: "EventId",
+  description: "The caller's id for an event; re-sending an event with the same id changes nothing"
+})
+
+/**
+ * An opaque external reference kept with an object: a URL for links, a file id for media.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Ref = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)).annotations({ identifier: "Ref" })
+
+/**
+ * A link a message carries (a url or text_link entity). Only mentioned: it becomes a known
+ * object, not an active one.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LinkRef = Schema.Struct({
+  url: Ref,
+  title: Schema.optional(Label)
+}).annotations({ identifier: "LinkRef" })
+
+/**
+ * An attachment a message carries. Known, not active, until inspected, described or
+ * transcribed.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MediaRef = Schema.Struct({
+  kind: MediaKind,
+  file_id: Schema.optional(Ref),
+  label: Schema.optional(Label)
+}).annotations({ identifier: "MediaRef" })
+
+/**
+ * A poll a message carries.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const PollRef = Schema.Struct({
+  poll_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)),
+  question: Schema.optional(Label),
+  is_closed: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}).annotations({ identifier: "PollRef" })
+
+/**
+ * A message seen in a chat: inbound from a person, or outbound (sent by the bot).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MessageObserved = Schema.Struct({
+  type: Schema.Literal("message_observed"),
+  event_id: Schema.optional(EventId),
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  message_id: MessageId,
+  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  direction: Schema.optionalWith(Schema.Literal("inbound", "outbound"), { default: () => "inbound" as const }),
+  sent_at: Schema.optional(Timestamp),
+  links: Schema.optionalWith(Schema.Array(LinkRef).pipe(Schema.maxItems(50)), { default: () => [] }),
+  media: Schema.optionalWith(Schema.Array(MediaRef).pipe(Schema.maxItems(50)), { default: () => [] }),
+  poll: Schema.optional(PollRef)
+}).annotations({ identifier: "MessageObserved" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type MessageObserved = typeof MessageObserved.Type
+
+/**
+ * An explicit activation of an object: by `object_id`, or by `source_message_id` and
+ * `kind` (the object is created when the message carries none of that kind yet — a summary
+ * the bot just posted, a reminder it just scheduled).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ObjectActivated = Schema.Struct({
+  type: Schema.Literal("object_activated"),
+  event_id: EventId,
+  chat_id: ChatId,
+  reason: ActivationReason,
+  at: Schema.optional(Timestamp),
+  actor_user_id: Schema.optional(UserId),
+  object_id: Schema.optional(ObjectId),
+  source_message_id: Schema.optional(MessageId),
+  kind: Schema.optional(ObjectKind),
+  topic_id: Schema.optional(Schema.NullOr(TopicId)),
+  title_or_label: Schema.optional(Label),
+  ref: Schema.optional(Ref),
+  created_by_user_id: Schema.optional(UserId),
+  created_by_bot: Schema.optional(Schema.Boolean),
+  due_at: Schema.optional(Timestamp),
+  poll_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)))
+}).pipe(
+  Schema.filter((e) =>
+    e.object_id !== undefined || (e.source_message_id !== undefined && e.kind !== undefined)
+      ? undefined
+      : {
+        path: [e.source_message_id === undefined ? "source_message_id" : "kind"],
+        message: "an activation names its object: object_id, or source_message_id with kind"
+      }
+  )
+).annotations({ identifier: "ObjectActivated" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ObjectActivated = typeof ObjectActivated.Type
+
+/**
+ * A poll was closed. `poll_update` updates carry no chat: name the poll by `poll_id` (mapped
+ * to its chat when the poll was first seen), or by `chat_id` and `object_id`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const PollClosed = Schema.Struct({
+  type: Schema.Literal("poll_closed"),
+  event_id: EventId,
+  poll_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))),
+  chat_id: Schema.optional(ChatId),
+  object_id: Schema.optional(ObjectId),
+  at: Schema.optional(Timestamp)
+}).pipe(
+  Schema.filter((e) =>
+    e.poll_id !== undefined || (e.chat_id !== undefined && e.object_id !== undefined)
+      ? undefined
+      : { path: ["poll_id"], message: "a poll_closed event names its poll: poll_id, or chat_id with object_id" }
+  )
+).annotations({ identifier: "PollClosed" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type PollClosed = typeof PollClosed.Type
+
+/**
+ * A reminder was changed (new due time or label). It is also an explicit activation
+ * (`reminder_updated`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ReminderUpdated = Schema.Struct({
+  type: Schema.Literal("reminder_updated"),
+  event_id: EventId,
+  chat_id: ChatId,
+  object_id: ObjectId,
+  due_at: Schema.optional(Timestamp),
+  title_or_label: Schema.optional(Label),
+  actor_user_id: Schema.optional(UserId),
+  at: Schema.optional(Timestamp)
+}).annotations({ identifier: "ReminderUpdated" })
+
+/**
+ * A reminder fired (the bot posted it).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ReminderFired = Schema.Struct({
+  type: Schema.Literal("reminder_fired"),
+  event_id: EventId,
+  chat_id: ChatId,
+  object_id: ObjectId,
+  at: Schema.optional(Timestamp)
+}).annotations({ identifier: "ReminderFired" })
+
+/**
+ * A reminder was cancelled; its activity ends.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ReminderCancelled = Schema.Struct({
+  type: Schema.Literal("reminder_cancelled"),
+  event_id: EventId,
+  chat_id: ChatId,
+  object_id: ObjectId,
+  actor_user_id: Schema.optional(UserId),
+  at: Schema.optional(Timestamp)
+}).annotations({ identifier: "ReminderCancelled" })
+
+/**
+ * Any event.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ContextEvent = Schema.Union(
+  MessageObserved,
+  ObjectActivated,
+  PollClosed,
+  ReminderUpdated,
+  ReminderFired,
+  ReminderCancelled
+).annotations({ identifier: "ContextEvent" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ContextEvent = typeof ContextEvent.Type
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ContextEventInput = typeof ContextEvent.Encoded
+
+/**
+ * A batch of events (at most 1,000).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ContextEventBatch = Schema.Array(ContextEvent).pipe(
+  Schema.maxItems(1000, { message: () => "a batch holds at most 1000 events" })
+).annotations({ identifier: "ContextEventBatch" })
+
+const decodeBatch = Schema.decodeUnknownEither(ContextEventBatch, { errors: "first", onExcessProperty: "ignore" })
+
+/**
+ * Decodes untrusted input (one event or an array) to events, or an {@link InvalidEvent}
+ * naming the failing field.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeEvents = (input: unknown): Either.Either<ReadonlyArray<ContextEvent>, InvalidEvent> =>
+  Either.mapLeft(decodeBatch(Array.isArray(input) ? input : [input]), (e) => new InvalidEvent(pathOf(e)))
+
+/**
+ * The result of applying a batch: how many events changed state, how many were already
+ * applied, and which were skipped because they name an object deixis does not know (those
+ * change nothing and can be sent again later).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApplyResult = Schema.Struct({
+  applied: Schema.Number,
+  duplicates: Schema.Number,
+  skipped: Schema.Array(Schema.Struct({ index: Schema.Number, path: Schema.String, message: Schema.String }))
+}).annotations({ identifier: "ApplyResult" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApplyResult = typeof ApplyResult.Type

@@ -1,0 +1,65 @@
+/**
+ * The way in: applies events to the ContextStore at the Clock's time, with the TTL policy.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import { type ApplyResult, type ContextEvent, decodeEvents } from "./ContextEvent.js"
+import { ContextStore, type StoreError } from "./ContextStore.js"
+import type { InvalidEvent } from "./Errors.js"
+import { TtlPolicy } from "./TtlPolicy.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ContextIngestShape {
+  /** Applies decoded events, in order. */
+  readonly apply: (events: ReadonlyArray<ContextEvent>) => Effect.Effect<ApplyResult, StoreError>
+  /** Decodes untrusted input (one event or an array) and applies it; a malformed batch changes nothing. */
+  readonly ingest: (input: unknown) => Effect.Effect<ApplyResult, InvalidEvent | StoreError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ContextIngest extends Context.Tag("@deixis/core/ContextIngest")<ContextIngest, ContextIngestShape>() {}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<ContextIngestShape, never, ContextStore | TtlPolicy> = Effect.gen(function*() {
+  const store = yield* ContextStore
+  const ttl = yield* TtlPolicy
+  const apply = (events: ReadonlyArray<ContextEvent>) =>
+    Clock.currentTimeMillis.pipe(
+      Effect.flatMap((now) => store.apply(events, { now, ttl })),
+      Effect.tap((result) =>
+        result.skipped.length === 0 ? Effect.void : Effect.logDebug("events skipped").pipe(
+          Effect.annotateLogs({ skipped: result.skipped.length, first_path: result.skipped[0]!.path })
+        )
+      )
+    )
+  const ingest = (input: unknown) =>
+    Either.match(decodeEvents(input), {
+      onLeft: (error) =>
+        Effect.logInfo("events rejected").pipe(
+          Effect.annotateLogs({ path: error.path }),
+          Effect.zipRight(Effect.fail(error))
+        ),
+      onRight: apply
+    })
+  return { apply, ingest }
+})
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<ContextIngest, never, ContextStore | TtlPolicy> = Layer.effect(ContextIngest, make)

@@ -1,0 +1,277 @@
+/**
+ * The ContextStore port: objects and the message metadata the tools read. Adapters apply
+ * events through the shared reducer and build the bounded candidate pool the tools score;
+ * `@deixis/core/testing` exports the contract suite every adapter passes.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import type * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { ApplyResult, ContextEvent } from "./ContextEvent.js"
+import type { ContextObject, MessageMeta } from "./ContextObject.js"
+import type { ObjectKind } from "./ObjectKind.js"
+import { makeMemoryStore } from "./internal/memoryStore.js"
+import type { TtlSettings } from "./TtlPolicy.js"
+
+/**
+ * A storage failure (the store did not answer, or answered wrongly).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StoreError extends Schema.TaggedError<StoreError>("@deixis/core/StoreError")(
+  "StoreError",
+  { message: Schema.String },
+  { status: 503 }
+) {}
+
+/**
+ * How far the candidate pool reaches. Every bound keeps a tool call's cost independent of
+ * how much history the chat has.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PoolLimits {
+  /** Messages of reply chain walked from the reply target (the target counts). */
+  readonly chain_depth: number
+  /** The most recently created objects of the scope taken, whatever their kind. */
+  readonly recent_objects: number
+  /** For each preferred kind, the most recently created objects of that kind taken. */
+  readonly recent_per_kind: number
+  /** The most recent plain messages of the scope taken as `message` candidates. */
+  readonly recent_messages: number
+  /** When ownership matters, the sender's most recently created objects taken. */
+  readonly owned: number
+}
+
+/**
+ * A request for candidates in one chat.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PoolQuery {
+  readonly chat_id: string
+  readonly topic_id: string | null
+  readonly current_message_id: string
+  readonly reply_to_message_id: string | null
+  readonly sender_user_id: string | null
+  /** When set, only objects of these kinds are candidates. */
+  readonly kinds: ReadonlyArray<ObjectKind> | undefined
+  /** Kinds looked up deeper (a kind hint). */
+  readonly prefer_kinds: ReadonlyArray<ObjectKind>
+  /** Take the sender's own recent objects (an ownership hint). */
+  readonly include_owned: boolean
+  /** Only objects active at `now` (list_active_context_objects). */
+  readonly active_only: boolean
+  readonly now: number
+  readonly limits: PoolLimits
+}
+
+/**
+ * Where a candidate was found: the reply target itself, further up its reply chain, the
+ * request's own scope (its topic, or the whole chat when the request has no topic), or
+ * another topic of the chat (the fallback).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type PoolTier = "reply_target" | "reply_chain" | "home" | "fallback"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface PoolEntry {
+  readonly object: ContextObject
+  readonly tier: PoolTier
+}
+
+/**
+ * The bounded set of candidates for one request. `fallback` is true when the request's
+ * own scope had nothing and other topics of the chat were searched.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CandidatePool {
+  readonly entries: ReadonlyArray<PoolEntry>
+  readonly chain: ReadonlyArray<string>
+  readonly fallback: boolean
+}
+
+/**
+ * Everything a store holds for one chat, in a canonical order (messages by id position,
+ * objects by id): for contract tests, exports and debugging.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChatSnapshot {
+  readonly messages: ReadonlyArray<MessageMeta>
+  readonly objects: ReadonlyArray<ContextObject>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoreStats {
+  readonly chats: number
+  readonly messages: number
+  readonly objects: number
+  readonly evicted_chats: number
+  readonly evicted_messages: number
+  readonly evicted_objects: number
+  readonly swept_objects: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApplyOptions {
+  readonly now: number
+  readonly ttl: TtlSettings
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ContextStoreShape {
+  /** Applies a batch in order through the shared reducer. */
+  readonly apply: (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) => Effect.Effect<ApplyResult, StoreError>
+  /** Builds the bounded candidate pool for one request. */
+  readonly pool: (query: PoolQuery) => Effect.Effect<CandidatePool, StoreError>
+  readonly message: (chatId: string, messageId: string) => Effect.Effect<Option.Option<MessageMeta>, StoreError>
+  readonly object: (chatId: string, objectId: string) => Effect.Effect<Option.Option<ContextObject>, StoreError>
+  /** The reply chain from `messageId` upward, at most `depth` messages, nearest first. */
+  readonly replyChain: (
+    chatId: string,
+    messageId: string,
+    depth: number
+  ) => Effect.Effect<ReadonlyArray<MessageMeta>, StoreError>
+  readonly snapshot: (chatId: string) => Effect.Effect<ChatSnapshot, StoreError>
+  /** Removes objects inactive for longer than the retention; returns how many. */
+  readonly sweep: (now: number) => Effect.Effect<number, StoreError>
+  readonly stats: Effect.Effect<StoreStats, StoreError>
+}
+
+/**
+ * The ContextStore port.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class ContextStore extends Context.Tag("@deixis/core/ContextStore")<ContextStore, ContextStoreShape>() {}
+
+/**
+ * Options of the in-memory adapter. Every cap bounds memory: past `max_messages_per_chat`
+ * or `max_objects_per_chat` a chat's oldest entries go; past `max_messages_total` or
+ * `max_chats` the least recently used chat goes whole. Every eviction is counted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryStoreOptions {
+  readonly max_chats: number
+  readonly max_messages_per_chat: number
+  readonly max_objects_per_chat: number
+  readonly max_messages_total: number
+  readonly max_event_ids_per_chat: number
+  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  readonly object_retention: number
+  /** How often the layer sweeps; 0 turns the scheduled sweep off. */
+  readonly sweep_interval: number
+}
+
+const millis = (name: string, fallback: Duration.DurationInput) =>
+  Config.duration(name).pipe(Config.withDefault(Duration.decode(fallback)), Config.map(Duration.toMillis))
+const count = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+/**
+ * The in-memory adapter's configuration, read from `DEIXIS_STORE_*` keys.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const memoryConfig: Config.Config<MemoryStoreOptions> = Config.all({
+  max_chats: count("STORE_MAX_CHATS", 10_000),
+  max_messages_per_chat: count("STORE_MAX_MESSAGES_PER_CHAT", 100_000),
+  max_objects_per_chat: count("STORE_MAX_OBJECTS_PER_CHAT", 20_000),
+  max_messages_total: count("STORE_MAX_MESSAGES_TOTAL", 2_000_000),
+  max_event_ids_per_chat: count("STORE_MAX_EVENT_IDS_PER_CHAT", 10_000),
+  object_retention: millis("STORE_OBJECT_RETENTION", "7 days"),
+  sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute")
+}).pipe(Config.nested("DEIXIS"))
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const memoryDefaults: MemoryStoreOptions = Effect.runSync(
+  Effect.withConfigProvider(memoryConfig, ConfigProvider.fromMap(new Map()))
+)
+
+/**
+ * A new in-memory store (no scheduled sweep; call `sweep` yourself).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory = (options: Partial<MemoryStoreOptions> = {}): ContextStoreShape =>
+  makeMemoryStore({ ...memoryDefaults, ...options })
+
+const scheduledSweep = (store: ContextStoreShape, interval: number) =>
+  interval <= 0
+    ? Effect.void
+    : Clock.currentTimeMillis.pipe(
+      Effect.flatMap(store.sweep),
+      Effect.flatMap((n) => n > 0 ? Effect.logDebug("context store swept").pipe(Effect.annotateLogs({ swept: n })) : Effect.void),
+      Effect.repeat(Schedule.spaced(Duration.millis(interval))),
+      Effect.forkScoped,
+      Effect.asVoid
+    )
+
+/**
+ * The in-memory adapter, indexed by chat, topic, kind, source message, creator and
+ * recency, with a scheduled sweep while the layer lives.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options: Partial<MemoryStoreOptions> = {}): Layer.Layer<ContextStore> =>
+  Layer.scoped(
+    ContextStore,
+    Effect.suspend(() => {
+      const settings = { ...memoryDefaults, ...options }
+      const store = makeMemoryStore(settings)
+      return Effect.as(scheduledSweep(store, settings.sweep_interval), store)
+    })
+  )
+
+/**
+ * The in-memory adapter configured from `DEIXIS_STORE_*` keys.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryConfig = (
+  overrides: Partial<MemoryStoreOptions> = {}
+): Layer.Layer<ContextStore, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(memoryConfig, (settings) => layerMemory({ ...settings, ...overrides })))

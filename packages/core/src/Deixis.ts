@@ -1,0 +1,69 @@
+/**
+ * The core, composed: ingest, both tools, the scorer and the TTL policy over one store.
+ *
+ * @since 0.1.0
+ */
+import type * as ConfigError from "effect/ConfigError"
+import * as Layer from "effect/Layer"
+import * as ActiveContext from "./ActiveContext.js"
+import * as ContextIngest from "./ContextIngest.js"
+import * as ContextStore from "./ContextStore.js"
+import * as ReferenceResolver from "./ReferenceResolver.js"
+import * as Scoring from "./Scoring.js"
+import * as TtlPolicy from "./TtlPolicy.js"
+
+/**
+ * The services the core provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Services =
+  | ContextIngest.ContextIngest
+  | ReferenceResolver.ReferenceResolver
+  | ActiveContext.ActiveContext
+  | ContextStore.ContextStore
+  | Scoring.Scoring
+  | TtlPolicy.TtlPolicy
+
+/**
+ * The core's services over any ContextStore layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = <E, R>(
+  store: Layer.Layer<ContextStore.ContextStore, E, R>,
+  options: { readonly ttl?: Partial<TtlPolicy.TtlSettings>; readonly scoring?: Scoring.ScoringOptions } = {}
+): Layer.Layer<Services, E, R> =>
+  Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring)))
+  )
+
+/**
+ * The core's services over the in-memory store.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (
+  options: {
+    readonly store?: Partial<ContextStore.MemoryStoreOptions>
+    readonly ttl?: Partial<TtlPolicy.TtlSettings>
+    readonly scoring?: Scoring.ScoringOptions
+  } = {}
+): Layer.Layer<Services> => layerWith(ContextStore.layerMemory(options.store), options)
+
+/**
+ * The core's services over the in-memory store, every setting read from configuration.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryConfig: Layer.Layer<Services, ConfigError.ConfigError> = Layer.mergeAll(
+  ContextIngest.layer,
+  ReferenceResolver.layer,
+  ActiveContext.layer
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(ContextStore.layerMemoryConfig(), TtlPolicy.layerConfig, Scoring.layerConfig))
+)

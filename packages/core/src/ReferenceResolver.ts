@@ -1,0 +1,283 @@
+/**
+ * resolve_reference_target: which object does "this", "the poll", "my reminder" mean —
+ * from metadata and normalized hints only, never from the words of any language. One
+ * strong winner (`resolved`), close candidates (`ambiguous`), or `not_found`.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { ObjectDescriptor, toDescriptor } from "./ContextObject.js"
+import { ContextStore, type PoolTier, type StoreError } from "./ContextStore.js"
+import { ChatId, MessageId, OptionalTopicId, UserId } from "./Ids.js"
+import { ObjectKind } from "./ObjectKind.js"
+import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
+import * as Scoring from "./Scoring.js"
+import { TtlPolicy } from "./TtlPolicy.js"
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveRequest = Schema.Struct({
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  current_message_id: MessageId,
+  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  raw_user_text: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(16_384)), { default: () => "" }),
+  normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
+  allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
+  max_candidates: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10)), { default: () => 3 }),
+  request_id: Schema.optional(Schema.String.pipe(Schema.maxLength(128)))
+}).annotations({ identifier: "ResolveReferenceTargetRequest" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveRequest = typeof ResolveRequest.Type
+
+/**
+ * The scope a result came from: the reply chain, the request's topic, or the chat (a
+ * topicless chat, or the fallback across topics).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ScopeUsed = Schema.Literal("reply_chain", "topic", "chat").annotations({ identifier: "ScopeUsed" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ScopeUsed = typeof ScopeUsed.Type
+
+/**
+ * A candidate: its descriptor, confidence and reason codes.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Candidate = Schema.Struct({
+  ...ObjectDescriptor.fields,
+  confidence: Schema.Number,
+  reasons: Schema.Array(ResolveReason)
+}).annotations({ identifier: "ResolveCandidate" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Candidate = typeof Candidate.Type
+
+/**
+ * Compact scoring information, for logs and debugging.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Diagnostics = Schema.Struct({
+  candidate_count: Schema.Number,
+  fallback: Schema.Boolean,
+  chain_length: Schema.Number,
+  top_score: Schema.NullOr(Schema.Number),
+  score_gap: Schema.NullOr(Schema.Number),
+  scored: Schema.Array(Schema.Struct({
+    object_id: Schema.String,
+    score: Schema.Number,
+    features: Schema.Record({ key: Schema.String, value: Schema.Number })
+  }))
+}).annotations({ identifier: "ResolveDiagnostics" })
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveResult = Schema.Struct({
+  status: Schema.Literal("resolved", "ambiguous", "not_found"),
+  best_match: Schema.NullOr(ObjectDescriptor),
+  candidates: Schema.Array(Candidate),
+  confidence: Schema.Number,
+  reasons: Schema.Array(ResolveReason),
+  scope_used: ScopeUsed,
+  diagnostics: Diagnostics
+}).annotations({ identifier: "ResolveReferenceTargetResult" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveResult = typeof ResolveResult.Type
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReferenceResolverShape {
+  readonly resolve: (request: ResolveRequest) => Effect.Effect<ResolveResult, StoreError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ReferenceResolver extends Context.Tag("@deixis/core/ReferenceResolver")<
+  ReferenceResolver,
+  ReferenceResolverShape
+>() {}
+
+/**
+ * The scope a pool tier belongs to.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const scopeOf = (tier: PoolTier, topicId: string | null): ScopeUsed =>
+  tier === "reply_target" || tier === "reply_chain" ? "reply_chain" : tier === "home" && topicId !== null ? "topic" : "chat"
+
+const round = (n: number) => Math.round(n * 1000) / 1000
+
+/**
+ * Steps 4 to 8 of the algorithm, over scored candidates (best first): the thresholds that
+ * decide resolved, ambiguous or not_found.
+ *
+ * @since 0.1.0
+ * @category resolving
+ */
+export const decide = (
+  settings: Scoring.ScoringSettings,
+  request: ResolveRequest,
+  scored: ReadonlyArray<Scoring.Scored>,
+  fallback: boolean,
+  chainLength: number
+): ResolveResult => {
+  const top = scored[0]
+  const second = scored[1]
+  const gap = top === undefined ? null : round(top.score - (second?.score ?? 0))
+  const plausible = scored.filter((s) => s.score >= settings.min_score)
+  const toCandidate = (s: Scoring.Scored): Candidate => ({
+    ...toDescriptor(s.entry.object),
+    confidence: s.confidence,
+    reasons: resolveReasons(s, request.topic_id, settings.weights.recency)
+  })
+  const diagnostics: ResolveResult["diagnostics"] = {
+    candidate_count: scored.length,
+    fallback,
+    chain_length: chainLength,
+    top_score: top?.score ?? null,
+    score_gap: gap,
+    scored: scored.slice(0, request.max_candidates).map((s) => ({
+      object_id: s.entry.object.object_id,
+      score: s.score,
+      features: Object.fromEntries(s.contributions)
+    }))
+  }
+  if (top === undefined || top.score < settings.min_score) {
+    return {
+      status: "not_found",
+      best_match: null,
+      candidates: [],
+      confidence: 0,
+      reasons: [top === undefined ? "no_candidates" : "below_min_score"],
+      scope_used: fallback ? "chat" : request.topic_id !== null ? "topic" : "chat",
+      diagnostics
+    }
+  }
+  const close = second !== undefined && second.score >= settings.min_score && gap! < settings.ambiguity_margin
+  const confidence = round(top.confidence * Math.min(1, 0.5 + gap! / (2 * settings.ambiguity_margin)))
+  const topReasons = resolveReasons(top, request.topic_id, settings.weights.recency)
+  if (close) {
+    return {
+      status: "ambiguous",
+      best_match: null,
+      candidates: plausible
+        .filter((s) => top.score - s.score < settings.ambiguity_margin)
+        .slice(0, request.max_candidates)
+        .map(toCandidate),
+      confidence,
+      reasons: [...topReasons, "near_equal_scores"],
+      scope_used: scopeOf(top.entry.tier, request.topic_id),
+      diagnostics
+    }
+  }
+  return {
+    status: "resolved",
+    best_match: toDescriptor(top.entry.object),
+    candidates: plausible.slice(0, request.max_candidates).map(toCandidate),
+    confidence,
+    reasons: topReasons,
+    scope_used: scopeOf(top.entry.tier, request.topic_id),
+    diagnostics
+  }
+}
+
+/**
+ * The resolver over the ContextStore, the scorer and the TTL policy.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | Scoring.Scoring | TtlPolicy> = Effect.gen(
+  function*() {
+    const store = yield* ContextStore
+    const settings = yield* Scoring.Scoring
+    const ttl = yield* TtlPolicy
+    let sequence = 0
+    const resolve = (request: ResolveRequest) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hints = request.normalized_reference_hints
+        // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only.
+        const pool = yield* store.pool({
+          chat_id: request.chat_id,
+          topic_id: request.topic_id,
+          current_message_id: request.current_message_id,
+          reply_to_message_id: request.reply_to_message_id,
+          sender_user_id: request.sender_user_id,
+          kinds: request.allowed_kinds,
+          prefer_kinds: Scoring.hintedKinds(hints),
+          include_owned: hints.ownership_hint === "mine",
+          active_only: false,
+          now,
+          limits: settings.pool
+        })
+        // Steps 3 and 4: deterministic weighted features, best first.
+        const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+          now,
+          topic_id: request.topic_id,
+          sender_user_id: request.sender_user_id,
+          hints
+        })
+        // Steps 5 to 8: thresholds.
+        const result = decide(settings, request, scored, pool.fallback, pool.chain.length)
+        yield* Effect.logInfo("resolve_reference_target").pipe(
+          Effect.annotateLogs({
+            request_id: request.request_id ?? `resolve-${++sequence}`,
+            chat_id: request.chat_id,
+            topic_id: request.topic_id,
+            current_message_id: request.current_message_id,
+            candidate_count: scored.length,
+            status: result.status,
+            scope_used: result.scope_used,
+            top_ids: result.candidates.map((c) => c.object_id).join(","),
+            top_score_gap: result.diagnostics.score_gap
+          })
+        )
+        return result
+      })
+    return { resolve }
+  }
+)
+
+/**
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<ReferenceResolver, never, ContextStore | Scoring.Scoring | TtlPolicy> = Layer.effect(
+  ReferenceResolver,
+  make
+)

@@ -1,0 +1,419 @@
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
+import type { ContextObject, MessageMeta } from "../ContextObject.js"
+import { isActive, messageObject } from "../ContextObject.js"
+import type {
+  ApplyOptions,
+  CandidatePool,
+  ChatSnapshot,
+  ContextStoreShape,
+  MemoryStoreOptions,
+  PoolEntry,
+  PoolQuery,
+  PoolTier,
+  StoreStats
+} from "../ContextStore.js"
+import { compareMessageIds } from "../Ids.js"
+import type { ObjectKind } from "../ObjectKind.js"
+import { applyEvent, type StateWriter } from "./reducer.js"
+
+/** The most poll ids remembered (poll updates name polls, not chats). */
+const maxPolls = 100_000
+
+class ObjRec {
+  gone = false
+  constructor(public o: ContextObject) {}
+}
+
+/** Append-only list with a moving head, trimmed when the dead prefix dominates. */
+class Deque<A> {
+  items: Array<A> = []
+  head = 0
+  get size() {
+    return this.items.length - this.head
+  }
+  push(a: A) {
+    this.items.push(a)
+  }
+  peek(): A | undefined {
+    return this.items[this.head]
+  }
+  shift(): A | undefined {
+    const a = this.items[this.head]
+    if (a === undefined) return undefined
+    this.head++
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+    return a
+  }
+}
+
+class Scope {
+  readonly messages = new Deque<MessageMeta>()
+  objects: Array<ObjRec> = []
+  byKind = new Map<ObjectKind, Array<ObjRec>>()
+  readonly active = new Set<ObjRec>()
+  add(rec: ObjRec) {
+    this.objects.push(rec)
+    const list = this.byKind.get(rec.o.kind)
+    if (list === undefined) this.byKind.set(rec.o.kind, [rec])
+    else list.push(rec)
+  }
+  isEmpty(): boolean {
+    return this.messages.size === 0 && this.objects.every((r) => r.gone)
+  }
+  compact() {
+    this.objects = this.objects.filter((r) => !r.gone)
+    for (const [k, list] of this.byKind) this.byKind.set(k, list.filter((r) => !r.gone))
+  }
+}
+
+class Chat {
+  readonly messages = new Map<string, MessageMeta>()
+  readonly objects = new Map<string, ObjRec>()
+  readonly byMessage = new Map<string, Array<ObjRec>>()
+  readonly owned = new Map<string, Array<ObjRec>>()
+  readonly topics = new Map<string | null, Scope>()
+  /** The whole chat, for the fallback across topics. */
+  readonly all = new Scope()
+  readonly objectOrder = new Deque<ObjRec>()
+  readonly events = new Set<string>()
+  readonly eventOrder = new Deque<string>()
+  readonly strings = new Map<string, string>()
+  gone = 0
+  constructor(readonly id: string) {}
+  intern(s: string): string {
+    const known = this.strings.get(s)
+    if (known !== undefined) return known
+    this.strings.set(s, s)
+    return s
+  }
+  topic(id: string | null): Scope {
+    let scope = this.topics.get(id)
+    if (scope === undefined) {
+      scope = new Scope()
+      this.topics.set(id, scope)
+    }
+    return scope
+  }
+  liveObjectsOf(messageId: string): ReadonlyArray<ObjRec> {
+    return this.byMessage.get(messageId) ?? []
+  }
+}
+
+const emptyPool: CandidatePool = { entries: [], chain: [], fallback: false }
+
+export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape => {
+  // Map order is the LRU order: a used chat is moved to the end.
+  const chats = new Map<string, Chat>()
+  const polls = new Map<string, { readonly chat_id: string; readonly object_id: string }>()
+  let lastUsed: Chat | undefined
+  let totalMessages = 0
+  const counters = { evicted_chats: 0, evicted_messages: 0, evicted_objects: 0, swept_objects: 0 }
+
+  const use = (chat: Chat) => {
+    if (lastUsed !== chat) {
+      chats.delete(chat.id)
+      chats.set(chat.id, chat)
+      lastUsed = chat
+    }
+  }
+
+  const chatFor = (id: string): Chat => {
+    let chat = chats.get(id)
+    if (chat === undefined) {
+      chat = new Chat(id)
+      chats.set(id, chat)
+      lastUsed = chat
+      while (chats.size > settings.max_chats) evictLeastRecentChat(chat)
+    } else {
+      use(chat)
+    }
+    return chat
+  }
+
+  const evictLeastRecentChat = (keep: Chat): boolean => {
+    for (const victim of chats.values()) {
+      if (victim === keep) continue
+      chats.delete(victim.id)
+      totalMessages -= victim.messages.size
+      counters.evicted_chats++
+      counters.evicted_messages += victim.messages.size
+      counters.evicted_objects += victim.objects.size
+      return true
+    }
+    return false
+  }
+
+  const removeObject = (chat: Chat, rec: ObjRec) => {
+    if (rec.gone) return
+    rec.gone = true
+    chat.gone++
+    chat.objects.delete(rec.o.object_id)
+    chat.all.active.delete(rec)
+    chat.topics.get(rec.o.topic_id)?.active.delete(rec)
+    const siblings = chat.byMessage.get(rec.o.source_message_id)
+    if (siblings !== undefined) {
+      const rest = siblings.filter((r) => r !== rec)
+      if (rest.length === 0) chat.byMessage.delete(rec.o.source_message_id)
+      else chat.byMessage.set(rec.o.source_message_id, rest)
+    }
+    if (chat.gone > 256 && chat.gone * 2 > chat.objects.size) {
+      chat.all.compact()
+      for (const scope of chat.topics.values()) scope.compact()
+      for (const [user, list] of chat.owned) {
+        const live = list.filter((r) => !r.gone)
+        if (live.length === 0) chat.owned.delete(user)
+        else chat.owned.set(user, live)
+      }
+      chat.gone = 0
+    }
+  }
+
+  const evictOldestMessage = (chat: Chat) => {
+    const oldest = chat.all.messages.shift()
+    if (oldest === undefined) return
+    chat.messages.delete(oldest.message_id)
+    const scope = chat.topics.get(oldest.topic_id)
+    if (scope !== undefined && scope.messages.peek() === oldest) scope.messages.shift()
+    totalMessages--
+    counters.evicted_messages++
+  }
+
+  const writer: StateWriter = {
+    message: (chatId, messageId) => chats.get(chatId)?.messages.get(messageId),
+    object: (chatId, objectId) => chats.get(chatId)?.objects.get(objectId)?.o,
+    objectsOfMessage: (chatId, messageId) => chats.get(chatId)?.liveObjectsOf(messageId).map((r) => r.o) ?? [],
+    pollObject: (pollId) => polls.get(pollId),
+    seen: (chatId, eventId) => chats.get(chatId)?.events.has(eventId) ?? false,
+    putMessage: (m) => {
+      const chat = chatFor(m.chat_id)
+      const replyTo = m.reply_to_message_id
+      const stored: MessageMeta = {
+        chat_id: chat.id,
+        message_id: m.message_id,
+        topic_id: m.topic_id === null ? null : chat.intern(m.topic_id),
+        reply_to_message_id: replyTo === null ? null : chat.messages.get(replyTo)?.message_id ?? replyTo,
+        sender_user_id: m.sender_user_id === null ? null : chat.intern(m.sender_user_id),
+        from_bot: m.from_bot,
+        sent_at: m.sent_at
+      }
+      chat.messages.set(stored.message_id, stored)
+      chat.all.messages.push(stored)
+      chat.topic(stored.topic_id).messages.push(stored)
+      totalMessages++
+      while (chat.messages.size > settings.max_messages_per_chat) evictOldestMessage(chat)
+      while (totalMessages > settings.max_messages_total) {
+        if (!evictLeastRecentChat(chat)) evictOldestMessage(chat)
+      }
+    },
+    putObject: (o, previous) => {
+      const chat = chatFor(o.chat_id)
+      let rec = previous === undefined ? undefined : chat.objects.get(o.object_id)
+      if (rec === undefined) {
+        rec = new ObjRec(o)
+        chat.objects.set(o.object_id, rec)
+        chat.objectOrder.push(rec)
+        chat.all.add(rec)
+        chat.topic(o.topic_id).add(rec)
+        const siblings = chat.byMessage.get(o.source_message_id)
+        if (siblings === undefined) chat.byMessage.set(o.source_message_id, [rec])
+        else siblings.push(rec)
+        if (o.created_by_user_id !== undefined) {
+          const owned = chat.owned.get(o.created_by_user_id)
+          if (owned === undefined) chat.owned.set(chat.intern(o.created_by_user_id), [rec])
+          else owned.push(rec)
+        }
+        while (chat.objects.size > settings.max_objects_per_chat) {
+          const oldest = chat.objectOrder.shift()
+          if (oldest === undefined) break
+          if (!oldest.gone) {
+            removeObject(chat, oldest)
+            counters.evicted_objects++
+          }
+        }
+      } else {
+        rec.o = o
+      }
+      if (!rec.gone) {
+        const scope = chat.topic(o.topic_id)
+        if (o.active_until !== null) {
+          scope.active.add(rec)
+          chat.all.active.add(rec)
+        } else {
+          scope.active.delete(rec)
+          chat.all.active.delete(rec)
+        }
+      }
+    },
+    putPoll: (pollId, chatId, objectId) => {
+      polls.delete(pollId)
+      polls.set(pollId, { chat_id: chatId, object_id: objectId })
+      if (polls.size > maxPolls) {
+        const first = polls.keys().next()
+        if (!first.done) polls.delete(first.value)
+      }
+    },
+    markSeen: (chatId, eventId) => {
+      const chat = chatFor(chatId)
+      chat.events.add(eventId)
+      chat.eventOrder.push(eventId)
+      while (chat.eventOrder.size > settings.max_event_ids_per_chat) {
+        const old = chat.eventOrder.shift()
+        if (old !== undefined) chat.events.delete(old)
+      }
+    }
+  }
+
+  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): ApplyResult => {
+    let applied = 0
+    let duplicates = 0
+    const skipped: Array<ApplyResult["skipped"][number]> = []
+    for (let i = 0; i < events.length; i++) {
+      const outcome = applyEvent(writer, events[i]!, options.now, options.ttl)
+      if (outcome._tag === "applied") applied++
+      else if (outcome._tag === "duplicate") duplicates++
+      else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
+    }
+    return { applied, duplicates, skipped }
+  }
+
+  const pool = (q: PoolQuery): CandidatePool => {
+    const chat = chats.get(q.chat_id)
+    if (chat === undefined) return emptyPool
+    use(chat)
+    const out = new Map<string, PoolEntry>()
+    const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
+    const accept = (o: ContextObject) => kindOk(o.kind) && (!q.active_only || isActive(o, q.now))
+    const add = (o: ContextObject, tier: PoolTier) => {
+      if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
+    }
+    const addMessage = (m: MessageMeta, tier: PoolTier): boolean => {
+      if (q.active_only || m.message_id === q.current_message_id) return false
+      if (chat.byMessage.has(m.message_id)) return false
+      const o = messageObject(m)
+      if (!kindOk(o.kind)) return false
+      add(o, tier)
+      return true
+    }
+
+    // 1. The reply target and its chain, whatever topic they are in.
+    const chain: Array<string> = []
+    let next = q.reply_to_message_id
+    while (next !== null && chain.length < q.limits.chain_depth && !chain.includes(next)) {
+      const m = chat.messages.get(next)
+      if (m === undefined) break
+      const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
+      chain.push(m.message_id)
+      for (const rec of chat.liveObjectsOf(m.message_id)) if (accept(rec.o)) add(rec.o, tier)
+      addMessage(m, tier)
+      next = m.reply_to_message_id
+    }
+
+    const preferKinds = q.kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...q.kinds])]
+    const takeRecent = (list: ReadonlyArray<ObjRec> | undefined, n: number, tier: PoolTier, inScope: (o: ContextObject) => boolean) => {
+      if (list === undefined) return
+      let taken = 0
+      // Look a bounded distance back, so a scope full of other kinds stays cheap.
+      for (let i = list.length - 1, scanned = 0; i >= 0 && taken < n && scanned < n * 8; i--, scanned++) {
+        const rec = list[i]!
+        if (rec.gone || !inScope(rec.o) || !accept(rec.o)) continue
+        add(rec.o, tier)
+        taken++
+      }
+    }
+    const collect = (scope: Scope, tier: PoolTier, inScope: (o: ContextObject) => boolean) => {
+      for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && accept(rec.o)) add(rec.o, tier)
+      if (q.active_only) return
+      takeRecent(scope.objects, q.limits.recent_objects, tier, inScope)
+      for (const kind of preferKinds) takeRecent(scope.byKind.get(kind), q.limits.recent_per_kind, tier, inScope)
+      if (q.include_owned && q.sender_user_id !== null) {
+        takeRecent(chat.owned.get(q.sender_user_id), q.limits.owned, tier, inScope)
+      }
+      const items = scope.messages.items
+      for (let i = items.length - 1, taken = 0, scanned = 0; i >= scope.messages.head && taken < q.limits.recent_messages && scanned < 64; i--, scanned++) {
+        const m = items[i]!
+        if (m.topic_id === q.topic_id ? tier !== "home" : tier === "home") continue
+        if (addMessage(m, tier)) taken++
+      }
+    }
+
+    // 2. The request's own scope: its topic, or the topicless part of the chat.
+    const home = chat.topics.get(q.topic_id)
+    if (home !== undefined) collect(home, "home", (o) => o.topic_id === q.topic_id)
+
+    // 3. The rest of the chat, only when nothing at all is known of the request's own scope
+    // (a topic deixis has not seen yet): topics are never mixed otherwise.
+    let fallback = false
+    if (home === undefined || home.isEmpty()) {
+      fallback = true
+      collect(chat.all, "fallback", (o) => o.topic_id !== q.topic_id)
+    }
+    return { entries: [...out.values()], chain, fallback }
+  }
+
+  const snapshot = (chatId: string): ChatSnapshot => {
+    const chat = chats.get(chatId)
+    if (chat === undefined) return { messages: [], objects: [] }
+    return {
+      messages: [...chat.messages.values()].sort((a, b) => compareMessageIds(a.message_id, b.message_id)),
+      objects: [...chat.objects.values()].map((r) => r.o).sort((a, b) =>
+        a.object_id < b.object_id ? -1 : a.object_id > b.object_id ? 1 : 0
+      )
+    }
+  }
+
+  const sweep = (now: number): number => {
+    let removed = 0
+    for (const chat of chats.values()) {
+      for (const rec of chat.objects.values()) {
+        const o = rec.o
+        const since = o.active_until ?? o.created_at
+        if (!isActive(o, now) && since + settings.object_retention <= now) {
+          removeObject(chat, rec)
+          removed++
+        }
+      }
+      for (const rec of chat.all.active) {
+        if (!isActive(rec.o, now)) {
+          chat.all.active.delete(rec)
+          chat.topics.get(rec.o.topic_id)?.active.delete(rec)
+        }
+      }
+    }
+    counters.swept_objects += removed
+    return removed
+  }
+
+  const stats = (): StoreStats => {
+    let objects = 0
+    for (const chat of chats.values()) objects += chat.objects.size
+    return { chats: chats.size, messages: totalMessages, objects, ...counters }
+  }
+
+  return {
+    apply: (events, options) => Effect.sync(() => apply(events, options)),
+    pool: (query) => Effect.sync(() => pool(query)),
+    message: (chatId, messageId) => Effect.sync(() => Option.fromNullable(chats.get(chatId)?.messages.get(messageId))),
+    object: (chatId, objectId) => Effect.sync(() => Option.fromNullable(chats.get(chatId)?.objects.get(objectId)?.o)),
+    replyChain: (chatId, messageId, depth) =>
+      Effect.sync(() => {
+        const chat = chats.get(chatId)
+        const out: Array<MessageMeta> = []
+        let next: string | null = messageId
+        while (chat !== undefined && next !== null && out.length < depth) {
+          const m = chat.messages.get(next)
+          if (m === undefined || out.includes(m)) break
+          out.push(m)
+          next = m.reply_to_message_id
+        }
+        return out
+      }),
+    snapshot: (chatId) => Effect.sync(() => snapshot(chatId)),
+    sweep: (now) => Effect.sync(() => sweep(now)),
+    stats: Effect.sync(stats)
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The one place events become state. Every ContextStore adapter applies events through
+ * `applyEvent`, over its own implementation of `StateWriter`, so adapters cannot drift.
+ */
+import type { ContextObject, MessageMeta } from "../ContextObject.js"
+import { objectIdFor } from "../ContextObject.js"
+import type { ContextEvent, MessageObserved, ObjectActivated } from "../ContextEvent.js"
+import type { ObjectKind } from "../ObjectKind.js"
+import * as Ttl from "../TtlPolicy.js"
+
+/** Synchronous reads and writes an adapter offers the reducer, within one batch. */
+export interface StateWriter {
+  readonly message: (chatId: string, messageId: string) => MessageMeta | undefined
+  readonly object: (chatId: string, objectId: string) => ContextObject | undefined
+  readonly objectsOfMessage: (chatId: string, messageId: string) => ReadonlyArray<ContextObject>
+  readonly pollObject: (pollId: string) => { readonly chat_id: string; readonly object_id: string } | undefined
+  readonly seen: (chatId: string, eventId: string) => boolean
+  readonly putMessage: (message: MessageMeta) => void
+  /** `previous` is the stored version being replaced, undefined for a new object. */
+  readonly putObject: (object: ContextObject, previous: ContextObject | undefined) => void
+  readonly putPoll: (pollId: string, chatId: string, objectId: string) => void
+  readonly markSeen: (chatId: string, eventId: string) => void
+}
+
+export type Outcome =
+  | { readonly _tag: "applied" }
+  | { readonly _tag: "duplicate" }
+  | { readonly _tag: "skipped"; readonly path: string; readonly message: string }
+
+const applied: Outcome = { _tag: "applied" }
+const duplicate: Outcome = { _tag: "duplicate" }
+const skipped = (path: string, message: string): Outcome => ({ _tag: "skipped", path, message })
+
+export const applyEvent = (
+  w: StateWriter,
+  event: ContextEvent,
+  now: number,
+  settings: Ttl.TtlSettings
+): Outcome => {
+  switch (event.type) {
+    case "message_observed":
+      return observeMessage(w, event, now)
+    case "object_activated":
+      return activateObject(w, event, now, settings)
+    case "poll_closed": {
+      const ref = event.poll_id !== undefined ? w.pollObject(event.poll_id) : undefined
+      const chatId = ref?.chat_id ?? event.chat_id
+      const objectId = ref?.object_id ?? event.object_id
+      if (chatId === undefined || objectId === undefined) {
+        return skipped("poll_id", `no poll with poll_id "${event.poll_id}" has been seen`)
+      }
+      if (w.seen(chatId, event.event_id)) return duplicate
+      const object = w.object(chatId, objectId)
+      if (object === undefined || object.kind !== "poll") {
+        return skipped("object_id", `no poll object "${objectId}" in chat ${chatId}`)
+      }
+      w.putObject(Ttl.closePoll(settings, object, event.at ?? now), object)
+      w.markSeen(chatId, event.event_id)
+      return applied
+    }
+    case "reminder_updated":
+    case "reminder_fired":
+    case "reminder_cancelled": {
+      if (w.seen(event.chat_id, event.event_id)) return duplicate
+      const object = w.object(event.chat_id, event.object_id)
+      if (object === undefined || object.kind !== "reminder") {
+        return skipped("object_id", `no reminder "${event.object_id}" in chat ${event.chat_id}`)
+      }
+      const at = event.at ?? now
+      let next: ContextObject
+      if (event.type === "reminder_updated") {
+        const edited: ContextObject = {
+          ...object,
+          ...(event.title_or_label === undefined ? {} : { title_or_label: event.title_or_label }),
+          ...(object.reminder === undefined && event.due_at === undefined
+            ? {}
+            : {
+              reminder: {
+                due_at: event.due_at ?? object.reminder!.due_at,
+                status: "scheduled" as const
+              }
+            })
+        }
+        next = Ttl.activate(settings, edited, "reminder_updated", at)
+      } else if (event.type === "reminder_fired") {
+        next = Ttl.fireReminder(settings, object, at)
+      } else {
+        next = Ttl.cancelReminder(object, at)
+      }
+      w.putObject(next, object)
+      w.markSeen(event.chat_id, event.event_id)
+      return applied
+    }
+  }
+}
+
+const observeMessage = (w: StateWriter, e: MessageObserved, now: number): Outcome => {
+  if (w.message(e.chat_id, e.message_id) !== undefined) return duplicate
+  const sentAt = e.sent_at ?? now
+  const fromBot = e.direction === "outbound"
+  const message: MessageMeta = {
+    chat_id: e.chat_id,
+    message_id: e.message_id,
+    topic_id: e.topic_id,
+    reply_to_message_id: e.reply_to_message_id,
+    sender_user_id: e.sender_user_id,
+    from_bot: fromBot,
+    sent_at: sentAt
+  }
+  w.putMessage(message)
+  const known = (kind: ObjectKind, index: number, extra: Partial<ContextObject>): ContextObject => ({
+    object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
+    kind,
+    chat_id: e.chat_id,
+    topic_id: e.topic_id,
+    source_message_id: e.message_id,
+    created_at: sentAt,
+    last_touched_at: sentAt,
+    activation_reasons: [],
+    ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
+    created_by_bot: fromBot,
+    ttl_class: Ttl.classFor(kind, undefined),
+    active_until: null,
+    activated_at: null,
+    ...extra
+  })
+  e.links.forEach((link, i) => {
+    const o = known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url })
+    w.putObject(o, w.object(e.chat_id, o.object_id))
+  })
+  const perKind = new Map<ObjectKind, number>()
+  for (const media of e.media) {
+    const index = perKind.get(media.kind) ?? 0
+    perKind.set(media.kind, index + 1)
+    const o = known(media.kind, index, {
+      ...(media.label === undefined ? {} : { title_or_label: media.label }),
+      ...(media.file_id === undefined ? {} : { ref: media.file_id })
+    })
+    w.putObject(o, w.object(e.chat_id, o.object_id))
+  }
+  if (e.poll !== undefined) {
+    const o = known("poll", 0, {
+      ...(e.poll.question === undefined ? {} : { title_or_label: e.poll.question }),
+      ttl_class: e.poll.is_closed ? "poll_grace" : "poll_open",
+      poll: e.poll.is_closed
+        ? { poll_id: e.poll.poll_id, state: "closed", closed_at: sentAt }
+        : { poll_id: e.poll.poll_id, state: "open" }
+    })
+    w.putObject(o, w.object(e.chat_id, o.object_id))
+    w.putPoll(e.poll.poll_id, e.chat_id, o.object_id)
+  }
+  return applied
+}
+
+const capUrl = (url: string): string => (url.length <= 80 ? url : url.slice(0, 79) + "…")
+
+const activateObject = (w: StateWriter, e: ObjectActivated, now: number, settings: Ttl.TtlSettings): Outcome => {
+  if (w.seen(e.chat_id, e.event_id)) return duplicate
+  const at = e.at ?? now
+  let object: ContextObject | undefined
+  if (e.object_id !== undefined) object = w.object(e.chat_id, e.object_id)
+  if (object === undefined && e.object_id === undefined && e.source_message_id !== undefined && e.kind !== undefined) {
+    object = w.objectsOfMessage(e.chat_id, e.source_message_id).find((o) => o.kind === e.kind)
+  }
+  const previous = object
+  if (object === undefined) {
+    if (e.source_message_id === undefined || e.kind === undefined) {
+      return skipped("object_id", `no object "${e.object_id}" in chat ${e.chat_id}; send source_message_id and kind to create it`)
+    }
+    if (e.kind === "reminder" && e.due_at === undefined) {
+      return skipped("due_at", "creating a reminder needs due_at")
+    }
+    const source = w.message(e.chat_id, e.source_message_id)
+    const existing = w.objectsOfMessage(e.chat_id, e.source_message_id).filter((o) => o.kind === e.kind).length
+    const createdBy = e.created_by_user_id ?? source?.sender_user_id ?? e.actor_user_id
+    object = {
+      object_id: e.object_id ?? objectIdFor(e.chat_id, e.source_message_id, e.kind, existing),
+      kind: e.kind,
+      chat_id: e.chat_id,
+      topic_id: source?.topic_id ?? e.topic_id ?? null,
+      source_message_id: e.source_message_id,
+      ...(e.title_or_label === undefined ? {} : { title_or_label: e.title_or_label }),
+      ...(e.ref === undefined ? {} : { ref: e.ref }),
+      created_at: at,
+      last_touched_at: at,
+      activation_reasons: [],
+      ...(createdBy === undefined || createdBy === null ? {} : { created_by_user_id: createdBy }),
+      created_by_bot: e.created_by_bot ?? source?.from_bot ?? false,
+      ttl_class: Ttl.classFor(e.kind, e.reason),
+      active_until: null,
+      activated_at: null,
+      ...(e.kind === "reminder" && e.due_at !== undefined ? { reminder: { due_at: e.due_at, status: "scheduled" as const } } : {}),
+      ...(e.kind === "poll" ? { poll: { ...(e.poll_id === undefined ? {} : { poll_id: e.poll_id }), state: "open" as const } } : {})
+    }
+    if (e.kind === "poll" && e.poll_id !== undefined) w.putPoll(e.poll_id, e.chat_id, object.object_id)
+  } else if (object.kind === "reminder" && e.due_at !== undefined) {
+    object = { ...object, reminder: { due_at: e.due_at, status: "scheduled" } }
+  }
+  if (e.title_or_label !== undefined && object.title_or_label === undefined) {
+    object = { ...object, title_or_label: e.title_or_label }
+  }
+  w.putObject(Ttl.activate(settings, object, e.reason, at), previous)
+  w.markSeen(e.chat_id, e.event_id)
+  return applied
+}
