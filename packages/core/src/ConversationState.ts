@@ -26,6 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { InvalidRequest, pathOf } from "./Errors.js"
 import { ChatId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
 import * as internal from "./internal/conversationState.js"
 
@@ -697,7 +698,7 @@ const encodeUpdateResult = Schema.encode(UpdateConversationStateResult)
 
 /**
  * The `get_conversation_state` tool over untrusted arguments: decodes them, reads, and returns
- * the wire form of the snapshot.
+ * the wire form of the snapshot. Arguments that do not decode fail with `Errors.InvalidRequest`.
  *
  * @since 0.1.0
  * @category tools
@@ -706,11 +707,11 @@ export const getConversationState = (
   args: unknown
 ): Effect.Effect<
   typeof ConversationStateSnapshot.Encoded,
-  ParseResult.ParseError | ConversationStateStoreError,
+  InvalidRequest | ConversationStateStoreError,
   ConversationState
 > =>
   Effect.gen(function*() {
-    const params = yield* decodeGetParams(args)
+    const params = yield* Effect.mapError(decodeGetParams(args), (error) => new InvalidRequest(pathOf(error)))
     const service = yield* ConversationState
     const snapshot = yield* service.get(params)
     return yield* Effect.orDie(encodeSnapshot(snapshot))
@@ -719,7 +720,7 @@ export const getConversationState = (
 /**
  * The `update_conversation_state` tool over untrusted arguments. A malformed `patch` fails
  * with {@link InvalidMergePatch} naming the place inside it; other malformed arguments fail
- * with the `ParseError`.
+ * with `Errors.InvalidRequest` naming the field.
  *
  * @since 0.1.0
  * @category tools
@@ -728,17 +729,17 @@ export const updateConversationState = (
   args: unknown
 ): Effect.Effect<
   typeof UpdateConversationStateResult.Encoded,
-  ParseResult.ParseError | UpdateError,
+  InvalidRequest | UpdateError,
   ConversationState
 > =>
   Effect.gen(function*() {
     const params = yield* decodeUpdateParams(args).pipe(
-      Effect.catchTag("ParseError", (error): Effect.Effect<never, ParseResult.ParseError | InvalidMergePatch> => {
+      Effect.mapError((error): InvalidRequest | InvalidMergePatch => {
         const first = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
         const [head, ...rest] = first?.path ?? []
         return head === "patch" && first !== undefined
-          ? Effect.fail(new InvalidMergePatch({ path: internal.formatPath(rest), message: first.message }))
-          : Effect.fail(error)
+          ? new InvalidMergePatch({ path: internal.formatPath(rest), message: first.message })
+          : new InvalidRequest(pathOf(error))
       })
     )
     const service = yield* ConversationState

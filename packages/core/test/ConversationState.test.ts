@@ -611,7 +611,7 @@ describe("tools", () => {
       assert.strictEqual(topicless.topic_id, null)
     }).pipe(withState()))
 
-  it.effect("update_conversation_state: a malformed patch is an InvalidMergePatch, other bad arguments a ParseError", () =>
+  it.effect("update_conversation_state: a malformed patch is an InvalidMergePatch, other bad arguments an InvalidRequest", () =>
     Effect.gen(function*() {
       const badPatch = yield* failure(ConversationState.updateConversationState({ chat_id: 1, patch: { a: { b: Infinity } } }))
       assert.isTrue(badPatch._tag === "InvalidMergePatch" && badPatch.path === "a.b")
@@ -620,9 +620,9 @@ describe("tools", () => {
       const badRevision = yield* failure(
         ConversationState.updateConversationState({ chat_id: 1, patch: {}, expected_revision: -1 })
       )
-      assert.strictEqual(badRevision._tag, "ParseError")
+      assert.isTrue(badRevision._tag === "InvalidRequest" && badRevision.path === "expected_revision")
       const noChat = yield* failure(ConversationState.getConversationState({ topic_id: 1 }))
-      assert.strictEqual(noChat._tag, "ParseError")
+      assert.isTrue(noChat._tag === "InvalidRequest" && noChat.path === "chat_id")
     }).pipe(withState()))
 
   it("the parameters' JSON Schema describes the patch as an object and expected_revision as optional", () => {
