@@ -18,6 +18,7 @@ import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ApplyResult, ContextEvent } from "./ContextEvent.js"
 import type { ContextObject, MessageMeta } from "./ContextObject.js"
+import { httpStatus } from "./Errors.js"
 import type { ObjectKind } from "./ObjectKind.js"
 import { makeMemoryStore } from "./internal/memoryStore.js"
 import type { TtlSettings } from "./TtlPolicy.js"
@@ -31,7 +32,7 @@ import type { TtlSettings } from "./TtlPolicy.js"
 export class StoreError extends Schema.TaggedError<StoreError>("@deixis/core/StoreError")(
   "StoreError",
   { message: Schema.String },
-  { status: 503 }
+  httpStatus(503)
 ) {}
 
 /**

@@ -26,7 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { InvalidRequest, pathOf } from "./Errors.js"
+import { httpStatus, InvalidRequest, pathOf } from "./Errors.js"
 import { ChatId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
 import * as internal from "./internal/conversationState.js"
 
@@ -217,9 +217,6 @@ export type UpdateConversationStateResult = typeof UpdateConversationStateResult
 // Errors
 // -----------------------------------------------------------------------------
 
-// The key @effect/platform's HttpApiSchema reads the response status from.
-const HttpApiStatus = Symbol.for("@effect/platform/HttpApiSchema/AnnotationStatus")
-
 /**
  * `expected_revision` is not the current revision: someone else changed the state since the
  * caller read it. Re-read, re-derive the patch, and retry with `current_revision`.
@@ -237,7 +234,7 @@ export class ConversationStateConflict
       current_revision: Revision,
       message: Schema.String
     },
-    { status: 409, [HttpApiStatus]: 409 }
+    httpStatus(409)
   )
 {}
 
@@ -252,7 +249,7 @@ export class ConversationStateRejected
   extends Schema.TaggedError<ConversationStateRejected>("@deixis/core/ConversationStateRejected")(
     "ConversationStateRejected",
     { path: Schema.String, message: Schema.String },
-    { status: 422, [HttpApiStatus]: 422 }
+    httpStatus(422)
   )
 {}
 
@@ -266,7 +263,7 @@ export class ConversationStateTooLarge
   extends Schema.TaggedError<ConversationStateTooLarge>("@deixis/core/ConversationStateTooLarge")(
     "ConversationStateTooLarge",
     { size_bytes: Schema.NonNegativeInt, max_bytes: Schema.NonNegativeInt, message: Schema.String },
-    { status: 413, [HttpApiStatus]: 413 }
+    httpStatus(413)
   )
 {}
 
@@ -280,7 +277,7 @@ export class ConversationStateTooLarge
 export class InvalidMergePatch extends Schema.TaggedError<InvalidMergePatch>("@deixis/core/InvalidMergePatch")(
   "InvalidMergePatch",
   { path: Schema.String, message: Schema.String },
-  { status: 400, [HttpApiStatus]: 400 }
+  httpStatus(400)
 ) {}
 
 /**

@@ -7,6 +7,18 @@
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
+// The key @effect/platform's HttpApiSchema reads a response status from.
+const HttpApiStatus = Symbol.for("@effect/platform/HttpApiSchema/AnnotationStatus")
+
+/**
+ * Annotations giving an error its HTTP status, both as a plain `status` and under the key
+ * `@effect/platform`'s HttpApi reads, so core needs no dependency on the platform.
+ *
+ * @since 0.1.0
+ * @category annotations
+ */
+export const httpStatus = (code: number) => ({ status: code, [HttpApiStatus]: code })
+
 /**
  * An event that does not decode. `path` names the failing field (`[3].chat_id`); nothing of
  * the batch it came with was applied.
@@ -17,7 +29,7 @@ import * as Schema from "effect/Schema"
 export class InvalidEvent extends Schema.TaggedError<InvalidEvent>("@deixis/core/InvalidEvent")(
   "InvalidEvent",
   { path: Schema.String, message: Schema.String },
-  { status: 400 }
+  httpStatus(400)
 ) {}
 
 /**
@@ -29,7 +41,7 @@ export class InvalidEvent extends Schema.TaggedError<InvalidEvent>("@deixis/core
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>("@deixis/core/InvalidRequest")(
   "InvalidRequest",
   { path: Schema.String, message: Schema.String },
-  { status: 400 }
+  httpStatus(400)
 ) {}
 
 /**

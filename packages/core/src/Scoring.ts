@@ -90,7 +90,7 @@ export type Feature = (typeof features)[number]
  */
 export interface ScoringSettings {
   readonly weights: { readonly [F in Feature]: number }
-  /** `owned_by_sender` without an ownership hint: sender-owned objects matter a little. */
+  /** `owned_by_sender` without an ownership hint: sender-owned objects (not messages) matter a little. */
   readonly owned_ambient: number
   readonly recency_half_life: number
   /** How long a resolver touch or attached follow-up counts as "this interaction". */
@@ -137,7 +137,7 @@ export const config: Config.Config<ScoringSettings> = Config.all({
     open_poll: weight("OPEN_POLL", 20),
     future_reminder: weight("FUTURE_REMINDER", 20),
     touched_in_interaction: weight("TOUCHED_IN_INTERACTION", 15),
-    recency: weight("RECENCY", 15),
+    recency: weight("RECENCY", 25),
     scope_fallback: weight("SCOPE_FALLBACK", -20),
     stale: weight("STALE", -25)
   }),
@@ -148,7 +148,7 @@ export const config: Config.Config<ScoringSettings> = Config.all({
     Config.withDefault(150),
     Config.validate({ message: "SCORE_CONFIDENCE_SCALE must be positive", validation: (n) => n > 0 })
   ),
-  min_score: Config.number("RESOLVE_MIN_SCORE").pipe(Config.withDefault(50)),
+  min_score: Config.number("RESOLVE_MIN_SCORE").pipe(Config.withDefault(60)),
   ambiguity_margin: Config.number("RESOLVE_AMBIGUITY_MARGIN").pipe(
     Config.withDefault(15),
     Config.validate({ message: "RESOLVE_AMBIGUITY_MARGIN must be positive", validation: (n) => n > 0 })
@@ -357,7 +357,9 @@ export const score = (
   }
   if (hints.ownership_hint === "bot_created" && o.created_by_bot) fire("bot_created", w.bot_created)
   if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
-    fire("owned_by_sender", hints.ownership_hint === "mine" ? w.owned_by_sender : settings.owned_ambient)
+    // Without an ownership hint, only objects count as owned: the sender's own chatter does not.
+    if (hints.ownership_hint === "mine") fire("owned_by_sender", w.owned_by_sender)
+    else if (o.kind !== "message" && o.kind !== "bot_message") fire("owned_by_sender", settings.owned_ambient)
   }
   if (o.poll?.state === "open") fire("open_poll", w.open_poll)
   if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) fire("future_reminder", w.future_reminder)

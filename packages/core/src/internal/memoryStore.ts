@@ -104,7 +104,8 @@ class Chat {
   }
 }
 
-const emptyPool: CandidatePool = { entries: [], chain: [], fallback: false }
+// Nothing is known of an unknown chat: its own scope is missing, so the (empty) chat was searched.
+const emptyPool: CandidatePool = { entries: [], chain: [], fallback: true }
 
 export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape => {
   // Map order is the LRU order: a used chat is moved to the end.

@@ -1,0 +1,293 @@
+/**
+ * The ContextStore contract suite. Every adapter (memory, SQLite, PostgreSQL) runs these very
+ * cases: `contextStoreContract("sqlite", layerSqlite(...))` inside a vitest file.
+ *
+ * Each case works in chats of its own, so one store may serve the whole suite; the store must
+ * use the default retention (7 days) for the sweep case.
+ *
+ * @since 0.1.0
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { type ContextEventInput, ContextEventBatch } from "./ContextEvent.js"
+import { isActive } from "./ContextObject.js"
+import { ContextStore, type PoolQuery } from "./ContextStore.js"
+import * as TtlPolicy from "./TtlPolicy.js"
+
+const T0 = Date.parse("2026-11-22T10:00:00Z")
+const minute = 60_000
+const decode = Schema.decodeUnknownSync(ContextEventBatch)
+
+let chatSequence = 0
+/** A chat id no other case uses, even across runs against one persistent store. */
+const freshChat = () => `contract-${Date.now().toString(36)}-${++chatSequence}`
+
+const apply = (events: ReadonlyArray<ContextEventInput>, now = T0) =>
+  Effect.flatMap(ContextStore, (store) => store.apply(decode(events), { now, ttl: TtlPolicy.defaults }))
+
+const query = (chat: string, overrides: Partial<PoolQuery> = {}): PoolQuery => ({
+  chat_id: chat,
+  topic_id: null,
+  current_message_id: "1000",
+  reply_to_message_id: null,
+  sender_user_id: null,
+  kinds: undefined,
+  prefer_kinds: [],
+  include_owned: false,
+  active_only: false,
+  now: T0,
+  limits: { chain_depth: 8, recent_objects: 16, recent_per_kind: 8, recent_messages: 4, owned: 8 },
+  ...overrides
+})
+
+const pool = (q: PoolQuery) => Effect.flatMap(ContextStore, (store) => store.pool(q))
+const snapshot = (chat: string) => Effect.flatMap(ContextStore, (store) => store.snapshot(chat))
+
+/**
+ * Registers the contract cases for one adapter.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<ContextStore, E>): void => {
+  describe(`ContextStore contract: ${name}`, () => {
+    layer(storeLayer, { timeout: "60 seconds" })((it) => {
+      it.effect("a message applied twice is stored once", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const events: Array<ContextEventInput> = [
+            { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 5, sender_user_id: 7, sent_at: "2026-11-22T09:00:00Z" }
+          ]
+          const first = yield* apply(events)
+          const again = yield* apply(events)
+          assert.deepStrictEqual([first.applied, first.duplicates], [1, 0])
+          assert.deepStrictEqual([again.applied, again.duplicates], [0, 1])
+          const snap = yield* snapshot(chat)
+          assert.deepStrictEqual(snap.messages, [{
+            chat_id: chat,
+            message_id: "1",
+            topic_id: "5",
+            reply_to_message_id: null,
+            sender_user_id: "7",
+            from_bot: false,
+            sent_at: Date.parse("2026-11-22T09:00:00Z")
+          }])
+        }))
+
+      it.effect("links, media and polls a message carries are known, not active", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([{
+            type: "message_observed",
+            chat_id: chat,
+            message_id: 2,
+            links: [{ url: "https://example.com/a", title: "A" }],
+            media: [{ kind: "media.image", file_id: "f1" }, { kind: "media.image", file_id: "f2" }],
+            poll: { poll_id: `${chat}-poll`, question: "Q?" }
+          }])
+          const { objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(objects.map((o) => o.object_id), [
+            `${chat}/2/link`,
+            `${chat}/2/media.image`,
+            `${chat}/2/media.image/1`,
+            `${chat}/2/poll`
+          ])
+          assert.isTrue(objects.every((o) => o.active_until === null && o.activation_reasons.length === 0))
+          assert.deepStrictEqual(objects.map((o) => o.ref), ["https://example.com/a", "f1", "f2", undefined])
+          const active = yield* pool(query(chat, { active_only: true }))
+          assert.deepStrictEqual(active.entries, [])
+        }))
+
+      it.effect("activation by object id, or by source message and kind, with event-id idempotency", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 3, links: [{ url: "https://example.com" }] }])
+          const events: Array<ContextEventInput> = [
+            { type: "object_activated", event_id: "a1", chat_id: chat, reason: "url_fetched", object_id: `${chat}/3/link` },
+            { type: "object_activated", event_id: "a2", chat_id: chat, reason: "summary_generated", source_message_id: 4, kind: "summary", topic_id: 9, created_by_bot: true, title_or_label: "Summary" }
+          ]
+          const first = yield* apply(events, T0 + minute)
+          const again = yield* apply(events, T0 + 2 * minute)
+          assert.strictEqual(first.applied, 2)
+          assert.deepStrictEqual([again.applied, again.duplicates], [0, 2])
+          const link = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/3/link`)))
+          assert.deepStrictEqual(link.activation_reasons, ["url_fetched"])
+          assert.strictEqual(link.active_until, T0 + minute + TtlPolicy.defaults.medium)
+          const summary = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/4/summary`)))
+          assert.deepStrictEqual([summary.topic_id, summary.created_by_bot, summary.title_or_label], ["9", true, "Summary"])
+        }))
+
+      it.effect("an event naming an unknown object is skipped and changes nothing", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const result = yield* apply([
+            { type: "object_activated", event_id: "x", chat_id: chat, reason: "poll_listed", object_id: "nope" },
+            { type: "reminder_fired", event_id: "y", chat_id: chat, object_id: "nope" },
+            { type: "poll_closed", event_id: "z", poll_id: `${chat}-unknown` },
+            { type: "object_activated", event_id: "w", chat_id: chat, reason: "reminder_created", source_message_id: 1, kind: "reminder" }
+          ])
+          assert.deepStrictEqual(result.skipped.map((s) => s.path), ["[0].object_id", "[1].object_id", "[2].poll_id", "[3].due_at"])
+          assert.strictEqual(result.applied, 0)
+          assert.deepStrictEqual(yield* snapshot(chat), { messages: [], objects: [] })
+        }))
+
+      it.effect("a poll closed by poll id alone finds its chat, and stays active for the grace period", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const pollId = `${chat}-p`
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 5, poll: { poll_id: pollId, question: "Q" }, direction: "outbound" },
+            { type: "object_activated", event_id: "c", chat_id: chat, reason: "poll_created", source_message_id: 5, kind: "poll" }
+          ])
+          yield* apply([{ type: "poll_closed", event_id: "close", poll_id: pollId }], T0 + 10 * minute)
+          const poll = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/5/poll`)))
+          assert.deepStrictEqual(poll.poll, { poll_id: pollId, state: "closed", closed_at: T0 + 10 * minute })
+          assert.strictEqual(poll.active_until, T0 + 10 * minute + TtlPolicy.defaults.poll_grace)
+          assert.strictEqual(poll.ttl_class, "poll_grace")
+        }))
+
+      it.effect("reminders are updated, fired and cancelled", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const id = `${chat}/6/reminder`
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 6, sender_user_id: 1 },
+            { type: "object_activated", event_id: "r", chat_id: chat, reason: "reminder_created", source_message_id: 6, kind: "reminder", due_at: "2026-11-22T12:00:00Z" }
+          ])
+          yield* apply([{ type: "reminder_updated", event_id: "u", chat_id: chat, object_id: id, due_at: "2026-11-22T13:00:00Z" }], T0 + minute)
+          const read = Effect.map(Effect.flatMap(ContextStore, (s) => s.object(chat, id)), Option.getOrThrow)
+          const updated = yield* read
+          assert.deepStrictEqual(updated.reminder, { due_at: Date.parse("2026-11-22T13:00:00Z"), status: "scheduled" })
+          assert.deepStrictEqual(updated.activation_reasons, ["reminder_created", "reminder_updated"])
+          yield* apply([{ type: "reminder_fired", event_id: "f", chat_id: chat, object_id: id }], Date.parse("2026-11-22T13:00:00Z"))
+          assert.strictEqual((yield* read).reminder?.status, "fired")
+          const cancelAt = Date.parse("2026-11-22T13:01:00Z")
+          yield* apply([{ type: "reminder_cancelled", event_id: "k", chat_id: chat, object_id: id }], cancelAt)
+          const cancelled = yield* read
+          assert.strictEqual(cancelled.reminder?.status, "cancelled")
+          assert.isFalse(isActive(cancelled, cancelAt))
+        }))
+
+      it.effect("the reply chain is walked nearest first, bounded, and never loops", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, reply_to_message_id: 3 },
+            { type: "message_observed", chat_id: chat, message_id: 2, reply_to_message_id: 1 },
+            { type: "message_observed", chat_id: chat, message_id: 3, reply_to_message_id: 2 },
+            { type: "message_observed", chat_id: chat, message_id: 4, reply_to_message_id: 3 }
+          ])
+          const chain = yield* Effect.flatMap(ContextStore, (s) => s.replyChain(chat, "4", 10))
+          assert.deepStrictEqual(chain.map((m) => m.message_id), ["4", "3", "2", "1"])
+          const bounded = yield* Effect.flatMap(ContextStore, (s) => s.replyChain(chat, "4", 2))
+          assert.deepStrictEqual(bounded.map((m) => m.message_id), ["4", "3"])
+        }))
+
+      it.effect("the pool holds the reply target, its chain and the home scope, in tiers", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 7, links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 7, reply_to_message_id: 1 },
+            { type: "message_observed", chat_id: chat, message_id: 3, topic_id: 7, media: [{ kind: "media.image" }] },
+            { type: "message_observed", chat_id: chat, message_id: 4, topic_id: 8, media: [{ kind: "media.image" }] },
+            { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 7, reply_to_message_id: 2 }
+          ])
+          const result = yield* pool(query(chat, { topic_id: "7", current_message_id: "5", reply_to_message_id: "2" }))
+          const tiers = Object.fromEntries(result.entries.map((e) => [e.object.object_id, e.tier]))
+          assert.deepStrictEqual(tiers, {
+            [`${chat}/2/message`]: "reply_target",
+            [`${chat}/1/link`]: "reply_chain",
+            [`${chat}/3/media.image`]: "home"
+          })
+          assert.deepStrictEqual(result.chain, ["2", "1"])
+          assert.isFalse(result.fallback)
+        }))
+
+      it.effect("other topics are searched only when the request's topic is unknown", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 7, links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 8 }
+          ])
+          const known = yield* pool(query(chat, { topic_id: "8", kinds: ["link"] }))
+          assert.deepStrictEqual([known.entries.length, known.fallback], [0, false])
+          const unknown = yield* pool(query(chat, { topic_id: "99", kinds: ["link"] }))
+          assert.deepStrictEqual(unknown.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "fallback"]])
+          assert.isTrue(unknown.fallback)
+        }))
+
+      it.effect("the pool filters kinds and activity, and never offers the current message", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, media: [{ kind: "media.pdf" }] },
+            { type: "object_activated", event_id: "a", chat_id: chat, reason: "media_inspected", source_message_id: 2, kind: "media.pdf" },
+            { type: "message_observed", chat_id: chat, message_id: 3 }
+          ])
+          const all = yield* pool(query(chat, { current_message_id: "3" }))
+          assert.sameMembers(all.entries.map((e) => e.object.object_id), [`${chat}/1/link`, `${chat}/2/media.pdf`])
+          const pdfs = yield* pool(query(chat, { current_message_id: "4", kinds: ["media.pdf", "message"] }))
+          assert.sameMembers(pdfs.entries.map((e) => e.object.object_id), [`${chat}/2/media.pdf`, `${chat}/3/message`])
+          const active = yield* pool(query(chat, { active_only: true }))
+          assert.deepStrictEqual(active.entries.map((e) => e.object.object_id), [`${chat}/2/media.pdf`])
+        }))
+
+      it.effect("the pool is bounded however long the history", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const events: Array<ContextEventInput> = []
+          for (let i = 1; i <= 300; i++) {
+            events.push({ type: "message_observed", chat_id: chat, message_id: i, topic_id: 1, links: i % 2 === 0 ? [{ url: `https://x/${i}` }] : [] })
+          }
+          yield* apply(events)
+          const result = yield* pool(query(chat, {
+            topic_id: "1",
+            current_message_id: "301",
+            limits: { chain_depth: 8, recent_objects: 5, recent_per_kind: 3, recent_messages: 2, owned: 2 },
+            prefer_kinds: ["link"]
+          }))
+          const links = result.entries.filter((e) => e.object.kind === "link").map((e) => e.object.source_message_id)
+          const messages = result.entries.filter((e) => e.object.kind === "message").map((e) => e.object.source_message_id)
+          assert.deepStrictEqual(links, ["300", "298", "296", "294", "292"])
+          assert.deepStrictEqual(messages, ["299", "297"])
+        }))
+
+      it.effect("a sweep removes objects past retention and keeps messages and active objects", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const old = T0 - 8 * 24 * 60 * minute
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, links: [{ url: "https://old" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, links: [{ url: "https://kept" }] },
+            { type: "object_activated", event_id: "a", chat_id: chat, reason: "summarized", object_id: `${chat}/2/link` }
+          ], old)
+          yield* apply([{ type: "object_activated", event_id: "b", chat_id: chat, reason: "summarized", object_id: `${chat}/2/link` }], T0)
+          yield* Effect.flatMap(ContextStore, (s) => s.sweep(T0))
+          const snap = yield* snapshot(chat)
+          assert.deepStrictEqual(snap.objects.map((o) => o.object_id), [`${chat}/2/link`])
+          assert.deepStrictEqual(snap.messages.map((m) => m.message_id), ["1", "2"])
+        }))
+
+      it.effect("never crosses chats, and orders messages by position", () =>
+        Effect.gen(function*() {
+          const a = freshChat()
+          const b = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: a, message_id: 10, links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: a, message_id: 9 },
+            { type: "message_observed", chat_id: b, message_id: 10, reply_to_message_id: 9 }
+          ])
+          const fromB = yield* pool(query(b, { current_message_id: "11", reply_to_message_id: "10" }))
+          assert.isTrue(fromB.entries.every((e) => e.object.chat_id === b))
+          assert.deepStrictEqual(fromB.chain, ["10"])
+          assert.deepStrictEqual((yield* snapshot(a)).messages.map((m) => m.message_id), ["9", "10"])
+        }))
+    })
+  })
+}
