@@ -1,4 +1,10 @@
 /**
  * @since 0.1.0
  */
-export {}
+export * as PeopleRef from "./PeopleRef.js"
+export * as Mentions from "./Mentions.js"
+export * as HistoryItem from "./HistoryItem.js"
+export * as WritePolicy from "./WritePolicy.js"
+export * as HistoryRenderer from "./HistoryRenderer.js"
+export * as HistoryStore from "./HistoryStore.js"
+export * as ContextLoader from "./ContextLoader.js"

@@ -1,0 +1,349 @@
+/**
+ * The structured history item: who said what, when, in reply to what, quoting whom.
+ *
+ * This is the text side of a message that `@deixis/core` deliberately does not hold. Ids and
+ * timestamps are core's schemas (`Id`, `OptionalTopicId`, `Timestamp`); core's own message
+ * metadata can be derived from an item with {@link toMessageMeta}, so an adapter decodes a
+ * platform update once and feeds both packages from the same values.
+ *
+ * @since 0.1.0
+ */
+import { InvalidEvent, pathOf } from "@deixis/core/Errors"
+import type { MessageMeta } from "@deixis/core/ContextObject"
+import { ChatId, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Mentions from "./Mentions.js"
+import * as PeopleRef from "./PeopleRef.js"
+
+/**
+ * Direction and type of an item.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Kind = Schema.Literal("inbound_user", "inbound_reaction", "outbound_agent", "outbound_reaction", "system")
+  .annotations({ identifier: "HistoryKind" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Kind = typeof Kind.Type
+
+/**
+ * The source platform (`telegram`, `maep`, …): lower case letters, digits, `_`, `.`, `-`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Channel = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9_.-]{1,32}$/, { message: () => "a channel is 1-32 of a-z 0-9 _ . -" })
+).annotations({ identifier: "Channel" })
+
+/**
+ * The speaker. `display_ref` is {@link PeopleRef.format}'s reference.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Sender = Schema.Struct({
+  user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  username: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  nickname: Schema.String,
+  is_bot: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  display_ref: Schema.String
+}).annotations({ identifier: "Sender" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Sender = typeof Sender.Type
+
+/**
+ * A quoted message: who is quoted, the quoted text, and its Markdown blockquote.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Quote = Schema.Struct({
+  sender_ref: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  text: Schema.String,
+  markdown_block: Schema.String
+}).annotations({ identifier: "Quote" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Quote = typeof Quote.Type
+
+/**
+ * The kinds of attachment the summary names.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AttachmentKind = Schema.Literal(
+  "photo",
+  "video",
+  "animation",
+  "video_note",
+  "voice",
+  "audio",
+  "document",
+  "sticker",
+  "poll",
+  "location",
+  "contact",
+  "other"
+).annotations({ identifier: "AttachmentKind" })
+
+/**
+ * A compact attachment summary: its kind and, when it has one, a short name (file name,
+ * poll question, sticker emoji). Never the content.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Attachment = Schema.Struct({
+  kind: AttachmentKind,
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(256)))
+}).annotations({ identifier: "Attachment" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Attachment = typeof Attachment.Type
+
+/**
+ * The history item. Required on the wire: `channel`, `kind`, `chat_id`, `sent_at` (RFC 3339,
+ * kept as epoch ms), `sender`, `text` (after mention normalisation). The rest default to null
+ * (or no attachments). `bot_response_id` is the id of the bot's reply to this message, set
+ * once the reply is sent, so a user replying to the bot's answer finds this message.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const HistoryItem = Schema.Struct({
+  channel: Channel,
+  kind: Kind,
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  chat_type: Schema.optionalWith(Schema.NullOr(Schema.String.pipe(Schema.maxLength(32))), { default: () => null }),
+  message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  bot_response_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
+  sent_at: Timestamp,
+  sender: Sender,
+  text: Schema.String.pipe(Schema.maxLength(32_768)),
+  quote: Schema.optionalWith(Schema.NullOr(Quote), { default: () => null }),
+  attachments: Schema.optionalWith(Schema.Array(Attachment).pipe(Schema.maxItems(50)), { default: () => [] })
+}).annotations({ identifier: "HistoryItem" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type HistoryItem = typeof HistoryItem.Type
+
+/**
+ * The wire form of an item.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HistoryItemEncoded = typeof HistoryItem.Encoded
+
+const decodeItem = Schema.decodeUnknownEither(HistoryItem)
+
+/**
+ * Decodes untrusted input. A missing or malformed field fails with core's `InvalidEvent`
+ * whose `path` names it.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = (input: unknown): Effect.Effect<HistoryItem, InvalidEvent> =>
+  Effect.suspend(() => {
+    const result = decodeItem(input)
+    return result._tag === "Right"
+      ? Effect.succeed(result.right)
+      : Effect.fail(new InvalidEvent(pathOf(result.left)))
+  })
+
+/**
+ * Encodes an item to its wire form.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encode: (item: HistoryItem) => HistoryItemEncoded = Schema.encodeSync(HistoryItem)
+
+/**
+ * The Markdown blockquote of a quote: `> [Bob](tg:@bob): text`, every line quoted.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const quoteBlock = (senderRef: string | null, text: string): string =>
+  text
+    .replace(/\r\n?/g, "\n")
+    .split("\n")
+    .map((line, i) => `> ${i === 0 && senderRef !== null ? `${senderRef}: ` : ""}${line}`.trimEnd())
+    .join("\n")
+
+/**
+ * A quote as a caller knows it: the quoted person (if known), the text and its entities.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface QuoteInput {
+  readonly sender?: PeopleRef.Person | null
+  readonly text: string
+  readonly entities?: ReadonlyArray<Mentions.MessageEntity>
+}
+
+/**
+ * What {@link make} builds an item from: raw person data and message entities rather than
+ * formatted references, so formatting and normalisation happen in one place.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MakeInput {
+  readonly channel?: string
+  readonly kind: Kind
+  readonly chat_id: string
+  readonly topic_id?: string | null
+  readonly chat_type?: string | null
+  readonly message_id?: string | null
+  readonly reply_to_message_id?: string | null
+  readonly bot_response_id?: string | null
+  /** Epoch ms (Telegram's `message.date` × 1000); the Clock's now when absent (the bot's own output). */
+  readonly sent_at?: number
+  readonly sender: PeopleRef.Person
+  readonly text: string
+  readonly entities?: ReadonlyArray<Mentions.MessageEntity>
+  /** People the mentions may name, for their display names. */
+  readonly people?: ReadonlyArray<PeopleRef.Person>
+  readonly quote?: QuoteInput | null
+  readonly attachments?: ReadonlyArray<Attachment>
+}
+
+/**
+ * An item and the warnings met while building it (missing usernames, skipped entities).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Built {
+  readonly item: HistoryItem
+  readonly warnings: ReadonlyArray<string>
+}
+
+/**
+ * Builds an item at `sentAt` (epoch ms): formats the sender and quote references, normalises
+ * mentions, renders the quote block. Pure; never fails.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const build = (input: MakeInput, sentAt: number): Built => {
+  const warnings: Array<string> = []
+  const people = Mentions.directory(input.people ?? [])
+  const sender = PeopleRef.format(input.sender)
+  if (sender.warning !== null) warnings.push(`sender: ${sender.warning}`)
+  const body = Mentions.normalize(input.text, input.entities ?? [], people)
+  warnings.push(...body.warnings)
+  let quote: Quote | null = null
+  if (input.quote !== undefined && input.quote !== null) {
+    const quoted = input.quote.sender === undefined || input.quote.sender === null
+      ? null
+      : PeopleRef.format(input.quote.sender)
+    if (quoted?.warning) warnings.push(`quote: ${quoted.warning}`)
+    const text = Mentions.normalize(input.quote.text, input.quote.entities ?? [], people)
+    warnings.push(...text.warnings)
+    const senderRef = quoted === null ? null : quoted.ref
+    quote = { sender_ref: senderRef, text: text.text, markdown_block: quoteBlock(senderRef, text.text) }
+  }
+  const item: HistoryItem = {
+    channel: input.channel ?? "telegram",
+    kind: input.kind,
+    chat_id: input.chat_id,
+    topic_id: input.topic_id ?? null,
+    chat_type: input.chat_type ?? null,
+    message_id: input.message_id ?? null,
+    reply_to_message_id: input.reply_to_message_id ?? null,
+    bot_response_id: input.bot_response_id ?? null,
+    sent_at: sentAt,
+    sender: {
+      user_id: input.sender.user_id ?? null,
+      username: sender.username,
+      nickname: sender.nickname,
+      is_bot: input.sender.is_bot ?? (input.kind === "outbound_agent" || input.kind === "outbound_reaction"),
+      display_ref: sender.ref
+    },
+    text: body.text,
+    quote,
+    attachments: input.attachments ?? []
+  }
+  return { item, warnings }
+}
+
+/**
+ * Builds an item, taking the time from the Clock when `sent_at` is absent and logging each
+ * warning (a missing username degrades the reference; it never fails).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (input: MakeInput): Effect.Effect<HistoryItem> =>
+  Effect.flatMap(
+    input.sent_at === undefined ? Clock.currentTimeMillis : Effect.succeed(input.sent_at),
+    (sentAt) => {
+      const built = build(input, sentAt)
+      return built.warnings.length === 0
+        ? Effect.succeed(built.item)
+        : Effect.as(
+          Effect.forEach(built.warnings, (warning) => Effect.logWarning(warning), { discard: true }).pipe(
+            Effect.annotateLogs({ chat_id: input.chat_id, message_id: input.message_id ?? null })
+          ),
+          built.item
+        )
+    }
+  )
+
+/**
+ * Whether the bot produced the item.
+ *
+ * @since 0.1.0
+ * @category predicates
+ */
+export const isOutbound = (item: HistoryItem): boolean =>
+  item.kind === "outbound_agent" || item.kind === "outbound_reaction"
+
+/**
+ * Core's message metadata for an item that has a message id: what `@deixis/core`'s
+ * ContextStore keeps of the same message (no text).
+ *
+ * @since 0.1.0
+ * @category conversions
+ */
+export const toMessageMeta = (item: HistoryItem): Option.Option<MessageMeta> =>
+  item.message_id === null
+    ? Option.none()
+    : Option.some({
+      chat_id: item.chat_id,
+      message_id: item.message_id,
+      topic_id: item.topic_id,
+      reply_to_message_id: item.reply_to_message_id,
+      sender_user_id: item.sender.user_id,
+      from_bot: isOutbound(item) || item.sender.is_bot,
+      sent_at: item.sent_at
+    })

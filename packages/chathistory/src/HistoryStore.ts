@@ -1,0 +1,254 @@
+/**
+ * The HistoryStore port: history items by chat and topic, looked up by external id and
+ * read by position.
+ *
+ * Position is message-id order (core's `compareMessageIds`: `"9"` before `"10"`), never
+ * timestamp order: Telegram stamps whole seconds, so timestamps tie. An item without a
+ * message id (a reaction, a system note) is placed right after the newest message its scope
+ * held when it was appended: its position is `(anchor, seq)` with `anchor` that message's id
+ * and `seq` a per-chat counter (messages have `seq` 0).
+ *
+ * Every read is scoped by chat and topic (`topic_id` null is the topicless chat or a forum's
+ * General topic). An invalid external id (empty, too long, not an integer) finds nothing; it
+ * never fails. `@deixis/chathistory/HistoryStoreTesting` holds the contract suite every
+ * adapter passes.
+ *
+ * @since 0.1.0
+ */
+import type { StoreError } from "@deixis/core/ContextStore"
+import { compareMessageIds, MessageId } from "@deixis/core/Ids"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { HistoryItem } from "./HistoryItem.js"
+import { makeMemoryStore } from "./internal/memoryStore.js"
+
+/**
+ * A storage failure: core's `StoreError` (status 503), shared by every store of deixis.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export { StoreError } from "@deixis/core/ContextStore"
+
+/**
+ * A conversation: one chat, one topic (null: no topic).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryScope {
+  readonly chat_id: string
+  readonly topic_id: string | null
+}
+
+/**
+ * A stored item and its position `(anchor, seq)`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryEntry {
+  readonly item: HistoryItem
+  /** The item's message id; for an item without one, the id of the message it follows. */
+  readonly anchor: string
+  /** 0 for a message; for an item without a message id, its per-chat append counter. */
+  readonly seq: number
+}
+
+/**
+ * A position: an entry, or a message id as a bound (`{ anchor: id, seq: 0 }`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Position {
+  readonly anchor: string
+  readonly seq: number
+}
+
+/**
+ * Orders positions: by anchor (message-id order), then by seq.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const comparePositions = (a: Position, b: Position): number =>
+  compareMessageIds(a.anchor, b.anchor) || a.seq - b.seq
+
+/**
+ * The identity of an entry within its chat: the message id, or the position of an item
+ * without one. Two reads of the same item give the same key.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const entryKey = (entry: HistoryEntry): string =>
+  entry.item.message_id ?? `${entry.anchor}#${entry.seq}`
+
+/**
+ * Whether an append added an item or replaced the item with the same message id (an edit, a
+ * redelivered update). A replaced item keeps its position and its topic.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AppendResult = "appended" | "replaced"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryStoreStats {
+  readonly chats: number
+  readonly items: number
+  readonly evicted_chats: number
+  readonly evicted_items: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryStoreShape {
+  /** Adds an item, or replaces the item of the chat with the same message id. */
+  readonly append: (item: HistoryItem) => Effect.Effect<AppendResult, StoreError>
+  /**
+   * The item whose message id is `externalId`, or else the inbound item whose
+   * `bot_response_id` is `externalId` (the bot's reply was not stored as an item).
+   */
+  readonly lookup: (
+    scope: HistoryScope,
+    externalId: string | number
+  ) => Effect.Effect<Option.Option<HistoryEntry>, StoreError>
+  /**
+   * The item `lookup` finds and up to `before` items before it and `after` items after it,
+   * by position, oldest first; empty when nothing is found.
+   */
+  readonly around: (
+    scope: HistoryScope,
+    externalId: string | number,
+    window: { readonly before: number; readonly after: number }
+  ) => Effect.Effect<ReadonlyArray<HistoryEntry>, StoreError>
+  /** The newest `n` items (positioned before message `before` when given), oldest first. */
+  readonly recent: (
+    scope: HistoryScope,
+    n: number,
+    options?: { readonly before?: string | undefined }
+  ) => Effect.Effect<ReadonlyArray<HistoryEntry>, StoreError>
+  /**
+   * The newest `limit` items replying to message `messageId` (positioned before message
+   * `before` when given), oldest first.
+   */
+  readonly replies: (
+    scope: HistoryScope,
+    messageId: string,
+    options: { readonly limit: number; readonly before?: string | undefined }
+  ) => Effect.Effect<ReadonlyArray<HistoryEntry>, StoreError>
+  /**
+   * Records that the bot answered message `messageId` with message `responseId` (sets the
+   * item's `bot_response_id`). False when the message is not stored.
+   */
+  readonly recordResponse: (
+    scope: HistoryScope,
+    messageId: string | number,
+    responseId: string | number
+  ) => Effect.Effect<boolean, StoreError>
+  readonly stats: Effect.Effect<HistoryStoreStats, StoreError>
+}
+
+/**
+ * The HistoryStore port.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class HistoryStore extends Context.Tag("@deixis/chathistory/HistoryStore")<HistoryStore, HistoryStoreShape>() {}
+
+const decodeMessageId = Schema.decodeUnknownOption(MessageId)
+
+/**
+ * An external id as the store keys it: the string form of a valid message id, or none for
+ * an invalid one (empty, longer than 256, a non-integer number). For adapters.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const externalIdOf = (input: unknown): Option.Option<string> => decodeMessageId(input)
+
+/**
+ * Options of the in-memory adapter. Past `max_items_per_chat` a chat's earliest appended
+ * items go; past `max_items_total` or `max_chats` the chat written least recently goes whole.
+ * Every eviction is counted in `stats`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryOptions {
+  readonly max_chats: number
+  readonly max_items_per_chat: number
+  readonly max_items_total: number
+}
+
+const count = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+/**
+ * The in-memory adapter's configuration, read from `DEIXIS_HISTORY_STORE_*` keys.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const memoryConfig: Config.Config<MemoryOptions> = Config.all({
+  max_chats: count("HISTORY_STORE_MAX_CHATS", 10_000),
+  max_items_per_chat: count("HISTORY_STORE_MAX_ITEMS_PER_CHAT", 5_000),
+  max_items_total: count("HISTORY_STORE_MAX_ITEMS_TOTAL", 2_000_000)
+}).pipe(Config.nested("DEIXIS"))
+
+/**
+ * The defaults: the configuration read with no keys set.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const memoryDefaults: MemoryOptions = Effect.runSync(
+  Effect.withConfigProvider(memoryConfig, ConfigProvider.fromMap(new Map()))
+)
+
+/**
+ * A new in-memory store.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory = (options: Partial<MemoryOptions> = {}): HistoryStoreShape =>
+  makeMemoryStore({ ...memoryDefaults, ...options })
+
+/**
+ * The in-memory adapter: per-topic arrays in position order, id and reply indexes per chat,
+ * bounded by its caps.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options: Partial<MemoryOptions> = {}): Layer.Layer<HistoryStore> =>
+  Layer.sync(HistoryStore, () => makeMemory(options))
+
+/**
+ * The in-memory adapter configured from `DEIXIS_HISTORY_STORE_*` keys.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryConfig = (
+  overrides: Partial<MemoryOptions> = {}
+): Layer.Layer<HistoryStore, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(memoryConfig, (settings) => layerMemory({ ...settings, ...overrides })))
