@@ -1,0 +1,274 @@
+/**
+ * The contract suite of the {@link HistoryStore.HistoryStore} port. Every adapter (memory,
+ * SQLite, Postgres) runs the very same cases with the same expectations:
+ *
+ * ```ts
+ * import { historyStoreContract } from "@deixis/chathistory/HistoryStoreTesting"
+ * historyStoreContract("sqlite", SqliteHistoryStore.layer)
+ * ```
+ *
+ * Cases use chat ids unique to each run, so an adapter over a persistent database may share
+ * one layer between cases and runs. Needs `@effect/vitest` and `vitest` (optional peers).
+ *
+ * @since 0.1.0
+ */
+import { assert, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { HistoryItem } from "./HistoryItem.js"
+import * as HistoryStore from "./HistoryStore.js"
+
+const base = Date.UTC(2026, 1, 13, 8, 20, 10)
+
+/**
+ * A plain inbound item for tests: `overrides` replace any field.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const testItem = (
+  chatId: string,
+  messageId: string | null,
+  overrides: Partial<HistoryItem> = {}
+): HistoryItem => ({
+  channel: "telegram",
+  kind: "inbound_user",
+  chat_id: chatId,
+  topic_id: null,
+  chat_type: "supergroup",
+  message_id: messageId,
+  reply_to_message_id: null,
+  bot_response_id: null,
+  sent_at: base,
+  sender: {
+    user_id: "1001",
+    username: "alice",
+    nickname: "Alice",
+    is_bot: false,
+    display_ref: "[Alice](tg:@alice)"
+  },
+  text: `message ${messageId ?? "without id"}`,
+  quote: null,
+  attachments: [],
+  ...overrides
+})
+
+const ids = (entries: ReadonlyArray<HistoryStore.HistoryEntry>) => entries.map((e) => e.item.message_id)
+
+/**
+ * Registers the store contract as a `describe` block named after the adapter.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const historyStoreContract = <E>(
+  name: string,
+  storeLayer: Layer.Layer<HistoryStore.HistoryStore, E>
+): void => {
+  const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`
+  let counter = 0
+  const chat = (label: string) => `contract-${run}-${++counter}-${label}`
+  const appendAll = (store: HistoryStore.HistoryStoreShape, items: ReadonlyArray<HistoryItem>) =>
+    Effect.forEach(items, (item) => store.append(item), { discard: true })
+
+  layer(storeLayer)(`HistoryStore contract: ${name}`, (it) => {
+    it.effect("an appended item reads back exactly by its message id", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("roundtrip")
+        const item = testItem(chatId, "42", {
+          topic_id: "7",
+          kind: "outbound_agent",
+          reply_to_message_id: "41",
+          sent_at: base + 1234,
+          sender: { user_id: null, username: null, nickname: "Bot", is_bot: true, display_ref: "Bot" },
+          text: "naïve 🧮 \"quoted\" \\ back\nslash — [x](y)",
+          quote: { sender_ref: "[Bob](tg:@bob)", text: "two\nlines", markdown_block: "> [Bob](tg:@bob): two\n> lines" },
+          attachments: [{ kind: "document", name: "report.pdf" }, { kind: "photo" }]
+        })
+        const result = yield* store.append(item)
+        assert.strictEqual(result, "appended")
+        const found = yield* store.lookup({ chat_id: chatId, topic_id: "7" }, "42")
+        assert.deepStrictEqual(Option.getOrThrow(found).item, item)
+        const byNumber = yield* store.lookup({ chat_id: chatId, topic_id: "7" }, 42)
+        assert.deepStrictEqual(Option.getOrThrow(byNumber).item, item)
+      }))
+
+    it.effect("an id never stored finds nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("unknown")
+        yield* store.append(testItem(chatId, "1"))
+        assert.isTrue(Option.isNone(yield* store.lookup({ chat_id: chatId, topic_id: null }, "2")))
+        assert.isTrue(Option.isNone(yield* store.lookup({ chat_id: chat("nochat"), topic_id: null }, "1")))
+      }))
+
+    it.effect("an invalid external id finds nothing and never fails", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("invalid")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* store.append(testItem(chatId, "1"))
+        const invalid: ReadonlyArray<string | number> = ["", 1.5, Number.NaN, Number.POSITIVE_INFINITY, "9".repeat(300)]
+        for (const id of invalid) {
+          assert.isTrue(Option.isNone(yield* store.lookup(scope, id)), `lookup(${String(id)})`)
+          assert.deepStrictEqual(yield* store.around(scope, id, { before: 3, after: 3 }), [])
+          assert.isFalse(yield* store.recordResponse(scope, id, "2"))
+          assert.isFalse(yield* store.recordResponse(scope, "1", id))
+        }
+        // Hostile but well-formed ids are just ids nobody stored.
+        for (const id of ["' OR 1=1 --", "1; DROP TABLE history", "%", "_", "1\u0000"]) {
+          assert.isTrue(Option.isNone(yield* store.lookup(scope, id)), `lookup(${JSON.stringify(id)})`)
+        }
+        assert.isTrue(Option.isSome(yield* store.lookup(scope, 1)))
+      }))
+
+    it.effect("the id of the bot's response finds the message it answered", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("response")
+        const scope = { chat_id: chatId, topic_id: "3" }
+        yield* store.append(testItem(chatId, "10", { topic_id: "3" }))
+        assert.isTrue(yield* store.recordResponse(scope, "10", 11))
+        const viaResponse = Option.getOrThrow(yield* store.lookup(scope, "11"))
+        assert.strictEqual(viaResponse.item.message_id, "10")
+        assert.strictEqual(viaResponse.item.bot_response_id, "11")
+        // Once the response itself is stored, its id finds the response.
+        yield* store.append(testItem(chatId, "11", { topic_id: "3", kind: "outbound_agent", reply_to_message_id: "10" }))
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "11")).item.kind, "outbound_agent")
+        // An item appended with bot_response_id is found by it too.
+        yield* store.append(testItem(chatId, "20", { topic_id: "3", bot_response_id: "21" }))
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, 21)).item.message_id, "20")
+        assert.isFalse(yield* store.recordResponse(scope, "99", "100"))
+      }))
+
+    it.effect("reads are scoped by chat and topic", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const a = chat("scope-a")
+        const b = chat("scope-b")
+        yield* appendAll(store, [
+          testItem(a, "1", { topic_id: null, text: "a general" }),
+          testItem(a, "2", { topic_id: "5", text: "a topic 5" }),
+          testItem(a, "3", { topic_id: "6", text: "a topic 6" }),
+          testItem(b, "1", { topic_id: null, text: "b general" })
+        ])
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup({ chat_id: a, topic_id: null }, "1")).item.text, "a general")
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup({ chat_id: b, topic_id: null }, "1")).item.text, "b general")
+        assert.isTrue(Option.isNone(yield* store.lookup({ chat_id: a, topic_id: "5" }, "1")))
+        assert.isTrue(Option.isNone(yield* store.lookup({ chat_id: a, topic_id: null }, "2")))
+        assert.isTrue(Option.isNone(yield* store.lookup({ chat_id: a, topic_id: "6" }, "2")))
+        assert.deepStrictEqual(ids(yield* store.recent({ chat_id: a, topic_id: "5" }, 10)), ["2"])
+        assert.deepStrictEqual(ids(yield* store.recent({ chat_id: a, topic_id: null }, 10)), ["1"])
+        assert.deepStrictEqual(ids(yield* store.around({ chat_id: a, topic_id: "6" }, "3", { before: 5, after: 5 })), ["3"])
+        assert.deepStrictEqual(yield* store.recent({ chat_id: a, topic_id: "null" }, 10), [])
+      }))
+
+    it.effect("around is by position, not timestamp: same-second and out-of-order messages", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("around")
+        const scope = { chat_id: chatId, topic_id: null }
+        // All in the same second, arriving out of order; one carries an earlier timestamp.
+        yield* appendAll(store, ["5", "3", "4", "1", "2", "6", "7"].map((id) =>
+          testItem(chatId, id, { sent_at: id === "6" ? base - 60_000 : base })
+        ))
+        assert.deepStrictEqual(ids(yield* store.around(scope, "4", { before: 2, after: 2 })), ["2", "3", "4", "5", "6"])
+        assert.deepStrictEqual(ids(yield* store.around(scope, "2", { before: 3, after: 1 })), ["1", "2", "3"])
+        assert.deepStrictEqual(ids(yield* store.around(scope, "7", { before: 1, after: 3 })), ["6", "7"])
+        assert.deepStrictEqual(ids(yield* store.around(scope, "4", { before: 0, after: 0 })), ["4"])
+        assert.deepStrictEqual(yield* store.around(scope, "8", { before: 3, after: 3 }), [])
+      }))
+
+    it.effect("positions compare numerically: 9 comes before 10", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("numeric")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* appendAll(store, ["100", "8", "10", "9", "11"].map((id) => testItem(chatId, id)))
+        assert.deepStrictEqual(ids(yield* store.around(scope, "10", { before: 1, after: 1 })), ["9", "10", "11"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10)), ["8", "9", "10", "11", "100"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 2, { before: "11" })), ["9", "10"])
+      }))
+
+    it.effect("recent returns the newest N, oldest first, without a time cutoff", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("recent")
+        const scope = { chat_id: chatId, topic_id: null }
+        const year = 365 * 24 * 3600 * 1000
+        yield* appendAll(store, Array.from({ length: 15 }, (_, i) => testItem(chatId, String(i + 1), { sent_at: base - (15 - i) * year })))
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10)), ["6", "7", "8", "9", "10", "11", "12", "13", "14", "15"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 100)).length, 15)
+        assert.deepStrictEqual(yield* store.recent(scope, 0), [])
+      }))
+
+    it.effect("recent before a message excludes it and everything after it, stored or not", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("before")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* appendAll(store, ["1", "2", "3", "5", "6"].map((id) => testItem(chatId, id)))
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10, { before: "5" })), ["1", "2", "3"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 2, { before: "4" })), ["2", "3"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10, { before: "1" })), [])
+      }))
+
+    it.effect("re-appending a message id replaces the item in place, never duplicates it", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("replace")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* appendAll(store, ["1", "2", "3"].map((id) => testItem(chatId, id)))
+        const result = yield* store.append(testItem(chatId, "2", { text: "edited" }))
+        assert.strictEqual(result, "replaced")
+        const recent = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(ids(recent), ["1", "2", "3"])
+        assert.strictEqual(recent[1]?.item.text, "edited")
+      }))
+
+    it.effect("an item without a message id follows the newest message of its topic", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("reaction")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* appendAll(store, [
+          testItem(chatId, "1"),
+          testItem(chatId, "2"),
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text: "👍" }),
+          testItem(chatId, "3"),
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "3", text: "🔥" })
+        ])
+        const recent = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(recent.map((e) => e.item.message_id ?? e.item.text), ["1", "2", "👍", "3", "🔥"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10, { before: "3" })), ["1", "2", null])
+        const again = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(recent.map(HistoryStore.entryKey), again.map(HistoryStore.entryKey))
+        assert.strictEqual(new Set(recent.map(HistoryStore.entryKey)).size, 5)
+        assert.deepStrictEqual(ids(yield* store.around(scope, "2", { before: 0, after: 1 })), ["2", null])
+      }))
+
+    it.effect("replies are the newest replies to a message, oldest first, in scope and before a bound", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("replies")
+        const scope = { chat_id: chatId, topic_id: "1" }
+        yield* appendAll(store, [
+          testItem(chatId, "1", { topic_id: "1" }),
+          testItem(chatId, "2", { topic_id: "1", reply_to_message_id: "1" }),
+          testItem(chatId, "4", { topic_id: "1", reply_to_message_id: "1" }),
+          testItem(chatId, "3", { topic_id: "1", reply_to_message_id: "1" }),
+          testItem(chatId, "5", { topic_id: "1", reply_to_message_id: "2" }),
+          testItem(chatId, "6", { topic_id: "1", reply_to_message_id: "1" }),
+          testItem(chatId, "7", { topic_id: "2", reply_to_message_id: "1" })
+        ])
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "1", { limit: 10 })), ["2", "3", "4", "6"])
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "1", { limit: 2 })), ["4", "6"])
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "1", { limit: 10, before: "4" })), ["2", "3"])
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "2", { limit: 10 })), ["5"])
+        assert.deepStrictEqual(yield* store.replies(scope, "5", { limit: 10 }), [])
+        assert.deepStrictEqual(yield* store.replies(scope, "1", { limit: 0 }), [])
+      }))
+  })
+}
