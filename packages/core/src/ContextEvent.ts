@@ -264,8 +264,10 @@ export const decodeEvents = (input: unknown): Either.Either<ReadonlyArray<Contex
 
 /**
  * The result of applying a batch: how many events changed state, how many were already
- * applied, and which were skipped because they name an object deixis does not know (those
- * change nothing and can be sent again later).
+ * applied, and which were skipped because they name an object deixis does not know. A
+ * skipped event changes nothing and its id is remembered like an applied one's (replaying a
+ * batch changes nothing); send it again under a new id once its object exists. A poll close
+ * for a poll not seen yet is kept and applied when the poll is seen.
  *
  * @since 0.1.0
  * @category schemas

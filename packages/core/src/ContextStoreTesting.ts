@@ -120,18 +120,33 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           assert.deepStrictEqual([summary.topic_id, summary.created_by_bot, summary.title_or_label], ["9", true, "Summary"])
         }))
 
-      it.effect("an event naming an unknown object is skipped and changes nothing", () =>
+      it.effect("an event naming an unknown object is skipped, changes nothing, and stays skipped on replay", () =>
         Effect.gen(function*() {
           const chat = freshChat()
-          const result = yield* apply([
+          const events: Array<ContextEventInput> = [
             { type: "object_activated", event_id: "x", chat_id: chat, reason: "poll_listed", object_id: "nope" },
             { type: "reminder_fired", event_id: "y", chat_id: chat, object_id: "nope" },
-            { type: "poll_closed", event_id: "z", poll_id: `${chat}-unknown` },
             { type: "object_activated", event_id: "w", chat_id: chat, reason: "reminder_created", source_message_id: 1, kind: "reminder" }
-          ])
-          assert.deepStrictEqual(result.skipped.map((s) => s.path), ["[0].object_id", "[1].object_id", "[2].poll_id", "[3].due_at"])
+          ]
+          const result = yield* apply(events)
+          assert.deepStrictEqual(result.skipped.map((s) => s.path), ["[0].object_id", "[1].object_id", "[2].due_at"])
           assert.strictEqual(result.applied, 0)
           assert.deepStrictEqual(yield* snapshot(chat), { messages: [], objects: [] })
+          const replay = yield* apply(events)
+          assert.deepStrictEqual([replay.duplicates, replay.skipped.length], [3, 0])
+        }))
+
+      it.effect("a poll close that arrives before its poll is applied when the poll is seen", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const pollId = `${chat}-early`
+          const close: ContextEventInput = { type: "poll_closed", event_id: "early", poll_id: pollId, at: "2026-11-22T09:30:00Z" }
+          assert.strictEqual((yield* apply([close])).applied, 1)
+          assert.strictEqual((yield* apply([close])).duplicates, 1)
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 1, poll: { poll_id: pollId } }])
+          const [poll] = (yield* snapshot(chat)).objects
+          assert.deepStrictEqual(poll!.poll, { poll_id: pollId, state: "closed", closed_at: Date.parse("2026-11-22T09:30:00Z") })
+          assert.strictEqual((yield* apply([close])).duplicates, 1)
         }))
 
       it.effect("a poll closed by poll id alone finds its chat, and stays active for the grace period", () =>

@@ -111,6 +111,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
   // Map order is the LRU order: a used chat is moved to the end.
   const chats = new Map<string, Chat>()
   const polls = new Map<string, { readonly chat_id: string; readonly object_id: string }>()
+  const pendingCloses = new Map<string, { readonly event_id: string; readonly at: number }>()
   let lastUsed: Chat | undefined
   let totalMessages = 0
   const counters = { evicted_chats: 0, evicted_messages: 0, evicted_objects: 0, swept_objects: 0 }
@@ -214,6 +215,11 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     putObject: (o, previous) => {
       const chat = chatFor(o.chat_id)
       let rec = previous === undefined ? undefined : chat.objects.get(o.object_id)
+      if (rec !== undefined && rec.o.topic_id !== o.topic_id) {
+        // Moved to another topic (its message arrived after it): index it afresh.
+        removeObject(chat, rec)
+        rec = undefined
+      }
       if (rec === undefined) {
         rec = new ObjRec(o)
         chat.objects.set(o.object_id, rec)
@@ -256,6 +262,16 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       if (polls.size > maxPolls) {
         const first = polls.keys().next()
         if (!first.done) polls.delete(first.value)
+      }
+    },
+    pendingPollClose: (pollId) => pendingCloses.get(pollId),
+    putPendingPollClose: (pollId, close) => {
+      pendingCloses.delete(pollId)
+      if (close === undefined) return
+      pendingCloses.set(pollId, close)
+      if (pendingCloses.size > maxPolls) {
+        const first = pendingCloses.keys().next()
+        if (!first.done) pendingCloses.delete(first.value)
       }
     },
     markSeen: (chatId, eventId) => {

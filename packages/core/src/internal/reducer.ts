@@ -19,6 +19,9 @@ export interface StateWriter {
   /** `previous` is the stored version being replaced, undefined for a new object. */
   readonly putObject: (object: ContextObject, previous: ContextObject | undefined) => void
   readonly putPoll: (pollId: string, chatId: string, objectId: string) => void
+  /** A close for a poll not seen yet, applied when the poll is seen. */
+  readonly pendingPollClose: (pollId: string) => { readonly event_id: string; readonly at: number } | undefined
+  readonly putPendingPollClose: (pollId: string, close: { readonly event_id: string; readonly at: number } | undefined) => void
   readonly markSeen: (chatId: string, eventId: string) => void
 }
 
@@ -29,7 +32,14 @@ export type Outcome =
 
 const applied: Outcome = { _tag: "applied" }
 const duplicate: Outcome = { _tag: "duplicate" }
-const skipped = (path: string, message: string): Outcome => ({ _tag: "skipped", path, message })
+/**
+ * A skipped event's id is remembered like an applied one's, so replaying a batch changes
+ * nothing; once its object exists, send it again under a new id.
+ */
+const skip = (w: StateWriter, chatId: string, eventId: string, path: string, message: string): Outcome => {
+  w.markSeen(chatId, eventId)
+  return { _tag: "skipped", path, message }
+}
 
 export const applyEvent = (
   w: StateWriter,
@@ -39,7 +49,7 @@ export const applyEvent = (
 ): Outcome => {
   switch (event.type) {
     case "message_observed":
-      return observeMessage(w, event, now)
+      return observeMessage(w, event, now, settings)
     case "object_activated":
       return activateObject(w, event, now, settings)
     case "poll_closed": {
@@ -47,12 +57,16 @@ export const applyEvent = (
       const chatId = ref?.chat_id ?? event.chat_id
       const objectId = ref?.object_id ?? event.object_id
       if (chatId === undefined || objectId === undefined) {
-        return skipped("poll_id", `no poll with poll_id "${event.poll_id}" has been seen`)
+        // poll updates carry no chat and may arrive before the poll: keep the close for later.
+        const pollId = event.poll_id!
+        if (w.pendingPollClose(pollId)?.event_id === event.event_id) return duplicate
+        w.putPendingPollClose(pollId, { event_id: event.event_id, at: event.at ?? now })
+        return applied
       }
       if (w.seen(chatId, event.event_id)) return duplicate
       const object = w.object(chatId, objectId)
       if (object === undefined || object.kind !== "poll") {
-        return skipped("object_id", `no poll object "${objectId}" in chat ${chatId}`)
+        return skip(w, chatId, event.event_id, "object_id", `no poll object "${objectId}" in chat ${chatId}`)
       }
       w.putObject(Ttl.closePoll(settings, object, event.at ?? now), object)
       w.markSeen(chatId, event.event_id)
@@ -64,7 +78,7 @@ export const applyEvent = (
       if (w.seen(event.chat_id, event.event_id)) return duplicate
       const object = w.object(event.chat_id, event.object_id)
       if (object === undefined || object.kind !== "reminder") {
-        return skipped("object_id", `no reminder "${event.object_id}" in chat ${event.chat_id}`)
+        return skip(w, event.chat_id, event.event_id, "object_id", `no reminder "${event.object_id}" in chat ${event.chat_id}`)
       }
       const at = event.at ?? now
       let next: ContextObject
@@ -94,7 +108,7 @@ export const applyEvent = (
   }
 }
 
-const observeMessage = (w: StateWriter, e: MessageObserved, now: number): Outcome => {
+const observeMessage = (w: StateWriter, e: MessageObserved, now: number, settings: Ttl.TtlSettings): Outcome => {
   if (w.message(e.chat_id, e.message_id) !== undefined) return duplicate
   const sentAt = e.sent_at ?? now
   const fromBot = e.direction === "outbound"
@@ -125,18 +139,19 @@ const observeMessage = (w: StateWriter, e: MessageObserved, now: number): Outcom
     ...extra
   })
   e.links.forEach((link, i) => {
-    const o = known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url })
-    w.putObject(o, w.object(e.chat_id, o.object_id))
+    putKnown(w, known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url }))
   })
   const perKind = new Map<ObjectKind, number>()
   for (const media of e.media) {
     const index = perKind.get(media.kind) ?? 0
     perKind.set(media.kind, index + 1)
-    const o = known(media.kind, index, {
-      ...(media.label === undefined ? {} : { title_or_label: media.label }),
-      ...(media.file_id === undefined ? {} : { ref: media.file_id })
-    })
-    w.putObject(o, w.object(e.chat_id, o.object_id))
+    putKnown(
+      w,
+      known(media.kind, index, {
+        ...(media.label === undefined ? {} : { title_or_label: media.label }),
+        ...(media.file_id === undefined ? {} : { ref: media.file_id })
+      })
+    )
   }
   if (e.poll !== undefined) {
     const o = known("poll", 0, {
@@ -146,10 +161,42 @@ const observeMessage = (w: StateWriter, e: MessageObserved, now: number): Outcom
         ? { poll_id: e.poll.poll_id, state: "closed", closed_at: sentAt }
         : { poll_id: e.poll.poll_id, state: "open" }
     })
-    w.putObject(o, w.object(e.chat_id, o.object_id))
+    putKnown(w, o)
     w.putPoll(e.poll.poll_id, e.chat_id, o.object_id)
+    const close = w.pendingPollClose(e.poll.poll_id)
+    if (close !== undefined) {
+      w.putPendingPollClose(e.poll.poll_id, undefined)
+      if (!w.seen(e.chat_id, close.event_id)) {
+        const open = w.object(e.chat_id, o.object_id)!
+        w.putObject(Ttl.closePoll(settings, open, close.at), open)
+        w.markSeen(e.chat_id, close.event_id)
+      }
+    }
   }
   return applied
+}
+
+/**
+ * Stores an object a message carries. When an activation already created it (events can
+ * arrive out of order), its activation state stays; the message contributes where the
+ * object is, and what the activation did not say.
+ */
+const putKnown = (w: StateWriter, carried: ContextObject) => {
+  const existing = w.object(carried.chat_id, carried.object_id)
+  if (existing === undefined) return w.putObject(carried, undefined)
+  const title = existing.title_or_label ?? carried.title_or_label
+  const ref = existing.ref ?? carried.ref
+  const poll = existing.poll ?? carried.poll
+  w.putObject({
+    ...existing,
+    topic_id: carried.topic_id,
+    ...(title === undefined ? {} : { title_or_label: title }),
+    ...(ref === undefined ? {} : { ref }),
+    ...(poll === undefined ? {} : { poll }),
+    ...(existing.created_by_user_id === undefined && carried.created_by_user_id !== undefined
+      ? { created_by_user_id: carried.created_by_user_id }
+      : {})
+  }, existing)
 }
 
 const capUrl = (url: string): string => (url.length <= 80 ? url : url.slice(0, 79) + "…")
@@ -165,10 +212,10 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
   const previous = object
   if (object === undefined) {
     if (e.source_message_id === undefined || e.kind === undefined) {
-      return skipped("object_id", `no object "${e.object_id}" in chat ${e.chat_id}; send source_message_id and kind to create it`)
+      return skip(w, e.chat_id, e.event_id, "object_id", `no object "${e.object_id}" in chat ${e.chat_id}; send source_message_id and kind to create it`)
     }
     if (e.kind === "reminder" && e.due_at === undefined) {
-      return skipped("due_at", "creating a reminder needs due_at")
+      return skip(w, e.chat_id, e.event_id, "due_at", "creating a reminder needs due_at")
     }
     const source = w.message(e.chat_id, e.source_message_id)
     const existing = w.objectsOfMessage(e.chat_id, e.source_message_id).filter((o) => o.kind === e.kind).length

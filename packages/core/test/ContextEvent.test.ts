@@ -1,0 +1,84 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { ContextStore } from "../src/ContextStore.js"
+import { decodeEvents } from "../src/ContextEvent.js"
+import { activate, ingest, message, withCore } from "./fixtures.js"
+
+const failure = (input: unknown) => {
+  const result = decodeEvents(input)
+  assert.isTrue(Either.isLeft(result), "expected the input to be rejected")
+  return Either.getLeft(result).pipe((o) => o._tag === "Some" ? o.value : assert.fail("no error"))
+}
+
+describe("events", () => {
+  it("ids accept integers or strings and are strings inside", () => {
+    const [event] = Either.getOrThrow(decodeEvents({ type: "message_observed", chat_id: -1001234567890, message_id: "42", topic_id: 7 }))
+    assert.deepStrictEqual(
+      [event!.chat_id, event!.type === "message_observed" ? event!.message_id : "", event!.type === "message_observed" ? event!.topic_id : ""],
+      ["-1001234567890", "42", "7"]
+    )
+  })
+
+  it("a malformed event names the failing field", () => {
+    assert.strictEqual(failure({ type: "message_observed", message_id: 1 }).path, "[0].chat_id")
+    assert.strictEqual(failure([message(1), { ...message(2), chat_id: "" }]).path, "[1].chat_id")
+    assert.strictEqual(failure({ ...message(1), chat_id: 1.5 }).path, "[0].chat_id")
+    assert.strictEqual(failure({ ...message(1), sent_at: "yesterday" }).path, "[0].sent_at")
+    assert.strictEqual(failure({ ...message(1), sent_at: "2026-11-22T10:00:00" }).path, "[0].sent_at")
+    assert.strictEqual(failure({ ...message(1), links: [{ url: "" }] }).path, "[0].links[0].url")
+    assert.strictEqual(failure({ ...message(1), media: [{ kind: "media.hologram" }] }).path, "[0].media[0].kind")
+    assert.strictEqual(failure({ type: "object_activated", event_id: "e", chat_id: 1, reason: "mentioned", object_id: "x" }).path, "[0].reason")
+    assert.strictEqual(failure({ type: "object_activated", event_id: "e", chat_id: 1, reason: "summarized" }).path, "[0].source_message_id")
+    assert.strictEqual(failure({ type: "poll_closed", event_id: "e" }).path, "[0].poll_id")
+    assert.strictEqual(failure({ type: "teleported", chat_id: 1 }).path, "[0].type")
+    assert.strictEqual(failure(null).path, "[0]")
+  })
+
+  it("a batch holds at most 1000 events", () => {
+    const batch = Array.from({ length: 1001 }, (_, i) => message(i + 1))
+    assert.match(failure(batch).message, /at most 1000/)
+  })
+
+  it.effect("a malformed batch changes nothing", () =>
+    withCore(Effect.gen(function*() {
+      const error = yield* Effect.flip(ingest(message(1), message(2), { ...message(3), reply_to_message_id: {} } as never))
+      assert.strictEqual(error._tag === "InvalidEvent" ? error.path : error._tag, "[2].reply_to_message_id")
+      const store = yield* ContextStore
+      assert.deepStrictEqual(yield* store.snapshot("1"), { messages: [], objects: [] })
+    })))
+
+  it.effect("applying the same events twice changes nothing", () =>
+    withCore(Effect.gen(function*() {
+      const events = [
+        message(1, { links: [{ url: "https://example.com" }] }),
+        activate("summarized", { event_id: "s1", source_message_id: 1, kind: "link" }),
+        activate("resolver_touch", { event_id: "t1", object_id: "1/1/link" })
+      ]
+      const first = yield* ingest(...events)
+      const store = yield* ContextStore
+      const before = yield* store.snapshot("1")
+      const second = yield* ingest(...events)
+      assert.deepStrictEqual([first.applied, second.applied, second.duplicates], [3, 0, 3])
+      assert.deepStrictEqual(yield* store.snapshot("1"), before)
+    })))
+
+  it.effect("an activation that arrives before its message keeps its state when the message is seen", () =>
+    withCore(Effect.gen(function*() {
+      yield* ingest(activate("url_fetched", { source_message_id: 1, kind: "link", ref: "https://example.com" }))
+      yield* ingest(message(1, { links: [{ url: "https://example.com", title: "Example" }] }))
+      const store = yield* ContextStore
+      const [link] = (yield* store.snapshot("1")).objects
+      assert.deepStrictEqual(link!.activation_reasons, ["url_fetched"])
+      assert.strictEqual(link!.title_or_label, "Example")
+    })))
+
+  it("long labels are cut to one short line without splitting a character", () => {
+    const [event] = Either.getOrThrow(decodeEvents(message(1, { links: [{ url: "https://x", title: "😀".repeat(100) + "\nsecond line" }] })))
+    const title = event!.type === "message_observed" ? event!.links[0]!.title! : ""
+    assert.strictEqual(Array.from(title).length, 80)
+    assert.isTrue(title.endsWith("…"))
+    assert.notInclude(title, "\n")
+    assert.isFalse(/[\uD800-\uDBFF]…$/.test(title))
+  })
+})
