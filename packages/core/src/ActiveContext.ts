@@ -10,12 +10,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { isActive, PollState, ReminderState } from "./ContextObject.js"
-import { ContextStore, type StoreError } from "./ContextStore.js"
+import { ContextStore, type PoolQuery, type StoreError } from "./ContextStore.js"
 import { ChatId, formatTimestamp, MessageId, ObjectId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
 import { scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
+import { logCall } from "./internal/log.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
 /**
@@ -152,10 +153,21 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
     const settings = yield* Scoring.Scoring
     const ttl = yield* TtlPolicy
     let sequence = 0
+    const inactiveDebug = (query: PoolQuery, now: number) =>
+      Effect.map(store.pool({ ...query, active_only: false }), (pool) =>
+        pool.entries
+          .filter((e) => !isActive(e.object, now) && e.object.kind !== "message" && e.object.kind !== "bot_message")
+          .slice(0, 20)
+          .map((e) => ({
+            object_id: e.object.object_id,
+            kind: e.object.kind,
+            source_message_id: e.object.source_message_id,
+            why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
+          })))
+    // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
     const list = (request: ListRequest) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const query = {
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const query: PoolQuery = {
           chat_id: request.chat_id,
           topic_id: request.topic_id,
           current_message_id: request.current_message_id,
@@ -168,51 +180,42 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           now,
           limits: settings.pool
         }
-        const pool = yield* store.pool(query)
-        const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
-          now,
-          topic_id: request.topic_id,
-          sender_user_id: request.sender_user_id,
-          hints: {}
-        })
-        const top = scored[0]
-        const result: ListResult = {
-          objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, request, s)),
-          scope_used: top !== undefined
-            ? scopeOf(top.entry.tier, request.topic_id)
-            : pool.fallback || request.topic_id === null
-            ? "chat"
-            : "topic",
-          generated_at: now,
-          truncated: scored.length > request.max_results
-        }
-        const withDebug: ListResult = request.include_inactive_debug
-          ? {
-            ...result,
-            inactive_debug: (yield* store.pool({ ...query, active_only: false })).entries
-              .filter((e) => !isActive(e.object, now) && e.object.kind !== "message" && e.object.kind !== "bot_message")
-              .slice(0, 20)
-              .map((e) => ({
-                object_id: e.object.object_id,
-                kind: e.object.kind,
-                source_message_id: e.object.source_message_id,
-                why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
-              }))
-          }
-          : result
-        yield* Effect.logInfo("list_active_context_objects").pipe(
-          Effect.annotateLogs({
-            request_id: request.request_id ?? `list-${++sequence}`,
-            chat_id: request.chat_id,
-            topic_id: request.topic_id,
-            result_count: result.objects.length,
-            scope_used: result.scope_used,
-            top_ids: result.objects.map((o) => o.object_id).join(","),
-            truncated: result.truncated,
-            generated_at: formatTimestamp(now)
-          })
+        return store.pool(query).pipe(
+          Effect.flatMap((pool) => {
+            const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+              now,
+              topic_id: request.topic_id,
+              sender_user_id: request.sender_user_id,
+              hints: {}
+            })
+            const top = scored[0]
+            const result: ListResult = {
+              objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, request, s)),
+              scope_used: top !== undefined
+                ? scopeOf(top.entry.tier, request.topic_id)
+                : pool.fallback || request.topic_id === null
+                ? "chat"
+                : "topic",
+              generated_at: now,
+              truncated: scored.length > request.max_results
+            }
+            return request.include_inactive_debug
+              ? Effect.map(inactiveDebug(query, now), (inactive): ListResult => ({ ...result, inactive_debug: inactive }))
+              : Effect.succeed(result)
+          }),
+          Effect.tap((result) =>
+            logCall("list_active_context_objects", () => ({
+              request_id: request.request_id ?? `list-${++sequence}`,
+              chat_id: request.chat_id,
+              topic_id: request.topic_id,
+              result_count: result.objects.length,
+              scope_used: result.scope_used,
+              top_ids: result.objects.map((o) => o.object_id).join(","),
+              truncated: result.truncated,
+              generated_at: formatTimestamp(now)
+            }))
+          )
         )
-        return withDebug
       })
     return { list }
   }

@@ -16,6 +16,7 @@ import { ChatId, MessageId, OptionalTopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
+import { logCall } from "./internal/log.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
 /**
@@ -227,12 +228,12 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
     const settings = yield* Scoring.Scoring
     const ttl = yield* TtlPolicy
     let sequence = 0
+    // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
     const resolve = (request: ResolveRequest) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hints = request.normalized_reference_hints
         // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only.
-        const pool = yield* store.pool({
+        return store.pool({
           chat_id: request.chat_id,
           topic_id: request.topic_id,
           current_message_id: request.current_message_id,
@@ -244,30 +245,31 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
           active_only: false,
           now,
           limits: settings.pool
-        })
-        // Steps 3 and 4: deterministic weighted features, best first.
-        const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
-          now,
-          topic_id: request.topic_id,
-          sender_user_id: request.sender_user_id,
-          hints
-        })
-        // Steps 5 to 8: thresholds.
-        const result = decide(settings, request, scored, pool.fallback, pool.chain.length)
-        yield* Effect.logInfo("resolve_reference_target").pipe(
-          Effect.annotateLogs({
-            request_id: request.request_id ?? `resolve-${++sequence}`,
-            chat_id: request.chat_id,
+        }).pipe(Effect.flatMap((pool) => {
+          // Steps 3 and 4: deterministic weighted features, best first.
+          const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+            now,
             topic_id: request.topic_id,
-            current_message_id: request.current_message_id,
-            candidate_count: scored.length,
-            status: result.status,
-            scope_used: result.scope_used,
-            top_ids: result.candidates.map((c) => c.object_id).join(","),
-            top_score_gap: result.diagnostics.score_gap
+            sender_user_id: request.sender_user_id,
+            hints
           })
-        )
-        return result
+          // Steps 5 to 8: thresholds.
+          const result = decide(settings, request, scored, pool.fallback, pool.chain.length)
+          return Effect.as(
+            logCall("resolve_reference_target", () => ({
+              request_id: request.request_id ?? `resolve-${++sequence}`,
+              chat_id: request.chat_id,
+              topic_id: request.topic_id,
+              current_message_id: request.current_message_id,
+              candidate_count: scored.length,
+              status: result.status,
+              scope_used: result.scope_used,
+              top_ids: result.candidates.map((c) => c.object_id).join(","),
+              top_score_gap: result.diagnostics.score_gap
+            })),
+            result
+          )
+        }))
       })
     return { resolve }
   }
