@@ -64,6 +64,11 @@ export interface RenderOptions {
   readonly channel?: string
 }
 
+/** 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z. */
+const minTime = -62_167_219_200_000
+const maxTime = 253_402_300_800_000
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
+
 /**
  * RFC 3339 UTC, whole seconds written without a fraction (`2026-02-13T08:20:10Z`).
  *
@@ -71,8 +76,43 @@ export interface RenderOptions {
  * @category formatting
  */
 export const formatTime = (ms: number): string => {
-  const iso = formatTimestamp(ms)
-  return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso
+  // By hand from the UTC calendar (Hinnant's civil_from_days): `Date#toISOString` costs
+  // about as much as the rest of an item's rendering. Outside years 0-9999, or for a
+  // fractional ms, core's formatter answers.
+  if (!Number.isInteger(ms) || ms < minTime || ms >= maxTime) {
+    const iso = formatTimestamp(ms)
+    return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso
+  }
+  const days = Math.floor(ms / 86_400_000)
+  let rest = ms - days * 86_400_000
+  const hours = Math.floor(rest / 3_600_000)
+  rest -= hours * 3_600_000
+  const minutes = Math.floor(rest / 60_000)
+  rest -= minutes * 60_000
+  const seconds = Math.floor(rest / 1000)
+  const millis = rest - seconds * 1000
+  if (days !== lastDay) {
+    lastDay = days
+    lastDayPrefix = dayPrefix(days)
+  }
+  const fraction = millis === 0 ? "" : `.${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}`
+  return `${lastDayPrefix}${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}${fraction}Z`
+}
+
+// Consecutive items mostly share a day; its prefix is computed once.
+let lastDay = Number.NaN
+let lastDayPrefix = ""
+const dayPrefix = (days: number): string => {
+  const z = days + 719_468
+  const era = Math.floor(z / 146_097)
+  const doe = z - era * 146_097
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365)
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
+  const mp = Math.floor((5 * doy + 2) / 153)
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1
+  const month = mp < 10 ? mp + 3 : mp - 9
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+  return `${year < 10 ? "000" : year < 100 ? "00" : year < 1000 ? "0" : ""}${year}-${pad2(month)}-${pad2(day)}T`
 }
 
 const attachmentLabel = (attachment: Attachment): string =>
@@ -102,6 +142,45 @@ export const renderItem = (item: HistoryItem): RenderedItem => {
 const header = (channel: string) =>
   `{"type":"chat_history_context","channel":${JSON.stringify(channel)},"note":${JSON.stringify(HISTORY_NOTE)},"messages":[`
 
+// Most strings need no escaping: one scan decides, and JSON.stringify handles the rest
+// (quotes, backslashes, control characters, lone surrogates).
+const quoteJson = (s: string): string => {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c) return JSON.stringify(s)
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const next = s.charCodeAt(i + 1)
+      if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return JSON.stringify(s)
+      i++
+    }
+  }
+  return `"${s}"`
+}
+
+/**
+ * One item as its JSON line: the same bytes as `JSON.stringify(renderItem(item))`, written
+ * directly (no intermediate object), since it runs for every item of every prompt.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderItemJson = (item: HistoryItem): string => {
+  let out = `{"kind":"${item.kind}","time":"${formatTime(item.sent_at)}","sender":${quoteJson(item.sender.display_ref)},"text":${
+    quoteJson(item.text)
+  }`
+  if (item.quote !== null) out += `,"quote":${quoteJson(item.quote.markdown_block)}`
+  if (item.attachments.length > 0) {
+    out += `,"attachments":[`
+    for (let i = 0; i < item.attachments.length; i++) {
+      out += (i === 0 ? "" : ",") + quoteJson(attachmentLabel(item.attachments[i]!))
+    }
+    out += "]"
+  }
+  if (item.message_id !== null) out += `,"message_id":${quoteJson(item.message_id)}`
+  if (item.reply_to_message_id !== null) out += `,"reply_to_message_id":${quoteJson(item.reply_to_message_id)}`
+  return `${out}}`
+}
+
 /**
  * The closing of a payload: what {@link renderHistoryContext} appends after the last item.
  *
@@ -120,7 +199,7 @@ export const HISTORY_CLOSING = "\n]}"
 export const renderHistoryContext = (items: ReadonlyArray<HistoryItem>, options: RenderOptions = {}): string => {
   let out = header(options.channel ?? "telegram")
   for (let i = 0; i < items.length; i++) {
-    out += (i === 0 ? "\n" : ",\n") + JSON.stringify(renderItem(items[i]!))
+    out += (i === 0 ? "\n" : ",\n") + renderItemJson(items[i]!)
   }
   return out + HISTORY_CLOSING
 }
@@ -173,7 +252,7 @@ export const renderTurns = (
  * @category rendering
  */
 export const renderCurrentMessage = (item: HistoryItem): string =>
-  JSON.stringify({ type: "current_message", ...renderItem(item) })
+  `{"type":"current_message",${renderItemJson(item).slice(1)}`
 
 /**
  * A whole prompt: the system lines the caller adds to its system prompt (the gap note, when

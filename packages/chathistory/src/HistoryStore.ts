@@ -23,7 +23,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { HistoryItem } from "./HistoryItem.js"
 import { makeMemoryStore } from "./internal/memoryStore.js"
@@ -179,7 +179,9 @@ const decodeMessageId = Schema.decodeUnknownOption(MessageId)
  * @since 0.1.0
  * @category utils
  */
-export const externalIdOf = (input: unknown): Option.Option<string> => decodeMessageId(input)
+export const externalIdOf = (input: unknown): Option.Option<string> =>
+  // The common case without the decoder: a string of 1-256 characters is what MessageId accepts.
+  typeof input === "string" && input.length >= 1 && input.length <= 256 ? Option.some(input) : decodeMessageId(input)
 
 /**
  * Options of the in-memory adapter. Past `max_items_per_chat` a chat's earliest appended

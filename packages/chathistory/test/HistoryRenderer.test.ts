@@ -63,6 +63,16 @@ describe("HistoryRenderer", () => {
     assert.strictEqual(time, "2026-02-13T08:20:10Z")
   })
 
+  it("property: the time formatter agrees with Date#toISOString over years 0-9999 and beyond", () => {
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z")
+    fc.assert(fc.property(fc.integer({ min: -62_167_219_200_000, max: 253_402_300_799_999 }), (ms) => {
+      assert.strictEqual(HistoryRenderer.formatTime(ms), iso(ms))
+    }))
+    for (const ms of [0, -1, 951_782_400_000, 4_107_542_400_000, -62_167_219_200_001, 253_402_300_800_000, 1.5]) {
+      assert.strictEqual(HistoryRenderer.formatTime(ms), iso(ms), String(ms))
+    }
+  })
+
   it("quoted content appears as > ... in the injected history context", () => {
     const multi = testItem("c", "5", {
       quote: { sender_ref: "[Bob](tg:@bob)", text: "a\nb", markdown_block: "> [Bob](tg:@bob): a\n> b" }
@@ -171,6 +181,21 @@ describe("HistoryRenderer", () => {
         }
       })
     )
+  })
+
+  it("property: an item's line is exactly JSON.stringify of its rendered form, whatever UTF-16 its strings hold", () => {
+    // Any code units: quotes, backslashes, controls, paired and lone surrogates.
+    const units = fc.array(fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.constantFrom(0x22, 0x5c, 0x0a)), { maxLength: 24 })
+      .map((codes) => String.fromCharCode(...codes))
+    fc.assert(fc.property(units, units, units, (text, ref, quote) => {
+      const item = testItem("c", "1", {
+        text,
+        sender: { user_id: "1", username: null, nickname: ref, is_bot: false, display_ref: ref },
+        quote: { sender_ref: null, text: quote, markdown_block: quote },
+        attachments: [{ kind: "document", name: text }]
+      })
+      assert.strictEqual(HistoryRenderer.renderItemJson(item), JSON.stringify(HistoryRenderer.renderItem(item)))
+    }))
   })
 
   it("property: rendering is deterministic and each item renders independently of its neighbours", () => {
