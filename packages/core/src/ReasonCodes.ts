@@ -5,7 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { ActivationReason } from "./ContextObject.js"
-import type { Scored } from "./Scoring.js"
+import { contributions, type Scored } from "./Scoring.js"
 
 /**
  * resolve_reference_target's reason codes.
@@ -108,7 +108,7 @@ const recencyCounts = (value: number, recencyWeight: number) => recencyWeight > 
  */
 export const resolveReasons = (scored: Scored, topicId: string | null, recencyWeight: number): Array<ResolveReason> => {
   const out: Array<ResolveReason> = []
-  for (const [feature, value] of scored.contributions) {
+  for (const [feature, value] of contributions(scored)) {
     switch (feature) {
       case "reply_target":
         out.push("exact_reply_target")
@@ -153,7 +153,7 @@ export const activeReasons = (scored: Scored, topicId: string | null, recencyWei
   const push = (code: ActiveReason) => {
     if (!out.includes(code)) out.push(code)
   }
-  for (const [feature, value] of scored.contributions) {
+  for (const [feature, value] of contributions(scored)) {
     switch (feature) {
       case "reply_target":
       case "reply_chain":

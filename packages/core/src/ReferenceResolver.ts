@@ -174,7 +174,7 @@ export const decide = (
     scored: scored.slice(0, request.max_candidates).map((s) => ({
       object_id: s.entry.object.object_id,
       score: s.score,
-      features: Object.fromEntries(s.contributions)
+      features: Object.fromEntries(Scoring.contributions(s))
     }))
   }
   if (top === undefined || top.score < settings.min_score) {

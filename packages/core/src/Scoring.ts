@@ -82,6 +82,9 @@ export const features = [
  */
 export type Feature = (typeof features)[number]
 
+// Each feature's index in a Scored's `values`.
+const F = Object.fromEntries(features.map((f, i) => [f, i])) as { readonly [K in Feature]: number }
+
 /**
  * The weight of each feature (penalties are negative), and the thresholds applied to scores.
  *
@@ -156,10 +159,10 @@ export const config: Config.Config<ScoringSettings> = Config.all({
   near_expiry_fraction: Config.number("SCORE_NEAR_EXPIRY_FRACTION").pipe(Config.withDefault(0.1)),
   pool: Config.all({
     chain_depth: positive("POOL_CHAIN_DEPTH", 8),
-    recent_objects: positive("POOL_RECENT_OBJECTS", 16),
-    recent_per_kind: positive("POOL_RECENT_PER_KIND", 8),
-    recent_messages: positive("POOL_RECENT_MESSAGES", 4),
-    owned: positive("POOL_OWNED", 8)
+    recent_objects: positive("POOL_RECENT_OBJECTS", 8),
+    recent_per_kind: positive("POOL_RECENT_PER_KIND", 4),
+    recent_messages: positive("POOL_RECENT_MESSAGES", 3),
+    owned: positive("POOL_OWNED", 4)
   })
 }).pipe(Config.nested("DEIXIS"))
 
@@ -229,7 +232,8 @@ export interface ScoreRequest {
 }
 
 /**
- * One scored candidate.
+ * One scored candidate. `values` holds each feature's contribution, indexed as
+ * {@link features}; zero when the feature did not fire.
  *
  * @since 0.1.0
  * @category models
@@ -238,8 +242,23 @@ export interface Scored {
   readonly entry: PoolEntry
   readonly score: number
   readonly confidence: number
-  /** Each fired feature's contribution, in {@link features} order. */
-  readonly contributions: ReadonlyArray<readonly [Feature, number]>
+  readonly values: Float64Array
+}
+
+/**
+ * The features that fired for a candidate, with their contributions, in {@link features}
+ * order.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const contributions = (scored: Scored): Array<readonly [Feature, number]> => {
+  const out: Array<readonly [Feature, number]> = []
+  for (let i = 0; i < features.length; i++) {
+    const value = scored.values[i]!
+    if (value !== 0) out.push([features[i]!, value])
+  }
+  return out
 }
 
 /**
@@ -331,60 +350,54 @@ export const score = (
   const o = entry.object
   const hints = request.hints
   const now = request.now
-  const out: Array<readonly [Feature, number]> = []
-  const fire = (feature: Feature, value: number) => {
-    const rounded = round(value)
-    if (rounded !== 0) out.push([feature, rounded])
-  }
+  const v = new Float64Array(features.length)
 
-  if (entry.tier === "reply_target") {
-    fire("reply_target", w.reply_target)
-  } else if (entry.tier === "reply_chain") {
-    fire("reply_chain", w.reply_chain)
-  }
-  if (o.topic_id === request.topic_id) fire("same_scope", w.same_scope)
+  if (entry.tier === "reply_target") v[F.reply_target] = w.reply_target
+  else if (entry.tier === "reply_chain") v[F.reply_chain] = w.reply_chain
+  if (o.topic_id === request.topic_id) v[F.same_scope] = w.same_scope
   const active = isActive(o, now)
-  if (active) fire("active", hints.recency_hint === "currently_active" ? w.active * 1.5 : w.active)
+  if (active) v[F.active] = hints.recency_hint === "currently_active" ? w.active * 1.5 : w.active
   if (kinds.length > 0) {
-    if (kinds.includes(o.kind)) fire("kind_match", w.kind_match)
-    else fire("kind_mismatch", w.kind_mismatch)
+    if (kinds.includes(o.kind)) v[F.kind_match] = w.kind_match
+    else v[F.kind_mismatch] = w.kind_mismatch
   }
   if (
     (positional !== undefined && positional === o.object_id) ||
     (hints.positional_hint === "replied_message" && entry.tier === "reply_target")
   ) {
-    fire("position_match", w.position_match)
+    v[F.position_match] = w.position_match
   }
-  if (hints.ownership_hint === "bot_created" && o.created_by_bot) fire("bot_created", w.bot_created)
+  if (hints.ownership_hint === "bot_created" && o.created_by_bot) v[F.bot_created] = w.bot_created
   if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
     // Without an ownership hint, only objects count as owned: the sender's own chatter does not.
-    if (hints.ownership_hint === "mine") fire("owned_by_sender", w.owned_by_sender)
-    else if (o.kind !== "message" && o.kind !== "bot_message") fire("owned_by_sender", settings.owned_ambient)
+    if (hints.ownership_hint === "mine") v[F.owned_by_sender] = w.owned_by_sender
+    else if (o.kind !== "message" && o.kind !== "bot_message") v[F.owned_by_sender] = settings.owned_ambient
   }
-  if (o.poll?.state === "open") fire("open_poll", w.open_poll)
-  if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) fire("future_reminder", w.future_reminder)
+  if (o.poll?.state === "open") v[F.open_poll] = w.open_poll
+  if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) v[F.future_reminder] = w.future_reminder
   if (
     active && now - o.last_touched_at <= settings.interaction_window &&
     o.activation_reasons.some((r) => interactionReasons.includes(r))
   ) {
-    fire("touched_in_interaction", w.touched_in_interaction)
+    v[F.touched_in_interaction] = w.touched_in_interaction
   }
   const age = Math.max(0, now - o.last_touched_at)
-  const decay = Math.pow(0.5, age / settings.recency_half_life)
-  fire("recency", w.recency * decay * (hints.recency_hint === "latest" ? 2 : 1))
-  if (entry.tier === "fallback") fire("scope_fallback", w.scope_fallback)
+  v[F.recency] = round(w.recency * Math.pow(0.5, age / settings.recency_half_life) * (hints.recency_hint === "latest" ? 2 : 1))
+  if (entry.tier === "fallback") v[F.scope_fallback] = w.scope_fallback
   if (o.active_until !== null && !active) {
-    fire("stale", w.stale)
+    v[F.stale] = w.stale
   } else if (active && o.active_until! - now < ttlOf(ttl, o.ttl_class) * settings.near_expiry_fraction) {
-    fire("stale", w.stale / 2)
+    v[F.stale] = w.stale / 2
   }
 
-  const total = round(out.reduce((sum, [, v]) => sum + v, 0))
+  let total = 0
+  for (let i = 0; i < v.length; i++) total += v[i]!
+  total = round(total)
   return {
     entry,
     score: total,
     confidence: round(Math.min(1, Math.max(0, total / settings.confidence_scale))),
-    contributions: out
+    values: v
   }
 }
 
@@ -394,4 +407,4 @@ export const score = (
  * @since 0.1.0
  * @category utils
  */
-export const fired = (scored: Scored, feature: Feature): boolean => scored.contributions.some(([f]) => f === feature)
+export const fired = (scored: Scored, feature: Feature): boolean => scored.values[F[feature]] !== 0
