@@ -142,20 +142,11 @@ export const renderItem = (item: HistoryItem): RenderedItem => {
 const header = (channel: string) =>
   `{"type":"chat_history_context","channel":${JSON.stringify(channel)},"note":${JSON.stringify(HISTORY_NOTE)},"messages":[`
 
-// Most strings need no escaping: one scan decides, and JSON.stringify handles the rest
-// (quotes, backslashes, control characters, lone surrogates).
-const quoteJson = (s: string): string => {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x20 || c === 0x22 || c === 0x5c) return JSON.stringify(s)
-    if (c >= 0xd800 && c <= 0xdfff) {
-      const next = s.charCodeAt(i + 1)
-      if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return JSON.stringify(s)
-      i++
-    }
-  }
-  return `"${s}"`
-}
+// Most strings need no escaping: one regex scan decides (a regex also copes well with the
+// concatenated strings formatting produces, where a charCodeAt loop crawls), and
+// JSON.stringify handles the rest: quotes, backslashes, control characters, lone surrogates.
+const needsEscape = /["\\\u0000-\u001f]|[\ud800-\udbff](?![\udc00-\udfff])|(?:^|[^\ud800-\udbff])[\udc00-\udfff]/
+const quoteJson = (s: string): string => (needsEscape.test(s) ? JSON.stringify(s) : `"${s}"`)
 
 /**
  * One item as its JSON line: the same bytes as `JSON.stringify(renderItem(item))`, written
