@@ -1,4 +1,17 @@
 /**
  * @since 0.1.0
  */
-export {}
+
+/**
+ * The pure Update → events / history items mapper (no Telegraf runtime).
+ *
+ * @since 0.1.0
+ */
+export * as UpdateMapper from "./UpdateMapper.js"
+
+/**
+ * The Telegraf middleware (`ctx.deixis`) and the Effect functions it runs.
+ *
+ * @since 0.1.0
+ */
+export * as DeixisTelegraf from "./DeixisTelegraf.js"

@@ -1,0 +1,395 @@
+/**
+ * The Telegraf side of deixis: record every update (events into `@deixis/core`, history
+ * items into `@deixis/chathistory` by the group's write policy) and put the deixis
+ * operations on the context as `ctx.deixis`.
+ *
+ * The Effect functions ({@link record}, {@link recordSent}, {@link resolve},
+ * {@link listActive}) are what the middleware runs; an Effect application uses them
+ * directly.
+ *
+ * @since 0.1.0
+ */
+import type { ListResult } from "@deixis/core/ActiveContext"
+import { ActiveContext, ListRequest } from "@deixis/core/ActiveContext"
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import type { ApplyResult } from "@deixis/core/ContextEvent"
+import * as ContextStoreModule from "@deixis/core/ContextStore"
+import * as ConversationState from "@deixis/core/ConversationState"
+import * as Deixis from "@deixis/core/Deixis"
+import type { ResolveResult } from "@deixis/core/ReferenceResolver"
+import { ReferenceResolver, ResolveRequest } from "@deixis/core/ReferenceResolver"
+import type * as Scoring from "@deixis/core/Scoring"
+import type * as TtlPolicy from "@deixis/core/TtlPolicy"
+import * as HistoryItem from "@deixis/chathistory/HistoryItem"
+import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as WritePolicy from "@deixis/chathistory/WritePolicy"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import type { Context, MiddlewareFn } from "telegraf"
+import type { Message } from "telegraf/types"
+import type { MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
+import { mapMessage, mapUpdate } from "./UpdateMapper.js"
+
+/**
+ * Everything the middleware uses: core's services, the conversation state, the history
+ * store and its write policy.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Services =
+  | Deixis.Services
+  | ConversationState.ConversationState
+  | HistoryStore.HistoryStore
+  | WritePolicy.WritePolicy
+
+/**
+ * The stores a deployment chooses (memory here; `SqlStore.layerSqlite` / `layerPg` from
+ * `@deixis/store-sql` provide the same three).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Stores = ContextStoreModule.ContextStore | HistoryStore.HistoryStore | ConversationState.ConversationStateStore
+
+/**
+ * Options of {@link layerWith} and {@link layerMemory}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerOptions {
+  readonly ttl?: Partial<TtlPolicy.TtlSettings>
+  readonly scoring?: Scoring.ScoringOptions
+  readonly writePolicy?: Partial<WritePolicy.WritePolicySettings>
+  readonly state?: ConversationState.Options
+}
+
+/**
+ * All {@link Services} over the given stores.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = <E, R>(
+  stores: Layer.Layer<Stores, E, R>,
+  options: LayerOptions = {}
+): Layer.Layer<Services, E, R> => {
+  // `stores` appears twice; layers are memoised by reference, so it is built once.
+  return Layer.mergeAll(
+    Deixis.layerWith(stores, {
+      ...(options.ttl === undefined ? {} : { ttl: options.ttl }),
+      ...(options.scoring === undefined ? {} : { scoring: options.scoring })
+    }),
+    ConversationState.layer(options.state),
+    WritePolicy.layer(options.writePolicy)
+  ).pipe(Layer.provideMerge(stores))
+}
+
+/**
+ * All {@link Services} in memory (lost on restart).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options: LayerOptions = {}): Layer.Layer<Services> =>
+  layerWith(
+    Layer.mergeAll(ContextStoreModule.layerMemory(), HistoryStore.layerMemory(), ConversationState.layerMemory),
+    options
+  )
+
+/**
+ * Options of {@link record} and the middleware.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RecordOptions extends MapOptions {
+  /** The group mode for the write policy; the `WritePolicy` default (`DEIXIS_HISTORY_MODE`) when absent. */
+  readonly mode?: WritePolicy.GroupMode | undefined
+}
+
+/**
+ * What recording one update did.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RecordResult {
+  readonly mapped: MappedUpdate
+  /** Core's answer, or null when there were no events or ingest failed (logged). */
+  readonly applied: ApplyResult | null
+  /** History items written (the write policy may keep fewer than mapped). */
+  readonly recorded: number
+}
+
+const annotations = (mapped: MappedUpdate) => ({
+  update_id: mapped.update_id ?? "none",
+  update_type: mapped.update_type ?? "unknown",
+  chat_id: mapped.scope?.chat_id ?? "none",
+  topic_id: mapped.scope?.topic_id ?? "none"
+})
+
+// A reaction carries no thread: it belongs where the reacted message is.
+const placeItem = (item: HistoryItem.HistoryItem) =>
+  item.topic_id !== null || item.message_id !== null || item.reply_to_message_id === null
+    ? Effect.succeed(item)
+    : Effect.flatMap(ContextStoreModule.ContextStore, (store) => store.message(item.chat_id, item.reply_to_message_id!)).pipe(
+      Effect.map(Option.match({ onNone: () => item, onSome: (meta) => ({ ...item, topic_id: meta.topic_id }) })),
+      Effect.orElseSucceed(() => item)
+    )
+
+const store = (mapped: MappedUpdate, options: RecordOptions): Effect.Effect<RecordResult, never, Services> =>
+  Effect.gen(function*() {
+    if (mapped.warnings.length > 0) {
+      yield* Effect.logDebug("update mapped with warnings").pipe(
+        Effect.annotateLogs({ warnings: mapped.warnings.length, first_warning: mapped.warnings[0] ?? "" })
+      )
+    }
+    if (mapped.skipped !== undefined) {
+      yield* Effect.logDebug("update skipped").pipe(Effect.annotateLogs({ reason: mapped.skipped }))
+      return { mapped, applied: null, recorded: 0 }
+    }
+    const ingest = yield* ContextIngest
+    const applied = mapped.events.length === 0 ? null : yield* ingest.ingest(mapped.events).pipe(
+      Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
+      Effect.orElseSucceed(() => null)
+    )
+    let recorded = 0
+    for (const encoded of mapped.history) {
+      const written = yield* HistoryItem.decode(encoded).pipe(
+        Effect.flatMap(placeItem),
+        Effect.flatMap((item) => WritePolicy.record(item, { triggered_run: mapped.addressed, mode: options.mode })),
+        Effect.tapError((error) => Effect.logWarning("history item not recorded", error)),
+        Effect.orElseSucceed(() => false)
+      )
+      if (written) recorded++
+    }
+    return { mapped, applied, recorded }
+  }).pipe(Effect.annotateLogs(annotations(mapped)))
+
+/**
+ * Maps one update and records it: its events into core, its history items through the write
+ * policy (kept when the mode records everything or the message addresses the bot). Never
+ * fails: a skipped update is logged at Debug with its reason, a store failure at Warning.
+ *
+ * @since 0.1.0
+ * @category recording
+ */
+export const record = (update: unknown, options: RecordOptions = {}): Effect.Effect<RecordResult, never, Services> =>
+  Effect.suspend(() => store(mapUpdate(update, options), options))
+
+/**
+ * Records a message the bot sent (the `Message` a send method returned): an outbound
+ * `message_observed` (its poll mapped to the chat, so a later `poll` update closes it) and
+ * an `outbound_agent` history item. `botId` must be the sender's id.
+ *
+ * @since 0.1.0
+ * @category recording
+ */
+export const recordSent = (
+  message: unknown,
+  options: RecordOptions & { readonly botId: string }
+): Effect.Effect<RecordResult, never, Services> =>
+  Effect.suspend(() => store(mapMessage(message, options), options))
+
+/**
+ * The call has no message to anchor it (a callback query without its message, an update
+ * without a chat).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NoMessageScope extends Data.TaggedError("NoMessageScope")<{ readonly update_type: string | null }> {
+  override get message() {
+    return `this ${this.update_type ?? "update"} has no message to resolve from`
+  }
+}
+
+/**
+ * Hints and options of {@link resolve}: the wire form of `resolve_reference_target`'s
+ * optional fields.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveOptions = Partial<
+  Pick<
+    typeof ResolveRequest.Encoded,
+    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id"
+  >
+>
+
+/**
+ * Options of {@link listActive}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ListOptions = Partial<
+  Pick<typeof ListRequest.Encoded, "allowed_kinds" | "max_results" | "include_inactive_debug" | "request_id">
+>
+
+const decodeResolve = Schema.decodeUnknown(ResolveRequest)
+const decodeList = Schema.decodeUnknown(ListRequest)
+
+/**
+ * `resolve_reference_target` from one message's scope (its reply target included).
+ *
+ * @since 0.1.0
+ * @category operations
+ */
+export const resolve = (scope: MessageScope, options: ResolveOptions = {}) =>
+  Effect.flatMap(
+    decodeResolve({
+      ...options,
+      chat_id: scope.chat_id,
+      topic_id: scope.topic_id,
+      current_message_id: scope.message_id,
+      reply_to_message_id: scope.reply_to_message_id,
+      sender_user_id: scope.sender_user_id
+    }),
+    (request) => Effect.flatMap(ReferenceResolver, (resolver) => resolver.resolve(request))
+  )
+
+/**
+ * `list_active_context_objects` from one message's scope.
+ *
+ * @since 0.1.0
+ * @category operations
+ */
+export const listActive = (scope: MessageScope, options: ListOptions = {}) =>
+  Effect.flatMap(
+    decodeList({
+      ...options,
+      chat_id: scope.chat_id,
+      topic_id: scope.topic_id,
+      current_message_id: scope.message_id,
+      reply_to_message_id: scope.reply_to_message_id,
+      sender_user_id: scope.sender_user_id
+    }),
+    (request) => Effect.flatMap(ActiveContext, (active) => active.list(request))
+  )
+
+/**
+ * What the middleware puts on the context as `ctx.deixis`. Every call rejects with
+ * {@link NoMessageScope} when the update carries no message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DeixisApi {
+  /** The mapped update (events, history items, scope, whether it addresses the bot). */
+  readonly update: MappedUpdate
+  readonly scope: MessageScope | undefined
+  /** `resolve_reference_target` for this message (hints such as `{ target_kind_hint: "poll" }`). */
+  readonly resolve: (options?: ResolveOptions) => Promise<ResolveResult>
+  /** `list_active_context_objects` for this message's topic and reply chain. */
+  readonly listActive: (options?: ListOptions) => Promise<ListResult>
+  /** The topic's history window (mode-driven length), oldest first. */
+  readonly history: (options?: { readonly mode?: WritePolicy.GroupMode }) => Promise<ReadonlyArray<HistoryItem.HistoryItem>>
+  /** The conversation state of this topic. */
+  readonly state: {
+    readonly get: () => Promise<ConversationState.ConversationStateSnapshot>
+    readonly update: (
+      patch: ConversationState.JsonValue,
+      options?: { readonly expected_revision?: number }
+    ) => Promise<ConversationState.UpdateConversationStateResult>
+    readonly render: () => Promise<string>
+  }
+  /** Replies in the same forum topic and records the sent message. */
+  readonly reply: (text: string, extra?: Parameters<Context["reply"]>[1]) => Promise<Message.TextMessage>
+  /** Records a message the bot sent by other means (`ctx.replyWithPoll(...)`'s result). */
+  readonly recordSent: (message: Message) => Promise<RecordResult>
+  /** Runs any Effect against the deixis services. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
+}
+
+/**
+ * A Telegraf context with `ctx.deixis`: use as `new Telegraf<DeixisContext>(token)`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DeixisContext extends Context {
+  deixis: DeixisApi
+}
+
+/**
+ * Where the middleware runs its Effects: a `ManagedRuntime` built from {@link layerMemory} /
+ * {@link layerWith}, or a `Runtime` captured inside an Effect application.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DeixisRuntime = Runtime.Runtime<Services> | ManagedRuntime.ManagedRuntime<Services, unknown>
+
+const runnerOf = (runtime: DeixisRuntime) => <A, E>(effect: Effect.Effect<A, E, Services>): Promise<A> =>
+  isManaged(runtime) ? runtime.runPromise(effect) : Runtime.runPromise(runtime)(effect)
+
+const isManaged = (runtime: DeixisRuntime): runtime is ManagedRuntime.ManagedRuntime<Services, unknown> =>
+  ManagedRuntime.isManagedRuntime(runtime)
+
+/**
+ * The middleware: records the update (never failing the chain), sets `ctx.deixis`, then
+ * calls the next handler. The bot's id and username come from `ctx.botInfo`.
+ *
+ * @since 0.1.0
+ * @category middleware
+ */
+export const middleware = (
+  runtime: DeixisRuntime,
+  options: { readonly mode?: WritePolicy.GroupMode } = {}
+): MiddlewareFn<DeixisContext> => {
+  const run = runnerOf(runtime)
+  return async (ctx, next) => {
+    const recordOptions: RecordOptions & { readonly botId: string } = {
+      botId: String(ctx.botInfo.id),
+      botUsername: ctx.botInfo.username,
+      mode: options.mode
+    }
+    const result = await run(record(ctx.update, recordOptions))
+    const scope = result.mapped.scope
+    const scoped = <A, E>(f: (scope: MessageScope) => Effect.Effect<A, E, Services>) =>
+      run<A, E | NoMessageScope>(
+        scope === undefined ? Effect.fail(new NoMessageScope({ update_type: result.mapped.update_type })) : f(scope)
+      )
+    const conversation = (s: MessageScope) => ({ chat_id: s.chat_id, topic_id: s.topic_id })
+    const recordSentMessage = (message: Message) => run(recordSent(message, recordOptions))
+    ctx.deixis = {
+      update: result.mapped,
+      scope,
+      resolve: (o) => scoped((s) => resolve(s, o)),
+      listActive: (o) => scoped((s) => listActive(s, o)),
+      history: (o) =>
+        scoped((s) => WritePolicy.history({ chat_id: s.chat_id, topic_id: s.topic_id }, { mode: o?.mode ?? options.mode })),
+      state: {
+        get: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.get(conversation(s)))),
+        update: (patch, o) =>
+          scoped((s) =>
+            Effect.flatMap(ConversationState.ConversationState, (st) =>
+              st.update({
+                scope: conversation(s),
+                patch,
+                expected_revision: o?.expected_revision,
+                updated_by: s.sender_user_id
+              }))
+          ),
+        render: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.render(conversation(s))))
+      },
+      reply: async (text, extra) => {
+        const sent = await ctx.reply(text, extra)
+        await recordSentMessage(sent)
+        return sent
+      },
+      recordSent: recordSentMessage,
+      run
+    }
+    return next()
+  }
+}
