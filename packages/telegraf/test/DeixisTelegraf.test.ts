@@ -1,0 +1,134 @@
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import { ContextStore } from "@deixis/core/ContextStore"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { Telegraf } from "telegraf"
+import type { Update } from "telegraf/types"
+import * as DeixisTelegraf from "../src/DeixisTelegraf.js"
+import * as F from "./fixtures/updates.js"
+import * as FakeBotApi from "./utils/FakeBotApi.js"
+
+const asUpdate = (u: unknown) => u as Update
+
+const setup = Effect.gen(function*() {
+  const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+  const runtime = yield* Effect.runtime<DeixisTelegraf.Services>()
+  const bot = new Telegraf<DeixisTelegraf.DeixisContext>("123:TEST", { telegram: { apiRoot: api.apiRoot } })
+  bot.use(DeixisTelegraf.middleware(runtime, { mode: "talkative" }))
+  bot.command("context", async (ctx) => {
+    const { objects } = await ctx.deixis.listActive()
+    await ctx.deixis.reply(objects.length === 0 ? "nothing active" : objects.map((o) => `${o.kind} ${o.ref ?? ""}`).join("\n"))
+  })
+  bot.command("what", async (ctx) => {
+    const result = await ctx.deixis.resolve({ normalized_reference_hints: { target_kind_hint: "poll" } })
+    await ctx.deixis.reply(`${result.status} ${result.best_match?.object_id ?? ""}`)
+  })
+  bot.command("poll", async (ctx) => {
+    const sent = await ctx.replyWithPoll("Ship on Friday?", ["yes", "no"])
+    await ctx.deixis.recordSent(sent)
+  })
+  bot.command("state", async (ctx) => {
+    await ctx.deixis.state.update({ plan: "friday" })
+    await ctx.deixis.reply(await ctx.deixis.state.render())
+  })
+  bot.catch((error) => {
+    console.error("handler failed", error)
+  })
+  const feed = (u: unknown) => Effect.promise(() => bot.handleUpdate(asUpdate(u)))
+  return { api, bot, feed }
+})
+
+const command = (update_id: number, message_id: number, text: string, thread: number) => ({
+  update_id,
+  message: {
+    message_id,
+    from: F.alice,
+    chat: F.forum,
+    date: 1_771_000_100,
+    message_thread_id: thread,
+    is_topic_message: true,
+    text,
+    entities: [{ type: "bot_command", offset: 0, length: text.split(" ")[0]!.length }]
+  }
+})
+
+const Live = DeixisTelegraf.layerMemory()
+
+describe("DeixisTelegraf.middleware", () => {
+  it.scoped("records every update: events into core, items into history", () =>
+    Effect.gen(function*() {
+      const { feed } = yield* setup
+      yield* feed(F.topicTextWithLinks)
+      yield* feed(F.reaction)
+      const store = yield* ContextStore
+      const meta = yield* store.message(String(F.forum.id), "50")
+      assert.isTrue(Option.isSome(meta))
+      assert.strictEqual(Option.getOrThrow(meta).topic_id, "7")
+      const history = yield* HistoryStore
+      const recent = yield* history.recent({ chat_id: String(F.forum.id), topic_id: "7" }, 10)
+      // The reaction has no thread of its own; it is placed in the reacted message's topic.
+      assert.deepStrictEqual(recent.map((e) => e.item.kind), ["inbound_user", "inbound_reaction"])
+    }).pipe(Effect.provide(Live)))
+
+  it.scoped("answers in the same topic and keeps topics apart", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup
+      yield* feed(F.topicTextWithLinks)
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest({
+        type: "object_activated",
+        event_id: "summary-1",
+        chat_id: F.forum.id,
+        reason: "summarized",
+        source_message_id: 50,
+        kind: "link"
+      })
+      yield* feed(command(300, 301, "/context", 7))
+      yield* feed(command(302, 303, "/context", 9))
+      const replies = api.callsOf("sendMessage")
+      assert.strictEqual(replies.length, 2)
+      assert.strictEqual(replies[0]!.payload["message_thread_id"], 7)
+      assert.strictEqual(replies[0]!.payload["text"], "link https://example.com/rust")
+      assert.strictEqual(replies[1]!.payload["message_thread_id"], 9)
+      assert.strictEqual(replies[1]!.payload["text"], "nothing active")
+      // The bot's own replies are recorded as outbound history.
+      const history = yield* HistoryStore
+      const recent = yield* history.recent({ chat_id: String(F.forum.id), topic_id: "9" }, 10)
+      assert.deepStrictEqual(recent.map((e) => e.item.kind), ["inbound_user", "outbound_agent"])
+    }).pipe(Effect.provide(Live)))
+
+  it.scoped("a poll the bot sent resolves, and its close is tracked by poll id", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup
+      yield* feed(command(310, 311, "/poll", 7))
+      const sent = api.callsOf("sendPoll")
+      assert.strictEqual(sent.length, 1)
+      assert.strictEqual(sent[0]!.payload["message_thread_id"], 7)
+      yield* feed(command(312, 313, "/what", 7))
+      assert.match(String(api.callsOf("sendMessage")[0]!.payload["text"]), /^resolved -1001234567890\/10000\/poll$/)
+      yield* feed({ update_id: 314, poll: { id: "poll-1", question: "Ship on Friday?", options: [], is_closed: true } })
+      const store = yield* ContextStore
+      const poll = yield* store.object(String(F.forum.id), "-1001234567890/10000/poll")
+      assert.strictEqual(Option.getOrThrow(poll).poll?.state, "closed")
+    }).pipe(Effect.provide(Live)))
+
+  it.scoped("ctx.deixis.state patches and renders this topic's state", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup
+      yield* feed(command(320, 321, "/state", 7))
+      assert.include(String(api.callsOf("sendMessage")[0]!.payload["text"]), `{"plan":"friday"}`)
+    }).pipe(Effect.provide(Live)))
+
+  it.scoped("malformed and unknown updates pass through without a crash or a call", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup
+      for (const u of [F.hostile.unknownType, F.hostile.messageWithoutChat, F.hostile.hugeText, F.pollAnswer, F.hostile.wrongPhotoShape]) {
+        yield* feed(u)
+      }
+      yield* feed(command(330, 331, "/context", 7))
+      assert.deepStrictEqual(api.calls().map((c) => c.method), ["getMe", "sendMessage"])
+    }).pipe(Effect.provide(Live)))
+})
+
