@@ -1,0 +1,509 @@
+/**
+ * Durable storage for every deixis store port, on `@effect/sql`: SQLite (a file, the embedded
+ * default) and PostgreSQL (one server shared by many bot instances).
+ *
+ * `layerSqlite` / `layerPg` provide core's `ContextStore` and `ConversationStateStore` and
+ * chathistory's `HistoryStore` together, after running the versioned migrations (safe twice,
+ * and from several processes at once), with a scheduled retention sweep while the layer lives.
+ *
+ * @since 0.1.0
+ */
+import type { HistoryStoreShape } from "@deixis/chathistory/HistoryStore"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
+import { ConversationStateStore } from "@deixis/core/ConversationState"
+import { httpStatus } from "@deixis/core/Errors"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import { makeSqlContextStore } from "./internal/contextStore.js"
+import { describe, makeDb } from "./internal/db.js"
+import { makeSqlHistoryStore } from "./internal/historyStore.js"
+import { isIdentifier, migrate, migrations } from "./internal/migrations.js"
+import { makeSqlStateStore } from "./internal/stateStore.js"
+
+// -----------------------------------------------------------------------------
+// Errors
+// -----------------------------------------------------------------------------
+
+/**
+ * The store could not start: the database is unreachable, refused a setting, or a migration
+ * failed. Failures of individual calls are the ports' own errors (core's `StoreError`, the
+ * conversation state's store error).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SqlStoreError extends Schema.TaggedError<SqlStoreError>("@deixis/store-sql/SqlStoreError")(
+  "SqlStoreError",
+  { message: Schema.String },
+  httpStatus(503)
+) {}
+
+// -----------------------------------------------------------------------------
+// Options and configuration
+// -----------------------------------------------------------------------------
+
+/**
+ * Retention and sweep settings shared by both engines (durations in milliseconds).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetentionOptions {
+  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  readonly object_retention: number
+  /** How long a message's metadata (reply chains, positions) is kept after it was sent. */
+  readonly message_retention: number
+  /** How long applied event ids, poll ids and early poll closes are remembered. */
+  readonly event_retention: number
+  /** How long a history item is kept after it was sent. */
+  readonly history_retention: number
+  /** How often the layer sweeps; 0 turns the scheduled sweep off. */
+  readonly sweep_interval: number
+  /** Rows deleted per statement (and per transaction) by a sweep. */
+  readonly sweep_batch: number
+}
+
+/**
+ * `synchronous` settings of SQLite that keep a committed (acknowledged) batch on disk when
+ * the process dies: `full` (the default) also survives power loss; `normal` survives a
+ * killed process but may lose the last commits on power loss; `extra` is `full` plus a sync
+ * of the directory.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SqliteSynchronous = "full" | "extra" | "normal"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SqliteOptions extends Partial<RetentionOptions> {
+  /** The database file (created if missing; WAL mode). */
+  readonly filename: string
+  /** How long a write waits for another process's lock before failing, in milliseconds. */
+  readonly busy_timeout?: number | undefined
+  readonly synchronous?: SqliteSynchronous | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface PgOptions extends Partial<RetentionOptions> {
+  /** `postgres://user:password@host:port/database` (keep it in a `Redacted`). */
+  readonly url: string | Redacted.Redacted
+  /**
+   * The schema the tables live in (created if missing); the server's `search_path` when
+   * unset. Letters, digits and `_` only.
+   */
+  readonly schema?: string | undefined
+  /** The connection pool's size. */
+  readonly max_connections?: number | undefined
+}
+
+const millis = (name: string, fallback: Duration.DurationInput) =>
+  Config.duration(name).pipe(
+    Config.withDefault(Duration.decode(fallback)),
+    Config.map(Duration.toMillis)
+  )
+const positive = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
+  )
+
+/**
+ * Retention settings from `DEIXIS_*` keys, each default written once, here:
+ * `STORE_OBJECT_RETENTION` 7 days, `STORE_MESSAGE_RETENTION` 30 days,
+ * `STORE_EVENT_RETENTION` 7 days, `HISTORY_STORE_RETENTION` 30 days,
+ * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
+  object_retention: millis("STORE_OBJECT_RETENTION", "7 days"),
+  message_retention: millis("STORE_MESSAGE_RETENTION", "30 days"),
+  event_retention: millis("STORE_EVENT_RETENTION", "7 days"),
+  history_retention: millis("HISTORY_STORE_RETENTION", "30 days"),
+  sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute"),
+  sweep_batch: positive("STORE_SWEEP_BATCH", 1000)
+}).pipe(Config.nested("DEIXIS"))
+
+/**
+ * The SQLite settings from `DEIXIS_*` keys: `SQLITE_FILENAME` (default `deixis.db`),
+ * `SQLITE_BUSY_TIMEOUT` (5 seconds), `SQLITE_SYNCHRONOUS` (`full`), and the retention keys.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const sqliteConfig: Config.Config<
+  { readonly filename: string; readonly busy_timeout: number; readonly synchronous: SqliteSynchronous } & RetentionOptions
+> = Config.all({
+  filename: Config.string("SQLITE_FILENAME").pipe(Config.withDefault("deixis.db")),
+  busy_timeout: millis("SQLITE_BUSY_TIMEOUT", "5 seconds"),
+  synchronous: Config.literal("full", "extra", "normal")("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
+}).pipe(
+  Config.nested("DEIXIS"),
+  Config.zipWith(retentionConfig, (sqlite, retention) => ({ ...retention, ...sqlite }))
+)
+
+/**
+ * The PostgreSQL settings from `DEIXIS_*` keys: `PG_URL` (redacted; default
+ * `postgres://postgres@127.0.0.1:5432/deixis`), `PG_SCHEMA` (unset: the server's
+ * `search_path`), `PG_MAX_CONNECTIONS` (10), and the retention keys.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const pgConfig: Config.Config<
+  {
+    readonly url: Redacted.Redacted
+    readonly schema: string | undefined
+    readonly max_connections: number
+  } & RetentionOptions
+> = Config.all({
+  url: Config.redacted("PG_URL").pipe(Config.withDefault(Redacted.make("postgres://postgres@127.0.0.1:5432/deixis"))),
+  schema: Config.option(Config.string("PG_SCHEMA")).pipe(Config.map(Option.getOrUndefined)),
+  max_connections: positive("PG_MAX_CONNECTIONS", 10)
+}).pipe(
+  Config.nested("DEIXIS"),
+  Config.zipWith(retentionConfig, (pg, retention) => ({ ...retention, ...pg }))
+)
+
+/**
+ * The retention defaults: the configuration read with no keys set.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const retentionDefaults: RetentionOptions = Effect.runSync(
+  Effect.withConfigProvider(retentionConfig, ConfigProvider.fromMap(new Map()))
+)
+
+const sqliteDefaults = Effect.runSync(Effect.withConfigProvider(sqliteConfig, ConfigProvider.fromMap(new Map())))
+const pgDefaults = Effect.runSync(Effect.withConfigProvider(pgConfig, ConfigProvider.fromMap(new Map())))
+
+// -----------------------------------------------------------------------------
+// Retention
+// -----------------------------------------------------------------------------
+
+/**
+ * What one sweep removed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SweepResult {
+  readonly objects: number
+  readonly history_items: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetentionShape {
+  /**
+   * Removes, in batches of `sweep_batch` rows, objects past the object retention, messages,
+   * event ids and poll mappings past theirs, and history items past the history retention.
+   */
+  readonly sweep: (now: number) => Effect.Effect<SweepResult, StoreError>
+}
+
+/**
+ * The retention sweep of the SQL stores, which the layers also run on a schedule.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class Retention extends Context.Tag("@deixis/store-sql/Retention")<Retention, RetentionShape>() {}
+
+// -----------------------------------------------------------------------------
+// Layers over an SqlClient
+// -----------------------------------------------------------------------------
+
+/**
+ * The services every engine layer provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Stores = ContextStore | HistoryStore | ConversationStateStore | Retention
+
+/**
+ * Runs the migrations over the `SqlClient` in context (on PostgreSQL, in `schema`, created
+ * if missing). Returns the versions this call applied; idempotent.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
+export const migrateSchema = (
+  schema?: string | undefined
+): Effect.Effect<ReadonlyArray<number>, SqlStoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    if (schema !== undefined && !isIdentifier(schema)) {
+      return yield* new SqlStoreError({ message: `invalid schema name "${schema}": use letters, digits and _` })
+    }
+    const db = makeDb(yield* SqlClient.SqlClient)
+    return yield* migrate(db, schema).pipe(
+      Effect.mapError((e) => new SqlStoreError({ message: `migrations failed: ${describe(e)}` }))
+    )
+  })
+
+/**
+ * The latest schema version these layers migrate to.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
+export const schemaVersion: number = migrations.reduce((max, m) => Math.max(max, m.version), 0)
+
+const scheduledSweep = (sweep: RetentionShape["sweep"], interval: number) =>
+  interval <= 0
+    ? Effect.void
+    : Clock.currentTimeMillis.pipe(
+      Effect.flatMap(sweep),
+      Effect.flatMap((r) =>
+        r.objects + r.history_items > 0
+          ? Effect.logDebug("sql store swept").pipe(Effect.annotateLogs({ objects: r.objects, history_items: r.history_items }))
+          : Effect.void
+      ),
+      // A failed sweep is retried at the next tick; the store keeps serving.
+      Effect.catchAll((e) => Effect.logWarning("sql store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))),
+      Effect.repeat(Schedule.spaced(Duration.millis(interval))),
+      Effect.forkScoped,
+      Effect.asVoid
+    )
+
+const buildStores = (options: Partial<RetentionOptions>, schema: string | undefined) =>
+  Effect.gen(function*() {
+    const settings = { ...retentionDefaults, ...options }
+    yield* migrateSchema(schema)
+    const db = makeDb(yield* SqlClient.SqlClient)
+    const context: ContextStoreShape = makeSqlContextStore(db, settings)
+    const history = makeSqlHistoryStore(db, settings)
+    const retention: RetentionShape = {
+      sweep: (now) =>
+        Effect.all({ objects: context.sweep(now), history_items: history.sweep(now) }, { concurrency: 1 })
+    }
+    yield* scheduledSweep(retention.sweep, settings.sweep_interval)
+    return { context, history: history.store, state: makeSqlStateStore(db), retention }
+  })
+
+/**
+ * Every store over the `SqlClient` in context (SQLite or PostgreSQL, recognised by its
+ * dialect): migrates, then provides the three ports and the retention sweep, swept on a
+ * schedule while the layer lives.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerStores = (
+  options: Partial<RetentionOptions> & { readonly schema?: string | undefined } = {}
+): Layer.Layer<Stores, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.scopedContext(
+    Effect.map(buildStores(options, options.schema), (s) =>
+      Context.make(ContextStore, s.context).pipe(
+        Context.add(HistoryStore, s.history),
+        Context.add(ConversationStateStore, s.state),
+        Context.add(Retention, s.retention)
+      ))
+  )
+
+/**
+ * The ContextStore alone over the `SqlClient` in context (migrates on start; sweeps objects,
+ * messages and event ids on a schedule).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerContextStore = (
+  options: Partial<RetentionOptions> & { readonly schema?: string | undefined } = {}
+): Layer.Layer<ContextStore, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.scoped(
+    ContextStore,
+    Effect.gen(function*() {
+      const settings = { ...retentionDefaults, ...options }
+      yield* migrateSchema(options.schema)
+      const store = makeSqlContextStore(makeDb(yield* SqlClient.SqlClient), settings)
+      yield* scheduledSweep((now) => Effect.map(store.sweep(now), (objects) => ({ objects, history_items: 0 })), settings.sweep_interval)
+      return store
+    })
+  )
+
+/**
+ * The HistoryStore alone over the `SqlClient` in context (migrates on start; sweeps items
+ * past the history retention on a schedule).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerHistoryStore = (
+  options: Partial<RetentionOptions> & { readonly schema?: string | undefined } = {}
+): Layer.Layer<HistoryStore, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.scoped(
+    HistoryStore,
+    Effect.gen(function*() {
+      const settings = { ...retentionDefaults, ...options }
+      yield* migrateSchema(options.schema)
+      const history = makeSqlHistoryStore(makeDb(yield* SqlClient.SqlClient), settings)
+      yield* scheduledSweep(
+        (now) => Effect.map(history.sweep(now), (items) => ({ objects: 0, history_items: items })),
+        settings.sweep_interval
+      )
+      const store: HistoryStoreShape = history.store
+      return store
+    })
+  )
+
+/**
+ * The ConversationStateStore alone over the `SqlClient` in context (migrates on start).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConversationStateStore = (
+  options: { readonly schema?: string | undefined } = {}
+): Layer.Layer<ConversationStateStore, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.effect(
+    ConversationStateStore,
+    Effect.gen(function*() {
+      yield* migrateSchema(options.schema)
+      return makeSqlStateStore(makeDb(yield* SqlClient.SqlClient))
+    })
+  )
+
+// -----------------------------------------------------------------------------
+// Engines
+// -----------------------------------------------------------------------------
+
+/**
+ * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, and the `synchronous`
+ * setting applied before anything else runs.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqliteClient = (
+  options: SqliteOptions
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, SqlStoreError> => {
+  const busy = Math.max(0, Math.round(options.busy_timeout ?? sqliteDefaults.busy_timeout))
+  const synchronous = (options.synchronous ?? sqliteDefaults.synchronous).toUpperCase()
+  const tuned = Layer.effectDiscard(
+    Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql.unsafe(`PRAGMA busy_timeout = ${busy}`),
+        sql.unsafe(`PRAGMA synchronous = ${synchronous}`),
+        sql.unsafe(`PRAGMA journal_mode = WAL`)
+      ], { discard: true }))
+  )
+  return tuned.pipe(
+    Layer.provideMerge(SqliteClient.layer({ filename: options.filename })),
+    Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
+  )
+}
+
+/**
+ * Every store in a SQLite file: `ContextStore`, `HistoryStore`, `ConversationStateStore`
+ * and the `Retention` sweep, migrated on start.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, SqlStoreError> =>
+  layerStores(options).pipe(Layer.provide(layerSqliteClient(options)))
+
+/**
+ * {@link layerSqlite} configured from `DEIXIS_*` keys (see {@link sqliteConfig}); `overrides` win.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqliteConfig = (
+  overrides: Partial<SqliteOptions> = {}
+): Layer.Layer<Stores, SqlStoreError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(sqliteConfig, (settings) => layerSqlite({ ...settings, ...overrides })))
+
+/** The connection URL with `search_path` set at connection start, so every pooled connection uses the schema. */
+const urlFor = (options: PgOptions): Redacted.Redacted => {
+  const raw = typeof options.url === "string" ? options.url : Redacted.value(options.url)
+  if (options.schema === undefined) return Redacted.make(raw)
+  const url = new URL(raw)
+  url.searchParams.set("options", `-c search_path=${options.schema}`)
+  return Redacted.make(url.toString())
+}
+
+/**
+ * An `SqlClient` over a PostgreSQL server (a pool of `max_connections`), its connections
+ * using `schema` when one is given.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPgClient = (
+  options: PgOptions
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, SqlStoreError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    if (options.schema !== undefined && !isIdentifier(options.schema)) {
+      return yield* new SqlStoreError({ message: `invalid schema name "${options.schema}": use letters, digits and _` })
+    }
+    const url = yield* Effect.try({
+      try: () => urlFor(options),
+      catch: () => new SqlStoreError({ message: "invalid PostgreSQL URL" })
+    })
+    return PgClient.layer({
+      url,
+      maxConnections: options.max_connections ?? pgDefaults.max_connections,
+      applicationName: "deixis"
+    }).pipe(
+      // The message names the failure, never the URL (it may hold a password).
+      Layer.mapError((e) => new SqlStoreError({ message: `cannot connect to PostgreSQL: ${describe(e)}` }))
+    )
+  }))
+
+/**
+ * Every store in a PostgreSQL database shared by any number of bot instances:
+ * `ContextStore`, `HistoryStore`, `ConversationStateStore` and the `Retention` sweep,
+ * migrated on start.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPg = (options: PgOptions): Layer.Layer<Stores, SqlStoreError> =>
+  layerStores(options).pipe(Layer.provide(layerPgClient(options)))
+
+/**
+ * {@link layerPg} configured from `DEIXIS_*` keys (see {@link pgConfig}); `overrides` win.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPgConfig = (
+  overrides: Partial<PgOptions> = {}
+): Layer.Layer<Stores, SqlStoreError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(pgConfig, (settings) => layerPg({ ...settings, ...overrides })))
+
+/**
+ * Core's `StoreError`, which every call of the SQL stores fails with (the conversation state
+ * store fails with its own port's error).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export { StoreError }

@@ -1,0 +1,812 @@
+/**
+ * The ContextStore over SQL. `apply` loads the rows a batch can touch, runs core's shared
+ * reducer over them through a synchronous `StateWriter`, and writes back what changed — all
+ * in one transaction holding the batch's chats (and polls) locked. `pool` builds the bounded
+ * candidate pool of the memory adapter with one indexed query (two when the request's topic
+ * is unknown and the rest of the chat is searched).
+ */
+import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
+import { type ContextObject, isActive, type MessageMeta, messageObject } from "@deixis/core/ContextObject"
+import { applyEvent, type StateWriter } from "@deixis/core/ContextReducer"
+import type {
+  ApplyOptions,
+  CandidatePool,
+  ChatSnapshot,
+  ContextStoreShape,
+  PoolEntry,
+  PoolQuery,
+  PoolTier,
+  StoreStats
+} from "@deixis/core/ContextStore"
+import { StoreError } from "@deixis/core/ContextStore"
+import { compareMessageIds } from "@deixis/core/Ids"
+import type { ObjectKind } from "@deixis/core/ObjectKind"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import {
+  bool,
+  chunks,
+  type Db,
+  describe,
+  marks,
+  num,
+  type Param,
+  type Row,
+  str,
+  strOrNull,
+  topicKey,
+  topicOf,
+  tuples
+} from "./db.js"
+import { ContextObject as ContextObjectSchema } from "@deixis/core/ContextObject"
+
+export interface ContextSettings {
+  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  readonly object_retention: number
+  /** How long a message's metadata is kept after it was sent. */
+  readonly message_retention: number
+  /** How long an applied event id (and a poll id, a pending poll close) is remembered. */
+  readonly event_retention: number
+  /** Rows deleted per statement by a sweep. */
+  readonly sweep_batch: number
+}
+
+const decodeObject = Schema.decodeUnknownEither(Schema.typeSchema(ContextObjectSchema))
+
+const parseJson = (text: string): Either.Either<unknown, string> =>
+  Either.try({ try: (): unknown => JSON.parse(text), catch: () => "invalid JSON" })
+
+/** A stored object back from its JSON body; a row that does not decode is a storage failure. */
+const objectOf = (body: unknown): Either.Either<ContextObject, string> =>
+  Either.flatMap(parseJson(str(body)), (json) => Either.mapLeft(decodeObject(json), (e) => e.message))
+
+const messageOf = (chatId: string, row: Row): MessageMeta => ({
+  chat_id: chatId,
+  message_id: str(row["mid"] ?? row["message_id"]),
+  topic_id: topicOf(row["topic"]),
+  reply_to_message_id: strOrNull(row["reply_to"]),
+  sender_user_id: strOrNull(row["sender"]),
+  from_bot: bool(row["from_bot"]),
+  sent_at: num(row["sent_at"])
+})
+
+const failStore = (what: string) => (error: SqlError | string) =>
+  new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+
+/** A composite key that cannot collide, whatever characters ids hold. */
+const key = (a: string, b: string) => `${a.length}:${a}${b}`
+
+const objectColumns = "chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body"
+
+interface PollRef {
+  readonly chat_id: string
+  readonly object_id: string
+}
+interface Close {
+  readonly event_id: string
+  readonly at: number
+}
+
+/** What a batch needs loaded; grown when the reducer asks for something not loaded yet. */
+class Wanted {
+  readonly chats = new Set<string>()
+  readonly messages = new Map<string, readonly [string, string]>()
+  readonly byMessage = new Map<string, readonly [string, string]>()
+  readonly objects = new Map<string, readonly [string, string]>()
+  readonly polls = new Set<string>()
+  readonly seen = new Map<string, readonly [string, string]>()
+  size() {
+    return this.chats.size + this.messages.size + this.byMessage.size + this.objects.size + this.polls.size + this.seen.size
+  }
+  message(chat: string, id: string) {
+    this.chats.add(chat)
+    this.messages.set(key(chat, id), [chat, id])
+    this.byMessage.set(key(chat, id), [chat, id])
+  }
+  object(chat: string, id: string) {
+    this.chats.add(chat)
+    this.objects.set(key(chat, id), [chat, id])
+  }
+  event(chat: string, id: string) {
+    this.chats.add(chat)
+    this.seen.set(key(chat, id), [chat, id])
+  }
+}
+
+const wantedFor = (events: ReadonlyArray<ContextEvent>): Wanted => {
+  const w = new Wanted()
+  for (const e of events) {
+    switch (e.type) {
+      case "message_observed":
+        w.message(e.chat_id, e.message_id)
+        if (e.poll !== undefined) w.polls.add(e.poll.poll_id)
+        break
+      case "object_activated":
+        w.event(e.chat_id, e.event_id)
+        if (e.object_id !== undefined) w.object(e.chat_id, e.object_id)
+        if (e.source_message_id !== undefined) w.message(e.chat_id, e.source_message_id)
+        if (e.poll_id !== undefined) w.polls.add(e.poll_id)
+        break
+      case "poll_closed":
+        if (e.poll_id !== undefined) w.polls.add(e.poll_id)
+        if (e.chat_id !== undefined) w.event(e.chat_id, e.event_id)
+        if (e.chat_id !== undefined && e.object_id !== undefined) w.object(e.chat_id, e.object_id)
+        break
+      case "reminder_updated":
+      case "reminder_fired":
+      case "reminder_cancelled":
+        w.event(e.chat_id, e.event_id)
+        w.object(e.chat_id, e.object_id)
+        break
+    }
+  }
+  return w
+}
+
+/** The rows of one batch, as loaded, then as the reducer changes them. */
+interface Loaded {
+  readonly nextSeq: Map<string, number>
+  readonly messages: Map<string, MessageMeta | null>
+  readonly objects: Map<string, ContextObject | null>
+  /** Message key → keys of its objects, in the order they were stored. */
+  readonly byMessage: Map<string, Array<string>>
+  readonly polls: Map<string, PollRef | null>
+  readonly closes: Map<string, Close | null>
+  readonly seen: Set<string>
+  readonly seenLoaded: Set<string>
+  /** Object key → its stored sequence number. */
+  readonly seqs: Map<string, number>
+}
+
+interface Changes {
+  readonly messages: Array<MessageMeta>
+  /** Object key → the object and whether it takes a new sequence number (new, or moved topic). */
+  readonly objects: Map<string, { object: ContextObject; fresh: boolean }>
+  readonly polls: Map<string, PollRef>
+  readonly closes: Map<string, Close | null>
+  readonly seen: Array<readonly [string, string]>
+}
+
+export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextStoreShape => {
+  const C = db.C
+  const pg = db.dialect === "pg"
+
+  // ---------------------------------------------------------------------------
+  // apply
+  // ---------------------------------------------------------------------------
+
+  const load = (w: Wanted, now: number): Effect.Effect<Loaded, SqlError | string> =>
+    Effect.gen(function*() {
+      const chats = [...w.chats].sort()
+      const nextSeq = new Map<string, number>()
+      for (const part of chunks(chats, 3)) {
+        // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
+        // the same chats run one after the other instead of interleaving their reads and writes.
+        yield* db.query(
+          `INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.length, 3)} ON CONFLICT (chat_id) DO NOTHING`,
+          part.flatMap((c) => [c, 1, now])
+        )
+        const rows = yield* db.query(
+          `SELECT chat_id, next_seq FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
+            pg ? " FOR UPDATE" : ""
+          }`,
+          part
+        )
+        for (const r of rows) nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+      }
+
+      const messages = new Map<string, MessageMeta | null>()
+      const wantedMessages = [...w.messages.values()]
+      for (const k of w.messages.keys()) messages.set(k, null)
+      for (const part of chunks(wantedMessages, 3)) {
+        const rows = yield* db.query(
+          `SELECT chat_id, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages
+           WHERE (chat_id, id_len, message_id) IN (VALUES ${
+            part.map(() => "(?, CAST(? AS INTEGER), ?)").join(", ")
+          })`,
+          part.flatMap(([c, m]) => [c, m.length, m])
+        )
+        for (const r of rows) {
+          const m = messageOf(str(r["chat_id"]), r)
+          messages.set(key(m.chat_id, m.message_id), m)
+        }
+      }
+
+      const objects = new Map<string, ContextObject | null>()
+      const byMessage = new Map<string, Array<string>>()
+      for (const k of w.objects.keys()) objects.set(k, null)
+      for (const k of w.byMessage.keys()) byMessage.set(k, [])
+      const seqs = new Map<string, number>()
+      const addObject = (row: Row) =>
+        Either.map(objectOf(row["body"]), (o) => {
+          const ok = key(o.chat_id, o.object_id)
+          if (objects.get(ok) !== undefined && objects.get(ok) !== null) return
+          objects.set(ok, o)
+          seqs.set(ok, num(row["seq"]))
+          const list = byMessage.get(key(o.chat_id, o.source_message_id))
+          if (list !== undefined && !list.includes(ok)) list.push(ok)
+        })
+      for (const part of chunks([...w.byMessage.values()], 2)) {
+        const rows = yield* db.query(
+          `SELECT body, seq FROM deixis_objects WHERE (chat_id, source_message_id) IN (VALUES ${tuples(part.length, 2)}) ORDER BY seq`,
+          part.flat()
+        )
+        for (const r of rows) yield* addObject(r)
+      }
+      for (const part of chunks([...w.objects.values()], 2)) {
+        const rows = yield* db.query(
+          `SELECT body, seq FROM deixis_objects WHERE (chat_id, object_id) IN (VALUES ${tuples(part.length, 2)})`,
+          part.flat()
+        )
+        for (const r of rows) yield* addObject(r)
+      }
+
+      const polls = new Map<string, PollRef | null>()
+      const closes = new Map<string, Close | null>()
+      const pollIds = [...w.polls]
+      for (const id of pollIds) {
+        polls.set(id, null)
+        closes.set(id, null)
+      }
+      for (const part of chunks(pollIds, 1)) {
+        const rows = yield* db.query(`SELECT poll_id, chat_id, object_id FROM deixis_polls WHERE poll_id IN ${marks(part.length)}`, part)
+        for (const r of rows) polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
+        const pending = yield* db.query(`SELECT poll_id, event_id, at FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
+        for (const r of pending) closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
+      }
+
+      const seen = new Set<string>()
+      const seenLoaded = new Set<string>(w.seen.keys())
+      for (const part of chunks([...w.seen.values()], 2)) {
+        const rows = yield* db.query(
+          `SELECT chat_id, event_id FROM deixis_events WHERE (chat_id, event_id) IN (VALUES ${tuples(part.length, 2)})`,
+          part.flat()
+        )
+        for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
+      }
+      return { nextSeq, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+    })
+
+  /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
+  const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
+    const changes: Changes = { messages: [], objects: new Map(), polls: new Map(), closes: new Map(), seen: [] }
+    const writer: StateWriter = {
+      message: (chatId, messageId) => {
+        const found = s.messages.get(key(chatId, messageId))
+        if (found === undefined) missing.message(chatId, messageId)
+        return found ?? undefined
+      },
+      object: (chatId, objectId) => {
+        const found = s.objects.get(key(chatId, objectId))
+        if (found === undefined) missing.object(chatId, objectId)
+        return found ?? undefined
+      },
+      objectsOfMessage: (chatId, messageId) => {
+        const list = s.byMessage.get(key(chatId, messageId))
+        if (list === undefined) {
+          missing.message(chatId, messageId)
+          return []
+        }
+        const out: Array<ContextObject> = []
+        for (const k of list) {
+          const o = s.objects.get(k)
+          if (o !== undefined && o !== null) out.push(o)
+        }
+        return out
+      },
+      pollObject: (pollId) => {
+        const found = s.polls.get(pollId)
+        if (found === undefined) missing.polls.add(pollId)
+        if (found !== undefined && found !== null && !s.nextSeq.has(found.chat_id)) missing.chats.add(found.chat_id)
+        return found ?? undefined
+      },
+      seen: (chatId, eventId) => {
+        const k = key(chatId, eventId)
+        if (!s.seenLoaded.has(k)) missing.event(chatId, eventId)
+        return s.seen.has(k)
+      },
+      putMessage: (m) => {
+        s.messages.set(key(m.chat_id, m.message_id), m)
+        if (!s.byMessage.has(key(m.chat_id, m.message_id))) s.byMessage.set(key(m.chat_id, m.message_id), [])
+        changes.messages.push(m)
+      },
+      putObject: (o, previous) => {
+        const k = key(o.chat_id, o.object_id)
+        s.objects.set(k, o)
+        const list = s.byMessage.get(key(o.chat_id, o.source_message_id))
+        if (list !== undefined && !list.includes(k)) list.push(k)
+        const before = changes.objects.get(k)
+        const fresh = previous === undefined || previous.topic_id !== o.topic_id || (before?.fresh ?? false)
+        changes.objects.set(k, { object: o, fresh })
+        if (!s.nextSeq.has(o.chat_id)) missing.chats.add(o.chat_id)
+      },
+      putPoll: (pollId, chatId, objectId) => {
+        const ref = { chat_id: chatId, object_id: objectId }
+        s.polls.set(pollId, ref)
+        changes.polls.set(pollId, ref)
+      },
+      pendingPollClose: (pollId) => {
+        const found = s.closes.get(pollId)
+        if (found === undefined) missing.polls.add(pollId)
+        return found ?? undefined
+      },
+      putPendingPollClose: (pollId, close) => {
+        s.closes.set(pollId, close ?? null)
+        changes.closes.set(pollId, close ?? null)
+      },
+      markSeen: (chatId, eventId) => {
+        const k = key(chatId, eventId)
+        if (s.seen.has(k)) return
+        s.seen.add(k)
+        s.seenLoaded.add(k)
+        changes.seen.push([chatId, eventId])
+        if (!s.nextSeq.has(chatId)) missing.chats.add(chatId)
+      }
+    }
+    let applied = 0
+    let duplicates = 0
+    const skipped: Array<ApplyResult["skipped"][number]> = []
+    for (let i = 0; i < events.length; i++) {
+      const outcome = applyEvent(writer, events[i]!, options.now, options.ttl)
+      if (outcome._tag === "applied") applied++
+      else if (outcome._tag === "duplicate") duplicates++
+      else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
+    }
+    const result: ApplyResult = { applied, duplicates, skipped }
+    return { result, changes }
+  }
+
+  const merge = (into: Wanted, from: Wanted) => {
+    for (const c of from.chats) into.chats.add(c)
+    for (const [k, v] of from.messages) into.messages.set(k, v)
+    for (const [k, v] of from.byMessage) into.byMessage.set(k, v)
+    for (const [k, v] of from.objects) into.objects.set(k, v)
+    for (const p of from.polls) into.polls.add(p)
+    for (const [k, v] of from.seen) into.seen.set(k, v)
+  }
+
+  const write = (changes: Changes, s: Loaded, now: number) =>
+    Effect.gen(function*() {
+      for (const part of chunks(changes.messages, 9)) {
+        yield* db.query(
+          `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+           VALUES ${tuples(part.length, 9)} ON CONFLICT DO NOTHING`,
+          part.flatMap((m) => [
+            m.chat_id,
+            m.message_id.length,
+            m.message_id,
+            topicKey(m.topic_id),
+            m.reply_to_message_id === null ? null : m.reply_to_message_id.length,
+            m.reply_to_message_id,
+            m.sender_user_id,
+            m.from_bot ? 1 : 0,
+            m.sent_at
+          ])
+        )
+      }
+      const touchedChats = new Set<string>()
+      const objectRows: Array<ReadonlyArray<Param>> = []
+      for (const [k, { fresh, object: o }] of changes.objects) {
+        let seq = s.seqs.get(k)
+        if (fresh || seq === undefined) {
+          seq = s.nextSeq.get(o.chat_id) ?? 1
+          s.nextSeq.set(o.chat_id, seq + 1)
+          touchedChats.add(o.chat_id)
+        }
+        objectRows.push([
+          o.chat_id,
+          o.object_id,
+          seq,
+          o.kind,
+          topicKey(o.topic_id),
+          o.source_message_id,
+          o.created_by_user_id ?? null,
+          o.active_until,
+          o.active_until ?? o.created_at,
+          JSON.stringify(o)
+        ])
+      }
+      for (const part of chunks(objectRows, 10)) {
+        yield* db.query(
+          `INSERT INTO deixis_objects (${objectColumns}) VALUES ${tuples(part.length, 10)}
+           ON CONFLICT (chat_id, object_id) DO UPDATE SET
+             seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
+             source_message_id = excluded.source_message_id, created_by = excluded.created_by,
+             active_until = excluded.active_until, since = excluded.since, body = excluded.body`,
+          part.flat()
+        )
+      }
+      const polls = [...changes.polls]
+      for (const part of chunks(polls, 4)) {
+        yield* db.query(
+          `INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) VALUES ${tuples(part.length, 4)}
+           ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at`,
+          part.flatMap(([id, ref]) => [id, ref.chat_id, ref.object_id, now])
+        )
+      }
+      const cleared = [...changes.closes].filter(([, c]) => c === null).map(([id]) => id)
+      for (const part of chunks(cleared, 1)) {
+        yield* db.query(`DELETE FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
+      }
+      const pending = [...changes.closes].flatMap(([id, c]) => (c === null ? [] : [[id, c] as const]))
+      for (const part of chunks(pending, 4)) {
+        yield* db.query(
+          `INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) VALUES ${tuples(part.length, 4)}
+           ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at`,
+          part.flatMap(([id, c]) => [id, c.event_id, c.at, now])
+        )
+      }
+      for (const part of chunks(changes.seen, 3)) {
+        yield* db.query(
+          `INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES ${tuples(part.length, 3)} ON CONFLICT DO NOTHING`,
+          part.flatMap(([c, e]) => [c, e, now])
+        )
+      }
+      const chats = [...touchedChats]
+      for (const part of chunks(chats, 3)) {
+        yield* db.query(
+          `UPDATE deixis_chats SET next_seq = CASE chat_id ${
+            part.map(() => "WHEN ? THEN CAST(? AS BIGINT)").join(" ")
+          } ELSE next_seq END WHERE chat_id IN ${marks(part.length)}`,
+          [...part.flatMap((c) => [c, s.nextSeq.get(c) ?? 1]), ...part]
+        )
+      }
+    })
+
+  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
+    if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
+    return db.transaction(Effect.gen(function*() {
+      const wanted = wantedFor(events)
+      // Each round loads everything asked for so far; a round that asks for nothing new is final.
+      for (let round = 0;; round++) {
+        const loaded = yield* load(wanted, options.now)
+        const missing = new Wanted()
+        const { changes, result } = reduce(events, options, loaded, missing)
+        const before = wanted.size()
+        merge(wanted, missing)
+        if (wanted.size() === before || round >= 8) {
+          yield* write(changes, loaded, options.now)
+          return result
+        }
+      }
+    })).pipe(Effect.mapError(failStore("apply")), Effect.withSpan("SqlContextStore.apply"))
+  }
+
+  // ---------------------------------------------------------------------------
+  // pool
+  // ---------------------------------------------------------------------------
+
+  // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
+  const nulls =
+    "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
+    "CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects"
+  const objectPart = (tag: string, from: string) => `SELECT '${tag}' AS part, body, ${nulls} FROM (${from}) AS p_${tag}`
+  const messagePart = (tag: string, from: string) =>
+    `SELECT '${tag}' AS part, CAST(NULL AS TEXT) AS body, message_id AS mid, topic, reply_to, sender, CAST(from_bot AS INTEGER) AS from_bot, sent_at,
+       CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects FROM (${from}) AS p_${tag}`
+  const hasObjects = (alias: string) =>
+    `EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`
+
+  /** The parts of one scope: the request's topic (`home`), or the rest of the chat (`fallback`). */
+  const scopeParts = (q: PoolQuery, home: boolean, parts: Array<string>, params: Array<Param>) => {
+    const topic = topicKey(q.topic_id)
+    const inScope = home ? "topic = ?" : "topic <> ?"
+    const kinds = q.kinds
+    const kindFilter = kinds === undefined ? "" : kinds.length === 0 ? " AND 1 = 0" : ` AND kind IN ${marks(kinds.length)}`
+    const kindParams: ReadonlyArray<Param> = kinds ?? []
+    const scoped = home ? "chat_id = ? AND topic = ?" : "chat_id = ?"
+    const scopedParams: ReadonlyArray<Param> = home ? [q.chat_id, topic] : [q.chat_id]
+    // Active objects of the scope (bounded: an active set is small by construction).
+    parts.push(objectPart(
+      "a",
+      `SELECT body FROM deixis_objects WHERE ${scoped} AND active_until > ? AND ${inScope}${kindFilter} ORDER BY active_until DESC LIMIT 64`
+    ))
+    params.push(...scopedParams, q.now, topic, ...kindParams)
+    if (q.active_only) return
+    const window = (n: number) => Math.max(0, n) * 8
+    // The most recent objects: a window of the newest n×8, filtered, n taken (as the memory adapter scans).
+    parts.push(objectPart(
+      "r",
+      `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ?) AS w
+       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+    ))
+    params.push(...scopedParams, window(q.limits.recent_objects), topic, ...kindParams, q.limits.recent_objects)
+    const prefer = kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...kinds])]
+    prefer.forEach((kind, i) => {
+      if (kinds !== undefined && !kinds.includes(kind)) return
+      parts.push(objectPart(
+        `k${i}`,
+        `SELECT body, seq FROM (SELECT body, seq, topic FROM deixis_objects WHERE ${scoped} AND kind = ? ORDER BY seq DESC LIMIT ?) AS w
+         WHERE ${inScope} ORDER BY seq DESC LIMIT ?`
+      ))
+      params.push(...scopedParams, kind, window(q.limits.recent_per_kind), topic, q.limits.recent_per_kind)
+    })
+    if (q.include_owned && q.sender_user_id !== null) {
+      parts.push(objectPart(
+        "o",
+        `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE chat_id = ? AND created_by = ? ORDER BY seq DESC LIMIT ?) AS w
+         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+      ))
+      params.push(q.chat_id, q.sender_user_id, window(q.limits.owned), topic, ...kindParams, q.limits.owned)
+    }
+    const wantsMessages = kinds === undefined || kinds.includes("message") || kinds.includes("bot_message")
+    if (wantsMessages && q.limits.recent_messages > 0) {
+      const bot = kinds === undefined || (kinds.includes("message") && kinds.includes("bot_message"))
+        ? ""
+        : kinds.includes("message")
+        ? " AND w.from_bot = 0"
+        : " AND w.from_bot = 1"
+      // Plain messages by position, in a window of the newest 64: not the current one, and not one
+      // that carries objects (those objects stand for it).
+      parts.push(messagePart(
+        "m",
+        `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages
+           WHERE ${scoped} ORDER BY id_len DESC, message_id${C} DESC LIMIT 64) AS w
+         WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
+         ORDER BY w.id_len DESC, w.message_id${C} DESC LIMIT ?`
+      ))
+      params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
+    }
+  }
+
+  const chainParts = (q: PoolQuery, parts: Array<string>, params: Array<Param>): string => {
+    const reply = q.reply_to_message_id
+    if (reply === null || q.limits.chain_depth <= 0) return ""
+    params.push(reply.length, reply, q.chat_id, q.limits.chain_depth)
+    const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+        UNION ALL
+        SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
+          JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+        WHERE c.depth < ? AND m.reply_to IS NOT NULL
+      ) `
+    parts.push(
+      `SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
+         m.sent_at, c.depth AS depth,
+         CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
+       FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
+    )
+    params.push(q.chat_id)
+    parts.push(objectPart(
+      "co",
+      `SELECT body, seq FROM deixis_objects WHERE chat_id = ? AND source_message_id IN (
+         SELECT m.message_id FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+       ) ORDER BY seq LIMIT 256`
+    ))
+    params.push(q.chat_id, q.chat_id)
+    return cte
+  }
+
+  const existsPart = (q: PoolQuery, parts: Array<string>, params: Array<Param>) => {
+    parts.push(
+      `SELECT 'e' AS part, CAST(NULL AS TEXT) AS body, ${nulls} WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ? AND topic = ?)
+         OR EXISTS (SELECT 1 FROM deixis_objects WHERE chat_id = ? AND topic = ?)`
+    )
+    const topic = topicKey(q.topic_id)
+    params.push(q.chat_id, topic, q.chat_id, topic)
+  }
+
+  const pool = (q: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
+    Effect.gen(function*() {
+      const out = new Map<string, PoolEntry>()
+      const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
+      const accept = (o: ContextObject) => kindOk(o.kind) && (!q.active_only || isActive(o, q.now))
+      const add = (o: ContextObject, tier: PoolTier) => {
+        if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
+      }
+      /** Adds the accepted objects of `rows`; a row that does not decode is returned as the failure. */
+      const collectObjects = (rows: ReadonlyArray<Row>, tier: PoolTier): string | undefined => {
+        for (const r of rows) {
+          const o = objectOf(r["body"])
+          if (Either.isLeft(o)) return o.left
+          if (accept(o.right)) add(o.right, tier)
+        }
+        return undefined
+      }
+      const collectMessages = (rows: ReadonlyArray<Row>, tier: PoolTier) => {
+        for (const r of rows) {
+          const o = messageObject(messageOf(q.chat_id, r))
+          if (kindOk(o.kind)) add(o, tier)
+        }
+      }
+      const byPart = (rows: ReadonlyArray<Row>) => {
+        const parts = new Map<string, Array<Row>>()
+        for (const r of rows) {
+          const tag = str(r["part"])
+          const list = parts.get(tag)
+          if (list === undefined) parts.set(tag, [r])
+          else list.push(r)
+        }
+        return parts
+      }
+      const collectScope = (parts: Map<string, Array<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
+        for (const [tag, rows] of parts) {
+          if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
+            const failure = collectObjects(rows, tier)
+            if (failure !== undefined) return Effect.fail(failure)
+          }
+        }
+        collectMessages(parts.get("m") ?? [], tier)
+        return Effect.void
+      }
+
+      const parts: Array<string> = []
+      const params: Array<Param> = []
+      const cte = chainParts(q, parts, params)
+      existsPart(q, parts, params)
+      scopeParts(q, true, parts, params)
+      const rows = byPart(yield* db.query(cte + parts.join("\nUNION ALL\n"), params))
+
+      // 1. The reply target and its chain, whatever topic they are in.
+      const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
+      const chainObjects = new Map<string, Array<ContextObject>>()
+      for (const r of rows.get("co") ?? []) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) return yield* Effect.fail(o.left)
+        const list = chainObjects.get(o.right.source_message_id)
+        if (list === undefined) chainObjects.set(o.right.source_message_id, [o.right])
+        else list.push(o.right)
+      }
+      const chain: Array<string> = []
+      for (const r of chainRows) {
+        const m = messageOf(q.chat_id, r)
+        if (chain.includes(m.message_id)) break
+        const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
+        chain.push(m.message_id)
+        for (const o of chainObjects.get(m.message_id) ?? []) if (accept(o)) add(o, tier)
+        if (!q.active_only && m.message_id !== q.current_message_id && num(r["has_objects"]) === 0) {
+          const o = messageObject(m)
+          if (kindOk(o.kind)) add(o, tier)
+        }
+      }
+
+      // 2. The request's own scope.
+      yield* collectScope(rows, "home")
+
+      // 3. The rest of the chat, only when nothing at all is known of the request's own scope.
+      const fallback = !rows.has("e")
+      if (fallback) {
+        const fparts: Array<string> = []
+        const fparams: Array<Param> = []
+        scopeParts(q, false, fparts, fparams)
+        yield* collectScope(byPart(yield* db.query(fparts.join("\nUNION ALL\n"), fparams)), "fallback")
+      }
+      return { entries: [...out.values()], chain, fallback }
+    }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
+
+  // ---------------------------------------------------------------------------
+  // reads, sweep, stats
+  // ---------------------------------------------------------------------------
+
+  const message = (chatId: string, messageId: string) =>
+    db.query(
+      `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
+      [chatId, messageId.length, messageId]
+    ).pipe(
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => messageOf(chatId, r))),
+      Effect.mapError(failStore("message"))
+    )
+
+  const object = (chatId: string, objectId: string) =>
+    db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
+      Effect.mapError(failStore("object")),
+      Effect.flatMap((rows) => {
+        const row = rows[0]
+        if (row === undefined) return Effect.succeed(Option.none<ContextObject>())
+        return Either.match(objectOf(row["body"]), {
+          onLeft: (e) => Effect.fail(failStore("object")(e)),
+          onRight: (o) => Effect.succeed(Option.some(o))
+        })
+      })
+    )
+
+  const replyChain = (chatId: string, messageId: string, depth: number) =>
+    depth <= 0 ? Effect.succeed([]) : db.query(
+      `WITH RECURSIVE chain(depth, id_len, message_id) AS (
+         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+         UNION ALL
+         SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
+           JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+         WHERE c.depth < ? AND m.reply_to IS NOT NULL
+       )
+       SELECT c.depth, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at
+       FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+       ORDER BY c.depth`,
+      [messageId.length, messageId, chatId, depth, chatId]
+    ).pipe(
+      Effect.map((rows) => {
+        const out: Array<MessageMeta> = []
+        for (const r of rows) {
+          const m = messageOf(chatId, r)
+          if (out.some((x) => x.message_id === m.message_id)) break
+          out.push(m)
+        }
+        return out
+      }),
+      Effect.mapError(failStore("replyChain"))
+    )
+
+  const snapshot = (chatId: string): Effect.Effect<ChatSnapshot, StoreError> =>
+    Effect.gen(function*() {
+      const messageRows = yield* db.query(
+        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
+        [chatId]
+      )
+      const objectRows = yield* db.query(`SELECT body FROM deixis_objects WHERE chat_id = ?`, [chatId])
+      const objects: Array<ContextObject> = []
+      for (const r of objectRows) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) return yield* Effect.fail(o.left)
+        objects.push(o.right)
+      }
+      return {
+        messages: messageRows.map((r) => messageOf(chatId, r)).sort((a, b) => compareMessageIds(a.message_id, b.message_id)),
+        objects: objects.sort((a, b) => (a.object_id < b.object_id ? -1 : a.object_id > b.object_id ? 1 : 0))
+      }
+    }).pipe(Effect.mapError(failStore("snapshot")))
+
+  const counters = { evicted_messages: 0, swept_objects: 0 }
+
+  /** Deletes rows matching `where` in batches of `sweep_batch`, each its own statement; returns the count. */
+  const sweepTable = (table: string, keyColumns: string, where: string, params: ReadonlyArray<Param>) =>
+    Effect.gen(function*() {
+      let total = 0
+      for (;;) {
+        // Each batch is its own short write transaction, so ingest never waits long behind a sweep.
+        const rows = yield* db.transaction(db.query(
+          `DELETE FROM ${table} WHERE (${keyColumns}) IN (SELECT ${keyColumns} FROM ${table} WHERE ${where} LIMIT ?) RETURNING 1 AS gone`,
+          [...params, settings.sweep_batch]
+        ))
+        total += rows.length
+        if (rows.length < settings.sweep_batch) return total
+      }
+    })
+
+  const sweep = (now: number) =>
+    Effect.gen(function*() {
+      const objects = yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention])
+      const messages = yield* sweepTable("deixis_messages", "chat_id, id_len, message_id", "sent_at <= ?", [
+        now - settings.message_retention
+      ])
+      const horizon = now - settings.event_retention
+      yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
+      yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])
+      yield* sweepTable("deixis_poll_closes", "poll_id", "stored_at <= ?", [horizon])
+      counters.swept_objects += objects
+      counters.evicted_messages += messages
+      return objects
+    }).pipe(Effect.mapError(failStore("sweep")), Effect.withSpan("SqlContextStore.sweep"))
+
+  const stats: Effect.Effect<StoreStats, StoreError> = db.query(
+    `SELECT (SELECT count(*) FROM deixis_chats) AS chats, (SELECT count(*) FROM deixis_messages) AS messages,
+            (SELECT count(*) FROM deixis_objects) AS objects`
+  ).pipe(
+    Effect.map((rows) => {
+      const r = rows[0] ?? {}
+      return {
+        chats: num(r["chats"]),
+        messages: num(r["messages"]),
+        objects: num(r["objects"]),
+        evicted_chats: 0,
+        evicted_messages: counters.evicted_messages,
+        evicted_objects: 0,
+        swept_objects: counters.swept_objects
+      }
+    }),
+    Effect.mapError(failStore("stats"))
+  )
+
+  return {
+    apply,
+    pool,
+    message,
+    object,
+    replyChain,
+    snapshot,
+    sweep,
+    stats
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Test layers over real engines: a SQLite file in a fresh temp dir, and a PostgreSQL schema
+ * of its own (created by the migrations, dropped when the layer is released) at
+ * DEIXIS_TEST_PG_URL. An unreachable server fails the tests that need it; nothing is skipped.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as SqlStore from "../src/SqlStore.js"
+
+export const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+let counter = 0
+/** A schema name no other run or test uses. */
+export const freshSchema = () =>
+  `deixis_test_${Date.now().toString(36)}_${process.pid}_${++counter}_${Math.random().toString(36).slice(2, 6)}`
+
+/** A fresh temp dir, removed with everything in it when the scope closes. */
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-store-sql-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+export const makeTempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-store-sql-"))
+
+type Overrides = Partial<SqlStore.RetentionOptions>
+
+/** Every store in a SQLite file of a fresh temp dir. */
+export const sqliteLayer = (overrides: Overrides = {}): Layer.Layer<SqlStore.Stores, SqlStore.SqlStoreError> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
+    SqlStore.layerSqlite({ filename: path.join(dir, "deixis.db"), sweep_interval: 0, ...overrides })))
+
+/** Drops `schema` when the layer is released (after the stores, before the pool closes). */
+const dropSchemaOnRelease = (schema: string) =>
+  Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.addFinalizer(() => Effect.orDie(sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)))))
+
+/** Every store in a fresh PostgreSQL schema, dropped afterwards. */
+export const pgLayer = (
+  overrides: Overrides = {},
+  schema: string = freshSchema()
+): Layer.Layer<SqlStore.Stores, SqlStore.SqlStoreError> =>
+  SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
+    Layer.provide(Layer.provideMerge(dropSchemaOnRelease(schema), SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 4 })))
+  )
