@@ -1,4 +1,20 @@
 /**
+ * The deployable deixis Telegram bot. Importing starts nothing; `src/main.ts` runs it.
+ *
  * @since 0.1.0
  */
-export {}
+
+/** @since 0.1.0 */
+export * as App from "./App.js"
+/** @since 0.1.0 */
+export * as Bot from "./Bot.js"
+/** @since 0.1.0 */
+export * as BotConfig from "./BotConfig.js"
+/** @since 0.1.0 */
+export * as Reminders from "./Reminders.js"
+/** @since 0.1.0 */
+export * as Replies from "./Replies.js"
+/** @since 0.1.0 */
+export * as Stores from "./Stores.js"
+/** @since 0.1.0 */
+export * as TelegramSend from "./TelegramSend.js"
