@@ -29,7 +29,7 @@ import type { TtlSettings } from "./TtlPolicy.js"
  * @since 0.1.0
  * @category errors
  */
-export class StoreError extends Schema.TaggedError<StoreError>("@deixis/core/StoreError")(
+export class StoreError extends Schema.TaggedError<StoreError>()(
   "StoreError",
   { message: Schema.String },
   httpStatus(503)

@@ -225,7 +225,7 @@ export type UpdateConversationStateResult = typeof UpdateConversationStateResult
  * @category errors
  */
 export class ConversationStateConflict
-  extends Schema.TaggedError<ConversationStateConflict>("@deixis/core/ConversationStateConflict")(
+  extends Schema.TaggedError<ConversationStateConflict>()(
     "ConversationStateConflict",
     {
       chat_id: ChatId,
@@ -246,7 +246,7 @@ export class ConversationStateConflict
  * @category errors
  */
 export class ConversationStateRejected
-  extends Schema.TaggedError<ConversationStateRejected>("@deixis/core/ConversationStateRejected")(
+  extends Schema.TaggedError<ConversationStateRejected>()(
     "ConversationStateRejected",
     { path: Schema.String, message: Schema.String },
     httpStatus(422)
@@ -260,7 +260,7 @@ export class ConversationStateRejected
  * @category errors
  */
 export class ConversationStateTooLarge
-  extends Schema.TaggedError<ConversationStateTooLarge>("@deixis/core/ConversationStateTooLarge")(
+  extends Schema.TaggedError<ConversationStateTooLarge>()(
     "ConversationStateTooLarge",
     { size_bytes: Schema.NonNegativeInt, max_bytes: Schema.NonNegativeInt, message: Schema.String },
     httpStatus(413)
@@ -274,7 +274,7 @@ export class ConversationStateTooLarge
  * @since 0.1.0
  * @category errors
  */
-export class InvalidMergePatch extends Schema.TaggedError<InvalidMergePatch>("@deixis/core/InvalidMergePatch")(
+export class InvalidMergePatch extends Schema.TaggedError<InvalidMergePatch>()(
   "InvalidMergePatch",
   { path: Schema.String, message: Schema.String },
   httpStatus(400)

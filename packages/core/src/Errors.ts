@@ -26,7 +26,7 @@ export const httpStatus = (code: number) => ({ status: code, [HttpApiStatus]: co
  * @since 0.1.0
  * @category errors
  */
-export class InvalidEvent extends Schema.TaggedError<InvalidEvent>("@deixis/core/InvalidEvent")(
+export class InvalidEvent extends Schema.TaggedError<InvalidEvent>()(
   "InvalidEvent",
   { path: Schema.String, message: Schema.String },
   httpStatus(400)
@@ -38,7 +38,7 @@ export class InvalidEvent extends Schema.TaggedError<InvalidEvent>("@deixis/core
  * @since 0.1.0
  * @category errors
  */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>("@deixis/core/InvalidRequest")(
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
   "InvalidRequest",
   { path: Schema.String, message: Schema.String },
   httpStatus(400)

@@ -1,0 +1,131 @@
+/**
+ * The HTTP API, v1: one Schema per request and response, from which the server, the typed
+ * client and the OpenAPI document all derive. JSON field names are the specs' snake_case.
+ */
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
+import { HistoryItem } from "@deixis/chathistory"
+import * as Schema from "effect/Schema"
+
+/** A request without a valid bearer token, when DEIXIS_API_TOKEN is set. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+/** A body over the configured limit. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  { message: Schema.String, max_bytes: Schema.Number },
+  HttpApiSchema.annotations({ status: 413 })
+) {}
+
+/** A body that is not what the endpoint takes, named by the failing path. */
+export class BadRequest extends Schema.TaggedError<BadRequest>()(
+  "BadRequest",
+  { path: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** The If-Match revision is not the current one. */
+export const Conflict = ConversationState.ConversationStateConflict
+
+// Path and query parameters are strings on the wire; ids inside are strings too.
+const ParamId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
+const ChatPath = Schema.Struct({ chat_id: ParamId.annotations({ description: "The chat id" }) })
+const TopicParam = Schema.optional(ParamId.annotations({ description: "The forum topic; absent for the topicless scope" }))
+
+export const Gap = Schema.Struct({
+  ms: Schema.Number,
+  previous_message_id: Schema.NullOr(Schema.String),
+  previous_sent_at: Ids.Timestamp,
+  exceeds_threshold: Schema.Boolean
+}).annotations({ identifier: "ConversationGap" })
+
+export const ContextResult = Schema.Struct({
+  chat_id: Ids.ChatId,
+  topic_id: Schema.NullOr(Ids.TopicId),
+  message_id: Schema.NullOr(Ids.MessageId),
+  messages: Schema.Array(HistoryItem.HistoryItem),
+  gap: Schema.NullOr(Gap),
+  gap_note: Schema.NullOr(Schema.String),
+  chat_history_context: Schema.String
+}).annotations({
+  identifier: "ConversationContext",
+  description: "The context of message_id (the scope's newest message when absent): its messages by position, the gap since the previous one, and the rendered chat_history_context"
+})
+
+export class Events extends HttpApiGroup.make("events")
+  .add(
+    HttpApiEndpoint.post("ingest", "/v1/events")
+      .setPayload(ContextEvent.ContextEventBatch)
+      .addSuccess(ContextEvent.ApplyResult)
+      .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
+  )
+  .addError(ContextStore.StoreError)
+{}
+
+export class Tools extends HttpApiGroup.make("tools")
+  .add(
+    HttpApiEndpoint.post("resolve", "/v1/tools/resolve_reference_target")
+      .setPayload(ReferenceResolver.ResolveRequest)
+      .addSuccess(ReferenceResolver.ResolveResult)
+      .annotate(OpenApi.Summary, "Which object does \"this\" refer to: resolved, ambiguous or not_found")
+  )
+  .add(
+    HttpApiEndpoint.post("list", "/v1/tools/list_active_context_objects")
+      .setPayload(ActiveContext.ListRequest)
+      .addSuccess(ActiveContext.ListResult)
+      .annotate(OpenApi.Summary, "The objects active in this reply chain, topic or chat")
+  )
+  .addError(ContextStore.StoreError)
+{}
+
+export class Chats extends HttpApiGroup.make("chats")
+  .add(
+    HttpApiEndpoint.get("context", "/v1/chats/:chat_id/context")
+      .setPath(ChatPath)
+      .setUrlParams(Schema.Struct({
+        topic_id: TopicParam,
+        message_id: Schema.optional(ParamId.annotations({ description: "The message whose context to load; the newest when absent" }))
+      }))
+      .addSuccess(ContextResult)
+      .annotate(OpenApi.Summary, "The loaded conversation context and the rendered chat_history_context")
+  )
+  .add(
+    HttpApiEndpoint.get("getState", "/v1/chats/:chat_id/state")
+      .setPath(ChatPath)
+      .setUrlParams(Schema.Struct({ topic_id: TopicParam }))
+      .addSuccess(ConversationState.ConversationStateSnapshot)
+      .annotate(OpenApi.Summary, "The conversation state; its revision is the ETag")
+  )
+  .add(
+    HttpApiEndpoint.patch("patchState", "/v1/chats/:chat_id/state")
+      .setPath(ChatPath)
+      .setUrlParams(Schema.Struct({ topic_id: TopicParam }))
+      .setHeaders(Schema.Struct({ "if-match": Schema.optional(Schema.String) }))
+      .setPayload(ConversationState.JsonObject.annotations({
+        description: "An RFC 7386 JSON Merge Patch: objects merge, null deletes a key, arrays replace"
+      }))
+      .addSuccess(ConversationState.UpdateConversationStateResult)
+      .addError(ConversationState.ConversationStateConflict)
+      .addError(ConversationState.ConversationStateRejected)
+      .addError(ConversationState.ConversationStateTooLarge)
+      .addError(ConversationState.InvalidMergePatch)
+      .addError(BadRequest)
+      .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: the expected revision")
+  )
+  .addError(ContextStore.StoreError)
+{}
+
+export class Api extends HttpApi.make("deixis")
+  .add(Events)
+  .add(Tools)
+  .add(Chats)
+  .addError(Unauthorized)
+  .addError(PayloadTooLarge)
+  .annotate(OpenApi.Title, "deixis")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(OpenApi.Description, "Conversational context for chat bots: what \"this\" refers to, what is active, the loaded context and the conversation state.")
+{}

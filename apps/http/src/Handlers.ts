@@ -1,0 +1,102 @@
+/**
+ * The API's handlers: thin over the core services, each error mapped to its HTTP form.
+ */
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { ActiveContext, ContextIngest, ContextStore, ConversationState, ReferenceResolver } from "@deixis/core"
+import { ContextLoader, HistoryRenderer, HistoryStore } from "@deixis/chathistory"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Api, BadRequest } from "./Api.js"
+
+const storeError = (error: { readonly message: string }) => new ContextStore.StoreError({ message: error.message })
+
+/** `ETag: "<revision>"` on the response, without leaving the typed handler. */
+const withEtag = (revision: number) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "etag", `"${revision}"`))
+  )
+
+/** `If-Match: "3"`, `W/"3"` or `3`: the expected revision. */
+const parseIfMatch = (header: string | undefined): Effect.Effect<number | undefined, BadRequest> => {
+  if (header === undefined) return Effect.succeed(undefined)
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header)
+  return match === null
+    ? Effect.fail(new BadRequest({ path: "if-match", message: "If-Match must be the state's revision, e.g. \"3\"" }))
+    : Effect.succeed(Number(match[1]))
+}
+
+export const EventsLive = HttpApiBuilder.group(Api, "events", (handlers) =>
+  Effect.gen(function*() {
+    const ingest = yield* ContextIngest.ContextIngest
+    return handlers.handle("ingest", ({ payload }) => ingest.apply(payload))
+  }))
+
+export const ToolsLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
+  Effect.gen(function*() {
+    const resolver = yield* ReferenceResolver.ReferenceResolver
+    const active = yield* ActiveContext.ActiveContext
+    return handlers
+      .handle("resolve", ({ payload }) => resolver.resolve(payload))
+      .handle("list", ({ payload }) => active.list(payload))
+  }))
+
+export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
+  Effect.gen(function*() {
+    const state = yield* ConversationState.ConversationState
+    const history = yield* HistoryStore.HistoryStore
+    const loader = yield* ContextLoader.ContextLoader
+    return handlers
+      .handle("context", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const scope = { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }
+          const anchor = urlParams.message_id === undefined
+            ? Option.fromNullable((yield* history.recent(scope, 1))[0])
+            : yield* history.lookup(scope, urlParams.message_id)
+          if (Option.isNone(anchor)) {
+            return {
+              ...scope,
+              message_id: urlParams.message_id ?? null,
+              messages: [],
+              gap: null,
+              gap_note: null,
+              chat_history_context: HistoryRenderer.renderHistoryContext([])
+            }
+          }
+          const item = anchor.value.item
+          const loaded = yield* loader.load({
+            ...scope,
+            message_id: item.message_id ?? anchor.value.anchor,
+            reply_to_message_id: item.reply_to_message_id,
+            sent_at: item.sent_at
+          })
+          return {
+            ...scope,
+            message_id: loaded.message_id,
+            messages: loaded.messages,
+            gap: loaded.gap,
+            gap_note: loaded.gap_note,
+            chat_history_context: HistoryRenderer.renderHistoryContext(loaded.messages)
+          }
+        }))
+      .handle("getState", ({ path, urlParams }) =>
+        state.get({ chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }).pipe(
+          Effect.mapError(storeError),
+          Effect.tap((snapshot) => withEtag(snapshot.revision))
+        ))
+      .handle("patchState", ({ headers, path, payload, urlParams }) =>
+        Effect.gen(function*() {
+          const expected = yield* parseIfMatch(headers["if-match"])
+          const result = yield* state.update({
+            scope: { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null },
+            patch: payload,
+            expected_revision: expected
+          }).pipe(
+            Effect.catchTag("ConversationStateStoreError", (error) => Effect.fail(storeError(error)))
+          )
+          yield* withEtag(result.revision)
+          return result
+        }))
+  }))
+
+export const ApiLive = Layer.mergeAll(EventsLive, ToolsLive, ChatsLive)

@@ -1,0 +1,112 @@
+/**
+ * Prometheus metrics: request counts and latency histograms (Effect metrics), and the
+ * stores' sizes and evictions read at scrape time.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { ContextStore } from "@deixis/core"
+import { HistoryStore } from "@deixis/chathistory"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import type * as MetricPair from "effect/MetricPair"
+
+export const requests = Metric.counter("deixis_http_requests_total", {
+  description: "HTTP requests by method, route and status",
+  incremental: true
+})
+
+export const latency = Metric.histogram(
+  "deixis_http_request_duration_seconds",
+  MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
+  "HTTP request latency by method and route"
+)
+
+/** A route label with bounded cardinality: ids in paths become parameters. */
+export const routeLabel = (path: string): string => {
+  const bare = path.split("?")[0] ?? path
+  if (bare.startsWith("/v1/chats/")) {
+    const rest = bare.slice("/v1/chats/".length).split("/")
+    return rest.length === 2 ? `/v1/chats/:chat_id/${rest[1]}` : "unmatched"
+  }
+  return known.has(bare) ? bare : bare.startsWith("/mcp") ? "/mcp" : "unmatched"
+}
+const known = new Set([
+  "/v1/events",
+  "/v1/telegram/updates",
+  "/v1/tools/resolve_reference_target",
+  "/v1/tools/list_active_context_objects",
+  "/openapi.json",
+  "/docs",
+  "/healthz",
+  "/readyz",
+  "/metrics"
+])
+
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"").replace(/\n/g, "\\n")
+const labels = (tags: ReadonlyArray<{ readonly key: string; readonly value: string }>, extra = "") => {
+  const parts = tags.map((t) => `${t.key}="${escapeLabel(t.value)}"`)
+  if (extra !== "") parts.push(extra)
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`
+}
+
+/** Effect's metric registry in the Prometheus text exposition format. */
+export const renderRegistry = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
+  const byName = new Map<string, Array<MetricPair.MetricPair.Untyped>>()
+  for (const pair of pairs) {
+    const list = byName.get(pair.metricKey.name) ?? []
+    list.push(pair)
+    byName.set(pair.metricKey.name, list)
+  }
+  let out = ""
+  for (const [name, list] of [...byName].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const first = list[0]!
+    const description = first.metricKey.description._tag === "Some" ? first.metricKey.description.value : name
+    const state = first.metricState as { readonly _tag?: unknown }
+    const type = "buckets" in state ? "histogram" : "count" in state ? "counter" : "value" in state ? "gauge" : undefined
+    if (type === undefined) continue
+    out += `# HELP ${name} ${description}\n# TYPE ${name} ${type}\n`
+    for (const pair of list) {
+      const tags = pair.metricKey.tags
+      const s = pair.metricState as unknown as {
+        readonly count?: number
+        readonly value?: number
+        readonly buckets?: ReadonlyArray<readonly [number, number]>
+        readonly sum?: number
+      }
+      if (type === "histogram") {
+        for (const [boundary, cumulative] of s.buckets ?? []) {
+          out += `${name}_bucket${labels(tags, `le="${Number.isFinite(boundary) ? boundary : "+Inf"}"`)} ${cumulative}\n`
+        }
+        if (!(s.buckets ?? []).some(([b]) => !Number.isFinite(b))) {
+          out += `${name}_bucket${labels(tags, "le=\"+Inf\"")} ${s.count ?? 0}\n`
+        }
+        out += `${name}_sum${labels(tags)} ${s.sum ?? 0}\n${name}_count${labels(tags)} ${s.count ?? 0}\n`
+      } else {
+        out += `${name}${labels(tags)} ${type === "counter" ? s.count : s.value}\n`
+      }
+    }
+  }
+  return out
+}
+
+const gauge = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}\n`
+
+/** GET /metrics. */
+export const handler = Effect.gen(function*() {
+  const context = yield* ContextStore.ContextStore
+  const history = yield* HistoryStore.HistoryStore
+  const [cs, hs, pairs] = yield* Effect.all([context.stats, history.stats, Metric.snapshot])
+  let body = renderRegistry(pairs)
+  body += gauge("deixis_context_chats", "Chats in the context store", cs.chats)
+  body += gauge("deixis_context_messages", "Messages in the context store", cs.messages)
+  body += gauge("deixis_context_objects", "Objects in the context store", cs.objects)
+  body += gauge("deixis_context_evicted_chats_total", "Chats evicted from the context store", cs.evicted_chats)
+  body += gauge("deixis_context_evicted_messages_total", "Messages evicted from the context store", cs.evicted_messages)
+  body += gauge("deixis_context_evicted_objects_total", "Objects evicted from the context store", cs.evicted_objects)
+  body += gauge("deixis_context_swept_objects_total", "Objects swept from the context store", cs.swept_objects)
+  body += gauge("deixis_history_chats", "Chats in the history store", hs.chats)
+  body += gauge("deixis_history_items", "Items in the history store", hs.items)
+  body += gauge("deixis_history_evicted_chats_total", "Chats evicted from the history store", hs.evicted_chats)
+  body += gauge("deixis_history_evicted_items_total", "Items evicted from the history store", hs.evicted_items)
+  return HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+})

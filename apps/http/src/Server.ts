@@ -1,0 +1,105 @@
+/**
+ * The service, composed: every feature a layer, the store chosen by configuration. Nothing
+ * starts on import; `main.ts` launches it.
+ */
+import { HttpApiSwagger, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import {
+  ActiveContext,
+  ContextIngest,
+  ContextStore,
+  ConversationState,
+  ReferenceResolver,
+  Scoring,
+  TtlPolicy
+} from "@deixis/core"
+import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import { createServer } from "node:http"
+import { Api } from "./Api.js"
+import * as Gate from "./Gate.js"
+import { ApiLive } from "./Handlers.js"
+import * as Mcp from "./Mcp.js"
+import * as Metrics from "./Metrics.js"
+import * as Store from "./Store.js"
+
+export const version = "0.1.0"
+
+export interface ServerOptions {
+  readonly port: number
+  readonly host: string
+  readonly apiToken: Option.Option<Redacted.Redacted<string>>
+  readonly maxBodyBytes: number
+}
+
+/** PORT, HOST, DEIXIS_API_TOKEN and DEIXIS_HTTP_MAX_BODY_BYTES, with their defaults. */
+export const config: Config.Config<ServerOptions> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
+  apiToken: Config.option(Config.redacted("DEIXIS_API_TOKEN")),
+  maxBodyBytes: Config.integer("DEIXIS_HTTP_MAX_BODY_BYTES").pipe(
+    Config.withDefault(1024 * 1024),
+    Config.validate({ message: "DEIXIS_HTTP_MAX_BODY_BYTES must be positive", validation: (n) => n > 0 })
+  )
+})
+
+/** The core's services and the history side, over the given stores. */
+export const services = <E, R>(stores: Layer.Layer<Store.Stores, E, R>) =>
+  Layer.mergeAll(
+    ContextIngest.layer,
+    ReferenceResolver.layer,
+    ActiveContext.layer,
+    ConversationState.layerConfig(),
+    ContextLoader.layerConfig(),
+    WritePolicy.layerConfig
+  ).pipe(Layer.provideMerge(Layer.mergeAll(stores, TtlPolicy.layerConfig, Scoring.layerConfig)))
+
+const health = HttpLayerRouter.add("GET", "/healthz", HttpServerResponse.unsafeJson({ status: "ok" }))
+
+const ready = HttpLayerRouter.add(
+  "GET",
+  "/readyz",
+  Effect.gen(function*() {
+    const context = yield* ContextStore.ContextStore
+    const history = yield* HistoryStore.HistoryStore
+    return yield* Effect.all([context.stats, history.stats]).pipe(
+      Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
+      Effect.catchAll((error) => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable", message: error.message }, { status: 503 })))
+    )
+  })
+)
+
+const metrics = HttpLayerRouter.add("GET", "/metrics", Metrics.handler)
+
+/** Every route of the service. */
+export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes">) =>
+  Layer.mergeAll(
+    HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(ApiLive)),
+    HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: "/docs" }),
+    Mcp.layer({ version }),
+    health,
+    ready,
+    metrics,
+    Gate.layer(options)
+  )
+
+/** The whole service on a Node HTTP server, over the given stores. */
+export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
+  HttpLayerRouter.serve(routes(options), { disableLogger: true }).pipe(
+    Layer.provide(services(stores)),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
+  )
+
+/** The service configured from the environment. */
+export const layerConfig: Layer.Layer<never, ConfigError.ConfigError | unknown> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const options = yield* config
+    const choice = yield* Store.config
+    return layer(options, Store.layer(choice))
+  })
+)

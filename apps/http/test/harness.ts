@@ -1,0 +1,47 @@
+import { HttpServer } from "@effect/platform"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Server from "../src/Server.js"
+import * as Store from "../src/Store.js"
+
+export interface Running {
+  readonly url: string
+  readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
+  readonly json: (path: string, body: unknown, init?: RequestInit) => Promise<Response>
+}
+
+/** Starts the service on an ephemeral loopback port for the current scope. */
+export const start = (options: { readonly token?: string; readonly maxBodyBytes?: number } = {}) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      Server.layer(
+        {
+          port: 0,
+          host: "127.0.0.1",
+          apiToken: options.token === undefined ? Option.none() : Option.some(Redacted.make(options.token)),
+          maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024
+        },
+        Store.layerMemory
+      ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+    )
+    const server = yield* Effect.provide(HttpServer.HttpServer, context)
+    const address = server.address
+    const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "http://unix"
+    const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }
+    const running: Running = {
+      url,
+      fetch: (path, init = {}) => fetch(url + path, { ...init, headers: { ...auth, ...(init.headers as Record<string, string> | undefined) } }),
+      json: (path, body, init = {}) =>
+        fetch(url + path, {
+          method: "POST",
+          ...init,
+          headers: { "content-type": "application/json", ...auth, ...(init.headers as Record<string, string> | undefined) },
+          body: typeof body === "string" ? body : JSON.stringify(body)
+        })
+    }
+    return running
+  })
