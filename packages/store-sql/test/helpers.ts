@@ -46,3 +46,21 @@ export const pgLayer = (
   SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
     Layer.provide(Layer.provideMerge(dropSchemaOnRelease(schema), SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 4 })))
   )
+
+/** Every store in a SQLite file, with the SqlClient too, for tests that count rows. */
+export const sqliteLayerWithClient = (
+  overrides: Overrides = {}
+): Layer.Layer<SqlStore.Stores | SqlClient.SqlClient, SqlStore.SqlStoreError> =>
+  Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
+    SqlStore.layerStores({ sweep_interval: 0, ...overrides }).pipe(
+      Layer.provideMerge(SqlStore.layerSqliteClient({ filename: path.join(dir, "deixis.db") }))
+    )))
+
+/** Every store in a fresh PostgreSQL schema, with the SqlClient too. */
+export const pgLayerWithClient = (
+  overrides: Overrides = {},
+  schema: string = freshSchema()
+): Layer.Layer<SqlStore.Stores | SqlClient.SqlClient, SqlStore.SqlStoreError> =>
+  SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
+    Layer.provideMerge(Layer.provideMerge(dropSchemaOnRelease(schema), SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 4 })))
+  )

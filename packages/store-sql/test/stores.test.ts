@@ -1,0 +1,186 @@
+/**
+ * What the SQL adapters add to the ports' contracts: position order, migrations, settings.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { ContextEventBatch } from "@deixis/core/ContextEvent"
+import { ContextStore } from "@deixis/core/ContextStore"
+import * as TtlPolicy from "@deixis/core/TtlPolicy"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as path from "node:path"
+import * as SqlStore from "../src/SqlStore.js"
+import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir } from "./helpers.js"
+
+/** Keys as the environment spells them (`DEIXIS_PG_URL`). */
+const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })
+
+const T0 = Date.parse("2026-11-22T10:00:00Z")
+const decode = Schema.decodeUnknownSync(ContextEventBatch)
+
+const ordering = (name: string, stores: Layer.Layer<SqlStore.Stores, SqlStore.SqlStoreError>) =>
+  layer(stores)(`${name}: position order`, (it) => {
+    it.effect("recent messages in the pool are the newest by position, not the last to arrive", () =>
+      Effect.gen(function*() {
+        const store = yield* ContextStore
+        const chat = `order-${name}`
+        // Arrival: 10, 12, 9, 11, 100, 8 — position: 8 9 10 11 12 100.
+        yield* store.apply(
+          decode([10, 12, 9, 11, 100, 8].map((id) => ({ type: "message_observed", chat_id: chat, message_id: id, topic_id: 1 }))),
+          { now: T0, ttl: TtlPolicy.defaults }
+        )
+        const pool = yield* store.pool({
+          chat_id: chat,
+          topic_id: "1",
+          current_message_id: "101",
+          reply_to_message_id: null,
+          sender_user_id: null,
+          kinds: undefined,
+          prefer_kinds: [],
+          include_owned: false,
+          active_only: false,
+          now: T0,
+          limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4 }
+        })
+        assert.deepStrictEqual(pool.entries.map((e) => e.object.source_message_id), ["100", "12", "11"])
+        assert.deepStrictEqual((yield* store.snapshot(chat)).messages.map((m) => m.message_id), ["8", "9", "10", "11", "12", "100"])
+      }))
+
+    it.effect("history reads by position whatever the arrival order", () =>
+      Effect.gen(function*() {
+        const history = yield* HistoryStore
+        const chat = `order-history-${name}`
+        for (const id of ["10", "2", "9", "1"]) {
+          yield* history.append({
+            channel: "telegram",
+            kind: "inbound_user",
+            chat_id: chat,
+            topic_id: null,
+            chat_type: "group",
+            message_id: id,
+            reply_to_message_id: null,
+            bot_response_id: null,
+            sent_at: T0,
+            sender: { user_id: "1", username: null, nickname: "A", is_bot: false, display_ref: "A" },
+            text: id,
+            quote: null,
+            attachments: []
+          })
+        }
+        const recent = yield* history.recent({ chat_id: chat, topic_id: null }, 3)
+        assert.deepStrictEqual(recent.map((e) => e.item.message_id), ["2", "9", "10"])
+      }))
+  })
+
+ordering("sqlite", sqliteLayer())
+ordering("postgres", pgLayer())
+
+describe("migrations", () => {
+  it.effect("the PostgreSQL server at DEIXIS_TEST_PG_URL is reachable (these tests fail, never skip, without it)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ one: number }>`SELECT 1 AS one`
+      assert.strictEqual(rows[0]?.one, 1)
+    }).pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))))
+
+  it.scoped("SQLite: a second run applies nothing, and the schema is at the latest version", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const client = SqlStore.layerSqliteClient({ filename: path.join(dir, "m.db") })
+      const [first, second, versions] = yield* Effect.gen(function*() {
+        const first = yield* SqlStore.migrateSchema()
+        const second = yield* SqlStore.migrateSchema()
+        const sql = yield* SqlClient.SqlClient
+        const versions = yield* sql<{ version: number }>`SELECT version FROM deixis_migrations ORDER BY version`
+        return [first, second, versions.map((r) => Number(r.version))] as const
+      }).pipe(Effect.provide(client))
+      assert.deepStrictEqual(first, [1, 2, 3])
+      assert.deepStrictEqual(second, [])
+      assert.deepStrictEqual(versions, [1, 2, 3])
+      assert.strictEqual(SqlStore.schemaVersion, 3)
+    }))
+
+  it.scoped("PostgreSQL: migrations racing from several pools apply each version exactly once", () =>
+    Effect.gen(function*() {
+      const schema = freshSchema()
+      const run = SqlStore.migrateSchema(schema).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 }))
+      )
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+          Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
+          Effect.orDie
+        )
+      )
+      const results = yield* Effect.all([run, run, run, run], { concurrency: "unbounded" })
+      assert.deepStrictEqual(results.flat().sort(), [1, 2, 3])
+      const again = yield* run
+      assert.deepStrictEqual(again, [])
+    }))
+
+  it.effect("an invalid schema name is refused before it reaches SQL", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Layer.build(SqlStore.layerPg({ url: pgUrl, schema: "x\"; DROP TABLE y; --" })).pipe(Effect.scoped))
+      assert.strictEqual(error._tag, "SqlStoreError")
+    }))
+})
+
+describe("settings", () => {
+  it.scoped("SQLite runs in WAL mode with the busy timeout and synchronous=FULL", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const pragmas = yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const mode = yield* sql.unsafe<{ journal_mode: string }>("PRAGMA journal_mode")
+        const sync = yield* sql.unsafe<{ synchronous: number }>("PRAGMA synchronous")
+        const busy = yield* sql.unsafe<{ timeout: number }>("PRAGMA busy_timeout")
+        return [mode[0]?.journal_mode, sync[0]?.synchronous, busy[0]?.timeout]
+      }).pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "p.db"), busy_timeout: 1234 })))
+      assert.deepStrictEqual(pragmas, ["wal", 2, 1234])
+    }))
+
+  it.effect("configuration is read from DEIXIS_* keys, with the documented defaults", () =>
+    Effect.gen(function*() {
+      const defaults = yield* Effect.withConfigProvider(SqlStore.sqliteConfig, ConfigProvider.fromMap(new Map()))
+      assert.deepStrictEqual(defaults, {
+        filename: "deixis.db",
+        busy_timeout: 5000,
+        synchronous: "full",
+        object_retention: 7 * 24 * 3600 * 1000,
+        message_retention: 30 * 24 * 3600 * 1000,
+        event_retention: 7 * 24 * 3600 * 1000,
+        history_retention: 30 * 24 * 3600 * 1000,
+        sweep_interval: 60_000,
+        sweep_batch: 1000
+      })
+      const set = yield* Effect.withConfigProvider(
+        SqlStore.pgConfig,
+        env(new Map([
+          ["DEIXIS_PG_SCHEMA", "bots"],
+          ["DEIXIS_PG_MAX_CONNECTIONS", "3"],
+          ["DEIXIS_STORE_OBJECT_RETENTION", "2 days"]
+        ]))
+      )
+      assert.deepStrictEqual([set.schema, set.max_connections, set.object_retention], ["bots", 3, 2 * 24 * 3600 * 1000])
+      const refused = yield* Effect.flip(
+        Effect.withConfigProvider(SqlStore.pgConfig, env(new Map([["DEIXIS_STORE_SWEEP_BATCH", "0"]])))
+      )
+      assert.include(String(refused), "STORE_SWEEP_BATCH")
+    }))
+
+  it.scoped("layerSqliteConfig opens the file named by DEIXIS_SQLITE_FILENAME", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = path.join(dir, "configured.db")
+      const stats = yield* Effect.flatMap(ContextStore, (s) => s.stats).pipe(
+        Effect.provide(SqlStore.layerSqliteConfig({ sweep_interval: 0 })),
+        Effect.withConfigProvider(env(new Map([["DEIXIS_SQLITE_FILENAME", filename]])))
+      )
+      assert.strictEqual(stats.messages, 0)
+      const fs = yield* Effect.promise(() => import("node:fs"))
+      assert.isTrue(fs.existsSync(filename))
+    }))
+})
