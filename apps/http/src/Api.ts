@@ -36,6 +36,19 @@ const ParamId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
 const ChatPath = Schema.Struct({ chat_id: ParamId.annotations({ description: "The chat id" }) })
 const TopicParam = Schema.optional(ParamId.annotations({ description: "The forum topic; absent for the topicless scope" }))
 
+/** A Telegram Update; the shared mapper checks every field it reads and skips what it cannot use. */
+export const TelegramUpdate = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+  identifier: "TelegramUpdate",
+  description: "A Telegram Bot API Update object, as Telegram sends it"
+})
+
+export const TelegramResult = Schema.Struct({
+  updates: Schema.Number,
+  skipped: Schema.Array(Schema.Struct({ index: Schema.Number, reason: Schema.String })),
+  events: ContextEvent.ApplyResult,
+  history_items: Schema.Number
+}).annotations({ identifier: "TelegramIngestResult" })
+
 export const Gap = Schema.Struct({
   ms: Schema.Number,
   previous_message_id: Schema.NullOr(Schema.String),
@@ -53,7 +66,7 @@ export const ContextResult = Schema.Struct({
   chat_history_context: Schema.String
 }).annotations({
   identifier: "ConversationContext",
-  description: "The context of message_id (the scope's newest message when absent): its messages by position, the gap since the previous one, and the rendered chat_history_context"
+  description: "With message_id: that message's context — what came before it, by position — and the gap before it. Without: the conversation so far, up to and including the newest message. Plus the rendered chat_history_context."
 })
 
 export class Events extends HttpApiGroup.make("events")
@@ -62,6 +75,12 @@ export class Events extends HttpApiGroup.make("events")
       .setPayload(ContextEvent.ContextEventBatch)
       .addSuccess(ContextEvent.ApplyResult)
       .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
+  )
+  .add(
+    HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
+      .setPayload(Schema.Union(TelegramUpdate, Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000))))
+      .addSuccess(TelegramResult)
+      .annotate(OpenApi.Summary, "Record raw Telegram Bot API updates (one or an array), mapped as the Telegraf adapter maps them")
   )
   .addError(ContextStore.StoreError)
 {}

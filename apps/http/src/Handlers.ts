@@ -3,7 +3,9 @@
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { ActiveContext, ContextIngest, ContextStore, ConversationState, ReferenceResolver } from "@deixis/core"
-import { ContextLoader, HistoryRenderer, HistoryStore } from "@deixis/chathistory"
+import { ContextLoader, HistoryItem, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
+// The mapper alone: the Telegraf runtime is not needed here.
+import * as UpdateMapper from "@deixis/telegraf/UpdateMapper"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -26,11 +28,43 @@ const parseIfMatch = (header: string | undefined): Effect.Effect<number | undefi
     : Effect.succeed(Number(match[1]))
 }
 
-export const EventsLive = HttpApiBuilder.group(Api, "events", (handlers) =>
-  Effect.gen(function*() {
-    const ingest = yield* ContextIngest.ContextIngest
-    return handlers.handle("ingest", ({ payload }) => ingest.apply(payload))
-  }))
+/** Who the bot is, so the mapper can tell its own messages and what addresses it. */
+export interface TelegramOptions {
+  readonly botId?: string | undefined
+  readonly botUsername?: string | undefined
+}
+
+export const EventsLive = (telegram: TelegramOptions) =>
+  HttpApiBuilder.group(Api, "events", (handlers) =>
+    Effect.gen(function*() {
+      const ingest = yield* ContextIngest.ContextIngest
+      const history = yield* HistoryStore.HistoryStore
+      const policy = yield* WritePolicy.WritePolicy
+      return handlers
+        .handle("ingest", ({ payload }) => ingest.apply(payload))
+        .handle("telegram", ({ payload }) =>
+          Effect.gen(function*() {
+            const updates = Array.isArray(payload) ? payload : [payload]
+            const mapped = updates.map((update) => UpdateMapper.mapUpdate(update, telegram))
+            const skipped = mapped.flatMap((m, index) => (m.skipped === undefined ? [] : [{ index, reason: m.skipped }]))
+            // The mapper only emits events the core accepts: a rejection here is a bug, not bad input.
+            const events = yield* ingest.ingest(mapped.flatMap((m) => m.events)).pipe(
+              Effect.catchTag("InvalidEvent", (error) => Effect.die(error))
+            )
+            let recorded = 0
+            for (const m of mapped) {
+              for (const encoded of m.history) {
+                const item = yield* Effect.orDie(HistoryItem.decode(encoded))
+                const kept = yield* WritePolicy.record(item, { triggered_run: m.addressed }).pipe(
+                  Effect.provideService(WritePolicy.WritePolicy, policy),
+                  Effect.provideService(HistoryStore.HistoryStore, history)
+                )
+                if (kept) recorded++
+              }
+            }
+            return { updates: updates.length, skipped, events, history_items: recorded }
+          }))
+    }))
 
 export const ToolsLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
   Effect.gen(function*() {
@@ -70,13 +104,15 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
             reply_to_message_id: item.reply_to_message_id,
             sent_at: item.sent_at
           })
+          // A message's context is what came before it; without one, the conversation so far.
+          const messages = urlParams.message_id === undefined ? [...loaded.messages, item] : loaded.messages
           return {
             ...scope,
             message_id: loaded.message_id,
-            messages: loaded.messages,
+            messages,
             gap: loaded.gap,
             gap_note: loaded.gap_note,
-            chat_history_context: HistoryRenderer.renderHistoryContext(loaded.messages)
+            chat_history_context: HistoryRenderer.renderHistoryContext(messages)
           }
         }))
       .handle("getState", ({ path, urlParams }) =>
@@ -99,4 +135,4 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
         }))
   }))
 
-export const ApiLive = Layer.mergeAll(EventsLive, ToolsLive, ChatsLive)
+export const ApiLive = (telegram: TelegramOptions = {}) => Layer.mergeAll(EventsLive(telegram), ToolsLive, ChatsLive)

@@ -15,7 +15,6 @@ import {
 } from "@deixis/core"
 import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -23,7 +22,7 @@ import type * as Redacted from "effect/Redacted"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import * as Gate from "./Gate.js"
-import { ApiLive } from "./Handlers.js"
+import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
 import * as Store from "./Store.js"
@@ -35,9 +34,13 @@ export interface ServerOptions {
   readonly host: string
   readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
+  readonly telegram: TelegramOptions
 }
 
-/** PORT, HOST, DEIXIS_API_TOKEN and DEIXIS_HTTP_MAX_BODY_BYTES, with their defaults. */
+/**
+ * PORT, HOST, DEIXIS_API_TOKEN, DEIXIS_HTTP_MAX_BODY_BYTES, and the bot's identity for the
+ * Telegram mapper (DEIXIS_TELEGRAM_BOT_ID, DEIXIS_TELEGRAM_BOT_USERNAME), with their defaults.
+ */
 export const config: Config.Config<ServerOptions> = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
@@ -45,7 +48,11 @@ export const config: Config.Config<ServerOptions> = Config.all({
   maxBodyBytes: Config.integer("DEIXIS_HTTP_MAX_BODY_BYTES").pipe(
     Config.withDefault(1024 * 1024),
     Config.validate({ message: "DEIXIS_HTTP_MAX_BODY_BYTES must be positive", validation: (n) => n > 0 })
-  )
+  ),
+  telegram: Config.all({
+    botId: Config.string("DEIXIS_TELEGRAM_BOT_ID").pipe(Config.option, Config.map(Option.getOrUndefined)),
+    botUsername: Config.string("DEIXIS_TELEGRAM_BOT_USERNAME").pipe(Config.option, Config.map(Option.getOrUndefined))
+  })
 })
 
 /** The core's services and the history side, over the given stores. */
@@ -77,9 +84,9 @@ const ready = HttpLayerRouter.add(
 const metrics = HttpLayerRouter.add("GET", "/metrics", Metrics.handler)
 
 /** Every route of the service. */
-export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes">) =>
+export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes" | "telegram">) =>
   Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(ApiLive)),
+    HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(ApiLive(options.telegram))),
     HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: "/docs" }),
     Mcp.layer({ version }),
     health,
@@ -96,7 +103,7 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
   )
 
 /** The service configured from the environment. */
-export const layerConfig: Layer.Layer<never, ConfigError.ConfigError | unknown> = Layer.unwrapEffect(
+export const layerConfig = Layer.unwrapEffect(
   Effect.gen(function*() {
     const options = yield* config
     const choice = yield* Store.config

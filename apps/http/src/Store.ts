@@ -4,11 +4,15 @@
  */
 import { ContextStore, ConversationState } from "@deixis/core"
 import { HistoryStore } from "@deixis/chathistory"
+import { SqlStore } from "@deixis/store-sql"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { mkdirSync } from "node:fs"
+import { dirname, join } from "node:path"
 
 export type StoreChoice =
   | { readonly _tag: "memory" }
@@ -17,10 +21,16 @@ export type StoreChoice =
 
 export type Stores = ContextStore.ContextStore | HistoryStore.HistoryStore | ConversationState.ConversationStateStore
 
-/** Reads DEIXIS_STORE (and DEIXIS_SQLITE_FILE for the default). */
+/**
+ * Reads DEIXIS_STORE, and DEIXIS_SQLITE_FILE for the default (`.deixis/deixis.db`, relative
+ * to the directory `pnpm start` was typed in — pnpm's INIT_CWD — or else the working directory).
+ */
 export const config: Config.Config<StoreChoice> = Config.all({
   store: Config.option(Config.redacted("DEIXIS_STORE")),
-  file: Config.string("DEIXIS_SQLITE_FILE").pipe(Config.withDefault(".deixis/deixis.db"))
+  file: Config.string("DEIXIS_SQLITE_FILE").pipe(
+    Config.orElse(() => Config.map(Config.string("INIT_CWD"), (dir) => join(dir, ".deixis", "deixis.db"))),
+    Config.withDefault(join(".deixis", "deixis.db"))
+  )
 }).pipe(
   Config.mapOrFail(({ file, store }): Either.Either<StoreChoice, ConfigError.ConfigError> => {
     const value = store._tag === "None" ? "" : Redacted.value(store.value)
@@ -42,12 +52,19 @@ export const layerMemory: Layer.Layer<Stores, ConfigError.ConfigError> = Layer.m
 )
 
 /** The stores a choice names. */
-export const layer = (choice: StoreChoice): Layer.Layer<Stores, ConfigError.ConfigError> => {
+export const layer = (choice: StoreChoice): Layer.Layer<Stores, ConfigError.ConfigError | SqlStore.SqlStoreError> => {
   switch (choice._tag) {
     case "memory":
       return layerMemory
     case "sqlite":
+      // The embedded default must work on a fresh checkout: create the file's directory.
+      return Layer.unwrapEffect(
+        Effect.as(
+          Effect.orDie(Effect.try(() => mkdirSync(dirname(choice.filename), { recursive: true }))),
+          SqlStore.layerSqliteConfig({ filename: choice.filename })
+        )
+      )
     case "postgres":
-      return Layer.fail(ConfigError.Unsupported(["DEIXIS_STORE"], `the ${choice._tag} store needs @deixis/store-sql`))
+      return SqlStore.layerPgConfig({ url: choice.url })
   }
 }

@@ -61,6 +61,7 @@ describe("apps/http with real clients", () => {
       assert.isTrue(result.valid)
       assert.sameMembers(Object.keys(spec.paths), [
         "/v1/events",
+        "/v1/telegram/updates",
         "/v1/tools/resolve_reference_target",
         "/v1/tools/list_active_context_objects",
         "/v1/chats/{chat_id}/context",

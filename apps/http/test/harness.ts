@@ -23,7 +23,8 @@ export const start = (options: { readonly token?: string; readonly maxBodyBytes?
           port: 0,
           host: "127.0.0.1",
           apiToken: options.token === undefined ? Option.none() : Option.some(Redacted.make(options.token)),
-          maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024
+          maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+          telegram: { botId: "999", botUsername: "deixis_bot" }
         },
         Store.layerMemory
       ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
