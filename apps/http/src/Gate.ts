@@ -5,7 +5,6 @@
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
@@ -55,12 +54,7 @@ export const layer = (options: GateOptions) =>
           response = yield* handle(app, request, options.maxBodyBytes)
         }
         const seconds = (performance.now() - started) / 1000
-        yield* Metrics.requests.pipe(
-          Metric.tagged("method", request.method),
-          Metric.tagged("route", route),
-          Metric.tagged("status", String(response.status))
-        )(Effect.succeed(1))
-        yield* Metric.update(Metrics.latency.pipe(Metric.tagged("method", request.method), Metric.tagged("route", route)), seconds)
+        yield* Metrics.record(request.method, route, response.status, seconds)
         return response
       }),
     { global: true }

@@ -21,6 +21,28 @@ export const latency = Metric.histogram(
   "HTTP request latency by method and route"
 )
 
+// Tagged metrics are cached per label set: building a metric key per request is costly.
+const counters = new Map<string, Metric.Metric.Counter<number>>()
+const histograms = new Map<string, Metric.Metric.Histogram<number>>()
+
+/** Counts one request and records its latency. */
+export const record = (method: string, route: string, status: number, seconds: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const counterKey = `${method} ${route} ${status}`
+    let counter = counters.get(counterKey)
+    if (counter === undefined) {
+      counter = requests.pipe(Metric.tagged("method", method), Metric.tagged("route", route), Metric.tagged("status", String(status)))
+      counters.set(counterKey, counter)
+    }
+    const histogramKey = `${method} ${route}`
+    let histogram = histograms.get(histogramKey)
+    if (histogram === undefined) {
+      histogram = latency.pipe(Metric.tagged("method", method), Metric.tagged("route", route))
+      histograms.set(histogramKey, histogram)
+    }
+    return Effect.zipRight(Metric.increment(counter), Metric.update(histogram, seconds))
+  })
+
 /** A route label with bounded cardinality: ids in paths become parameters. */
 export const routeLabel = (path: string): string => {
   const bare = path.split("?")[0] ?? path

@@ -1,0 +1,106 @@
+/**
+ * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
+ * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
+ * then the service at a fixed 1,000 requests/s. Each server runs in its own process.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process"
+import { join } from "node:path"
+import { createServer } from "node:net"
+
+const here = import.meta.dirname
+const duration = Number(process.env["BENCH_SECONDS"] ?? 10)
+const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+const start = async (script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(here, script)], {
+    env: { ...process.env, PORT: String(port), ...env },
+    stdio: "ignore"
+  })
+  const url = `http://127.0.0.1:${port}`
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(url + "/healthz").then(() => true, () => false)) return { child, url }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${script} did not start`)
+}
+
+interface Result {
+  readonly requests: { readonly average: number }
+  readonly latency: { readonly p50: number; readonly p99: number; readonly average: number }
+  readonly non2xx: number
+  readonly errors: number
+}
+
+// The package's own autocannon (a dev dependency), run as a separate process.
+const autocannonBin = join(here, "..", "..", "node_modules", ".bin", "autocannon")
+const cannon = (url: string, body: string, options: { readonly seconds?: number; readonly rate?: number } = {}) =>
+  new Promise<Result>((resolve, reject) => {
+    execFile(autocannonBin, [
+      "-j", "-d", String(options.seconds ?? duration), "-c", String(connections), "-m", "POST",
+      "-H", "content-type=application/json", "-b", body,
+      ...(options.rate === undefined ? [] : ["-R", String(options.rate)]),
+      url
+    ], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      error ? reject(error) : stdout.trim() === "" ? reject(new Error(stderr)) : resolve(JSON.parse(stdout) as Result))
+  })
+
+const seed = async (url: string) => {
+  const events: Array<unknown> = []
+  for (let i = 1; i <= 10_000; i++) {
+    events.push({
+      type: "message_observed", chat_id: -1001, topic_id: String(i % 10), message_id: i, sender_user_id: 1000 + (i % 20),
+      ...(i % 10 === 0 ? { links: [{ url: `https://example.com/${i}` }] } : {}),
+      ...(i > 10 && i % 3 === 0 ? { reply_to_message_id: i - 10 } : {})
+    })
+    if (i % 50 === 0 && i > 9000) {
+      events.push({ type: "object_activated", event_id: `a${i}`, chat_id: -1001, reason: "summarized", source_message_id: i, kind: "link" })
+    }
+  }
+  for (let i = 0; i < events.length; i += 1000) {
+    const response = await fetch(url + "/v1/events", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(events.slice(i, i + 1000))
+    })
+    if (!response.ok) throw new Error(`seeding failed: ${response.status}`)
+  }
+}
+
+const request = JSON.stringify({
+  chat_id: -1001, topic_id: "7", current_message_id: 10_001, reply_to_message_id: 9997, sender_user_id: 1007,
+  raw_user_text: "what does it say?", normalized_reference_hints: { target_kind_hint: "article" }
+})
+
+const main = async () => {
+  const bare = await start("bare.js")
+  const service = await start("server.js")
+  try {
+    await seed(service.url)
+    await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
+    const baseline = await cannon(bare.url + "/v1/tools/resolve_reference_target", request)
+    const deixis = await cannon(service.url + "/v1/tools/resolve_reference_target", request)
+    const paced = await cannon(service.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
+    const ratio = deixis.requests.average / baseline.requests.average
+    console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning\n`)
+    console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx |")
+    console.log("|---|---:|---:|---:|---:|")
+    const row = (name: string, r: Result) =>
+      console.log(`| ${name} | ${Math.round(r.requests.average).toLocaleString("en-US")} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} |`)
+    row("bare node:http, constant JSON", baseline)
+    row("deixis resolve_reference_target, max rate", deixis)
+    row("deixis resolve_reference_target, 1,000 req/s", paced)
+    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target <= 5 ms`)
+  } finally {
+    bare.child.kill("SIGTERM")
+    service.child.kill("SIGTERM")
+  }
+}
+
+void main()

@@ -1,0 +1,82 @@
+import { assert, describe, it } from "@effect/vitest"
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+const launch = (port: number, file: string): ChildProcess =>
+  spawn(process.execPath, ["--conditions=@deixis/source", "--import", "tsx", "src/main.ts"], {
+    cwd: join(import.meta.dirname, ".."),
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DEIXIS_STORE: `sqlite:${file}` },
+    stdio: ["ignore", "ignore", "pipe"]
+  })
+
+const ready = async (port: number) => {
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error("the service did not become ready")
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code)))
+
+const batch = (n: number) =>
+  Array.from({ length: 50 }, (_, i) => ({ type: "message_observed", chat_id: 77, message_id: n * 50 + i + 1, topic_id: 1 }))
+
+const post = (port: number, n: number) =>
+  fetch(`http://127.0.0.1:${port}/v1/events`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(batch(n))
+  }).then(async (r) => ({ n, status: r.status, body: await r.json() as { applied: number; duplicates: number } }), () => ({ n, status: 0, body: null }))
+
+describe("graceful stop", () => {
+  it.live("SIGTERM finishes in-flight writes: every acknowledged event is there after a restart", () =>
+    Effect.promise(async () => {
+      const dir = mkdtempSync(join(tmpdir(), "deixis-http-"))
+      const file = join(dir, "deixis.db")
+      try {
+        const port = await freePort()
+        const first = launch(port, file)
+        await ready(port)
+        const inFlight = Array.from({ length: 20 }, (_, n) => post(port, n))
+        await new Promise((r) => setTimeout(r, 20))
+        first.kill("SIGTERM")
+        const responses = await Promise.all(inFlight)
+        assert.strictEqual(await exited(first), 0)
+        const acknowledged = responses.filter((r) => r.status === 200)
+        assert.isAbove(acknowledged.length, 0)
+        for (const r of acknowledged) assert.strictEqual(r.body!.applied, 50)
+
+        const second = launch(port, file)
+        try {
+          await ready(port)
+          for (const r of acknowledged) {
+            const again = await post(port, r.n)
+            assert.deepStrictEqual([again.status, again.body!.applied, again.body!.duplicates], [200, 0, 50])
+          }
+        } finally {
+          second.kill("SIGTERM")
+          await exited(second)
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }), 120_000)
+})
