@@ -11,10 +11,10 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { isActive, PollState, ReminderState } from "./ContextObject.js"
 import { ContextStore, type PoolQuery, type StoreError } from "./ContextStore.js"
-import { ChatId, formatTimestamp, MessageId, ObjectId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
+import { formatTimestamp, MessageId, ObjectId, Timestamp, TopicId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
-import { scopeOf, ScopeUsed } from "./ReferenceResolver.js"
+import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
 import { logCall } from "./internal/log.js"
 import { TtlPolicy } from "./TtlPolicy.js"
@@ -24,11 +24,7 @@ import { TtlPolicy } from "./TtlPolicy.js"
  * @category schemas
  */
 export const ListRequest = Schema.Struct({
-  chat_id: ChatId,
-  topic_id: OptionalTopicId,
-  current_message_id: MessageId,
-  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
-  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  ...RequestScopeFields,
   allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
   max_results: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 5 }),
   include_inactive_debug: Schema.optionalWith(Schema.Boolean, { default: () => false }),

@@ -8,9 +8,9 @@
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import { defaultsOf, millis, positiveInt } from "./internal/config.js"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
@@ -197,14 +197,6 @@ export interface MemoryStoreOptions {
   readonly sweep_interval: number
 }
 
-const millis = (name: string, fallback: Duration.DurationInput) =>
-  Config.duration(name).pipe(Config.withDefault(Duration.decode(fallback)), Config.map(Duration.toMillis))
-const count = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
-  )
-
 /**
  * The in-memory adapter's configuration, read from `DEIXIS_STORE_*` keys.
  *
@@ -212,11 +204,11 @@ const count = (name: string, fallback: number) =>
  * @category config
  */
 export const memoryConfig: Config.Config<MemoryStoreOptions> = Config.all({
-  max_chats: count("STORE_MAX_CHATS", 10_000),
-  max_messages_per_chat: count("STORE_MAX_MESSAGES_PER_CHAT", 100_000),
-  max_objects_per_chat: count("STORE_MAX_OBJECTS_PER_CHAT", 20_000),
-  max_messages_total: count("STORE_MAX_MESSAGES_TOTAL", 2_000_000),
-  max_event_ids_per_chat: count("STORE_MAX_EVENT_IDS_PER_CHAT", 10_000),
+  max_chats: positiveInt("STORE_MAX_CHATS", 10_000),
+  max_messages_per_chat: positiveInt("STORE_MAX_MESSAGES_PER_CHAT", 100_000),
+  max_objects_per_chat: positiveInt("STORE_MAX_OBJECTS_PER_CHAT", 20_000),
+  max_messages_total: positiveInt("STORE_MAX_MESSAGES_TOTAL", 2_000_000),
+  max_event_ids_per_chat: positiveInt("STORE_MAX_EVENT_IDS_PER_CHAT", 10_000),
   object_retention: millis("STORE_OBJECT_RETENTION", "7 days"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute")
 }).pipe(Config.nested("DEIXIS"))
@@ -225,9 +217,7 @@ export const memoryConfig: Config.Config<MemoryStoreOptions> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const memoryDefaults: MemoryStoreOptions = Effect.runSync(
-  Effect.withConfigProvider(memoryConfig, ConfigProvider.fromMap(new Map()))
-)
+export const memoryDefaults: MemoryStoreOptions = defaultsOf(memoryConfig)
 
 /**
  * A new in-memory store (no scheduled sweep; call `sweep` yourself).

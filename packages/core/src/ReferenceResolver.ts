@@ -20,15 +20,25 @@ import { logCall } from "./internal/log.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
 /**
+ * Where a tool request stands: both tools take these fields.
+ *
  * @since 0.1.0
  * @category schemas
  */
-export const ResolveRequest = Schema.Struct({
+export const RequestScopeFields = {
   chat_id: ChatId,
   topic_id: OptionalTopicId,
   current_message_id: MessageId,
   reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }),
-  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
+  sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null })
+}
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveRequest = Schema.Struct({
+  ...RequestScopeFields,
   raw_user_text: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(16_384)), { default: () => "" }),
   normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
   allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),

@@ -10,16 +10,14 @@
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ActivationReason, ContextObject } from "./ContextObject.js"
 import { isActive } from "./ContextObject.js"
 import type { PoolEntry, PoolLimits } from "./ContextStore.js"
 import { compareMessageIds } from "./Ids.js"
+import { defaultsOf, millis, positiveInt } from "./internal/config.js"
 import type { ObjectKind } from "./ObjectKind.js"
 import { kindsForHint } from "./ObjectKind.js"
 import type { TtlSettings } from "./TtlPolicy.js"
@@ -111,14 +109,6 @@ export interface ScoringSettings {
 
 const weight = (name: string, fallback: number) =>
   Config.number(`SCORE_${name}`).pipe(Config.withDefault(fallback))
-const millis = (name: string, fallback: Duration.DurationInput) =>
-  Config.duration(name).pipe(Config.withDefault(Duration.decode(fallback)), Config.map(Duration.toMillis))
-const positive = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
-  )
-
 /**
  * The scorer's configuration, read from `DEIXIS_SCORE_*`, `DEIXIS_RESOLVE_*` and
  * `DEIXIS_POOL_*` keys.
@@ -158,11 +148,11 @@ export const config: Config.Config<ScoringSettings> = Config.all({
   ),
   near_expiry_fraction: Config.number("SCORE_NEAR_EXPIRY_FRACTION").pipe(Config.withDefault(0.1)),
   pool: Config.all({
-    chain_depth: positive("POOL_CHAIN_DEPTH", 8),
-    recent_objects: positive("POOL_RECENT_OBJECTS", 8),
-    recent_per_kind: positive("POOL_RECENT_PER_KIND", 4),
-    recent_messages: positive("POOL_RECENT_MESSAGES", 3),
-    owned: positive("POOL_OWNED", 4)
+    chain_depth: positiveInt("POOL_CHAIN_DEPTH", 8),
+    recent_objects: positiveInt("POOL_RECENT_OBJECTS", 8),
+    recent_per_kind: positiveInt("POOL_RECENT_PER_KIND", 4),
+    recent_messages: positiveInt("POOL_RECENT_MESSAGES", 3),
+    owned: positiveInt("POOL_OWNED", 4)
   })
 }).pipe(Config.nested("DEIXIS"))
 
@@ -172,9 +162,7 @@ export const config: Config.Config<ScoringSettings> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const defaults: ScoringSettings = Effect.runSync(
-  Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map()))
-)
+export const defaults: ScoringSettings = defaultsOf(config)
 
 /**
  * The scorer's settings as a service.

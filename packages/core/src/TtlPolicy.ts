@@ -12,12 +12,10 @@
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ActivationReason, ContextObject, TtlClass } from "./ContextObject.js"
+import { defaultsOf, millis } from "./internal/config.js"
 import type { ObjectKind } from "./ObjectKind.js"
 
 /**
@@ -35,8 +33,6 @@ export interface TtlSettings {
   readonly touch_cap_factor: number
 }
 
-const millis = (name: string, fallback: Duration.DurationInput) =>
-  Config.duration(name).pipe(Config.withDefault(Duration.decode(fallback)), Config.map(Duration.toMillis))
 
 /**
  * The policy's configuration, read from `DEIXIS_TTL_*` keys. Durations accept Effect's
@@ -63,9 +59,7 @@ export const config: Config.Config<TtlSettings> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const defaults: TtlSettings = Effect.runSync(
-  Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map()))
-)
+export const defaults: TtlSettings = defaultsOf(config)
 
 /**
  * The TTL policy service.
