@@ -394,8 +394,8 @@ export const layerConversationStateStore = (
 // -----------------------------------------------------------------------------
 
 /**
- * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, and the `synchronous`
- * setting applied before anything else runs.
+ * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
+ * and a 64 MiB page cache applied before anything else runs.
  *
  * @since 0.1.0
  * @category layers
@@ -410,6 +410,8 @@ export const layerSqliteClient = (
       Effect.all([
         sql.unsafe(`PRAGMA busy_timeout = ${busy}`),
         sql.unsafe(`PRAGMA synchronous = ${synchronous}`),
+        // 64 MiB of page cache: the indexes of a million messages stay in memory.
+        sql.unsafe(`PRAGMA cache_size = -65536`),
         sql.unsafe(`PRAGMA journal_mode = WAL`)
       ], { discard: true }))
   )

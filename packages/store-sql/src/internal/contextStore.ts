@@ -1,9 +1,10 @@
 /**
  * The ContextStore over SQL. `apply` loads the rows a batch can touch, runs core's shared
  * reducer over them through a synchronous `StateWriter`, and writes back what changed — all
- * in one transaction holding the batch's chats (and polls) locked. `pool` builds the bounded
- * candidate pool of the memory adapter with one indexed query (two when the request's topic
- * is unknown and the rest of the chat is searched).
+ * in one transaction holding the batch's chats locked. `pool` builds the bounded candidate
+ * pool of the memory adapter with one indexed query (two when the request's topic is unknown
+ * and the rest of the chat is searched): on SQLite a UNION of bounded parts, on PostgreSQL the
+ * `deixis_pool` function (same parts, plans kept per connection).
  */
 import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
 import { type ContextObject, isActive, type MessageMeta, messageObject } from "@deixis/core/ContextObject"
@@ -59,9 +60,23 @@ const decodeObject = Schema.decodeUnknownEither(Schema.typeSchema(ContextObjectS
 const parseJson = (text: string): Either.Either<unknown, string> =>
   Either.try({ try: (): unknown => JSON.parse(text), catch: () => "invalid JSON" })
 
+// Pools read the same few hundred bodies over and over: decoded objects (immutable values) are
+// kept by their exact JSON text, so a hot object is validated once, not on every call.
+const decoded = new Map<string, ContextObject>()
+const maxDecoded = 20_000
+
 /** A stored object back from its JSON body; a row that does not decode is a storage failure. */
-const objectOf = (body: unknown): Either.Either<ContextObject, string> =>
-  Either.flatMap(parseJson(str(body)), (json) => Either.mapLeft(decodeObject(json), (e) => e.message))
+const objectOf = (body: unknown): Either.Either<ContextObject, string> => {
+  const text = str(body)
+  const known = decoded.get(text)
+  if (known !== undefined) return Either.right(known)
+  const result = Either.flatMap(parseJson(text), (json) => Either.mapLeft(decodeObject(json), (e) => e.message))
+  if (Either.isRight(result)) {
+    if (decoded.size >= maxDecoded) decoded.clear()
+    decoded.set(text, result.right)
+  }
+  return result
+}
 
 const messageOf = (chatId: string, row: Row): MessageMeta => ({
   chat_id: chatId,
@@ -543,10 +558,12 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
       // that carries objects (those objects stand for it).
       parts.push(messagePart(
         "m",
-        `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages
-           WHERE ${scoped} ORDER BY id_len DESC, message_id${C} DESC LIMIT 64) AS w
+        `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
+          home ? " INDEXED BY deixis_messages_topic" : ""
+        }
+           WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
          WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
-         ORDER BY w.id_len DESC, w.message_id${C} DESC LIMIT ?`
+         ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?`
       ))
       params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
     }
@@ -556,25 +573,27 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return ""
     params.push(reply.length, reply, q.chat_id, q.limits.chain_depth)
+    // CROSS JOIN fixes SQLite's join order: walk from the chain into the tables, never the reverse.
     const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
         UNION ALL
         SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
-          JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+          CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
         WHERE c.depth < ? AND m.reply_to IS NOT NULL
       ) `
     parts.push(
       `SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
          m.sent_at, c.depth AS depth,
          CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
-       FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
+       FROM chain c CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
     )
     params.push(q.chat_id)
     parts.push(objectPart(
       "co",
-      `SELECT body, seq FROM deixis_objects WHERE chat_id = ? AND source_message_id IN (
-         SELECT m.message_id FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-       ) ORDER BY seq LIMIT 256`
+      `SELECT o.body, o.seq FROM chain c
+         CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+         CROSS JOIN deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
+       ORDER BY c.depth, o.seq LIMIT 256`
     ))
     params.push(q.chat_id, q.chat_id)
     return cte
@@ -587,6 +606,43 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     )
     const topic = topicKey(q.topic_id)
     params.push(q.chat_id, topic, q.chat_id, topic)
+  }
+
+  /** The rows of the pool's parts for the request's scope (with the chain), or for the rest of the chat. */
+  const scopeRows = (q: PoolQuery, fallback: boolean) => {
+    if (pg) {
+      const reply = fallback ? null : q.reply_to_message_id
+      return db.query(
+        `SELECT * FROM deixis_pool(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT),
+           CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN),
+           CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER))`,
+        [
+          q.chat_id,
+          topicKey(q.topic_id),
+          fallback ? "true" : "false",
+          q.current_message_id,
+          reply,
+          reply === null ? null : reply.length,
+          q.limits.chain_depth,
+          q.sender_user_id,
+          q.kinds ?? null,
+          q.kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...q.kinds])],
+          q.include_owned ? "true" : "false",
+          q.active_only ? "true" : "false",
+          q.now,
+          Math.max(0, q.limits.recent_objects),
+          Math.max(0, q.limits.recent_per_kind),
+          Math.max(0, q.limits.recent_messages),
+          Math.max(0, q.limits.owned)
+        ]
+      )
+    }
+    const parts: Array<string> = []
+    const params: Array<Param> = []
+    const cte = fallback ? "" : chainParts(q, parts, params)
+    if (!fallback) existsPart(q, parts, params)
+    scopeParts(q, !fallback, parts, params)
+    return db.query(cte + parts.join("\nUNION ALL\n"), params)
   }
 
   const pool = (q: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
@@ -633,12 +689,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         return Effect.void
       }
 
-      const parts: Array<string> = []
-      const params: Array<Param> = []
-      const cte = chainParts(q, parts, params)
-      existsPart(q, parts, params)
-      scopeParts(q, true, parts, params)
-      const rows = byPart(yield* db.query(cte + parts.join("\nUNION ALL\n"), params))
+      const rows = byPart(yield* scopeRows(q, false))
 
       // 1. The reply target and its chain, whatever topic they are in.
       const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
@@ -668,12 +719,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
 
       // 3. The rest of the chat, only when nothing at all is known of the request's own scope.
       const fallback = !rows.has("e")
-      if (fallback) {
-        const fparts: Array<string> = []
-        const fparams: Array<Param> = []
-        scopeParts(q, false, fparts, fparams)
-        yield* collectScope(byPart(yield* db.query(fparts.join("\nUNION ALL\n"), fparams)), "fallback")
-      }
+      if (fallback) yield* collectScope(byPart(yield* scopeRows(q, true)), "fallback")
       return { entries: [...out.values()], chain, fallback }
     }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
 

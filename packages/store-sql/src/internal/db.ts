@@ -14,7 +14,7 @@ import * as Scope from "effect/Scope"
 export type Dialect = "sqlite" | "pg"
 
 /** A value bound to a placeholder: what both drivers accept. */
-export type Param = string | number | null
+export type Param = string | number | null | ReadonlyArray<string>
 
 export type Row = { readonly [column: string]: unknown }
 

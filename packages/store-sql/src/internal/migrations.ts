@@ -155,8 +155,122 @@ export const migrations: ReadonlyArray<Migration> = [
         )`
       ]
     }
+  },
+  {
+    version: 4,
+    name: "pg_pool_function",
+    // PostgreSQL plans the pool's many-part query anew on every call (over a millisecond); a
+    // PL/pgSQL function keeps its plans per connection. SQLite caches prepared statements itself.
+    statements: (dialect) => (dialect === "pg" ? [poolFunction] : [])
   }
 ]
+
+/**
+ * The candidate pool's rows for one scope (the request's topic, or with `p_fallback` the rest
+ * of the chat), tagged by part as the portable query tags them: `c` chain messages, `co`
+ * their objects, `e` the scope exists, `a` active, `r` recent, `k<i>` per preferred kind,
+ * `o` owned, `m` plain messages.
+ */
+const poolFunction = `CREATE OR REPLACE FUNCTION deixis_pool(
+  p_chat TEXT, p_topic TEXT, p_fallback BOOLEAN, p_current TEXT, p_reply TEXT, p_reply_len INTEGER, p_chain_depth INTEGER,
+  p_sender TEXT, p_kinds TEXT[], p_prefer TEXT[], p_owned BOOLEAN, p_active_only BOOLEAN, p_now BIGINT,
+  p_recent_objects INTEGER, p_recent_per_kind INTEGER, p_recent_messages INTEGER, p_owned_limit INTEGER
+) RETURNS TABLE (part TEXT, body TEXT, mid TEXT, topic TEXT, reply_to TEXT, sender TEXT, from_bot INTEGER, sent_at BIGINT, depth INTEGER, has_objects INTEGER)
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+  k TEXT;
+  i INTEGER := 0;
+  want_messages BOOLEAN := p_kinds IS NULL OR 'message' = ANY(p_kinds) OR 'bot_message' = ANY(p_kinds);
+BEGIN
+  IF NOT p_fallback AND p_reply IS NOT NULL AND p_chain_depth > 0 THEN
+    RETURN QUERY
+      WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, p_reply_len, p_reply
+        UNION ALL
+        SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
+          JOIN deixis_messages m ON m.chat_id = p_chat AND m.id_len = c.id_len AND m.message_id = c.message_id
+        WHERE c.depth < p_chain_depth AND m.reply_to IS NOT NULL
+      ), found AS (
+        SELECT c.depth, m.* FROM chain c
+          JOIN deixis_messages m ON m.chat_id = p_chat AND m.id_len = c.id_len AND m.message_id = c.message_id
+      )
+      SELECT 'c', NULL::TEXT, f.message_id, f.topic, f.reply_to, f.sender, f.from_bot::INTEGER, f.sent_at, f.depth,
+        CASE WHEN EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p_chat AND o.source_message_id = f.message_id) THEN 1 ELSE 0 END
+      FROM found f
+      UNION ALL
+      SELECT 'co', o.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM deixis_objects o
+        WHERE o.chat_id = p_chat AND o.source_message_id IN (SELECT f.message_id FROM found f);
+  END IF;
+  IF NOT p_fallback THEN
+    RETURN QUERY SELECT 'e', NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER
+      WHERE EXISTS (SELECT 1 FROM deixis_messages m WHERE m.chat_id = p_chat AND m.topic = p_topic)
+         OR EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p_chat AND o.topic = p_topic);
+    RETURN QUERY SELECT 'a', o.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM deixis_objects o
+      WHERE o.chat_id = p_chat AND o.topic = p_topic AND o.active_until > p_now AND (p_kinds IS NULL OR o.kind = ANY(p_kinds))
+      ORDER BY o.active_until DESC LIMIT 64;
+  ELSE
+    RETURN QUERY SELECT 'a', o.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM deixis_objects o
+      WHERE o.chat_id = p_chat AND o.active_until > p_now AND o.topic <> p_topic AND (p_kinds IS NULL OR o.kind = ANY(p_kinds))
+      ORDER BY o.active_until DESC LIMIT 64;
+  END IF;
+  IF p_active_only THEN
+    RETURN;
+  END IF;
+  IF NOT p_fallback THEN
+    RETURN QUERY SELECT 'r', w.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM (
+        SELECT o.body, o.seq, o.kind FROM deixis_objects o WHERE o.chat_id = p_chat AND o.topic = p_topic ORDER BY o.seq DESC LIMIT p_recent_objects * 8
+      ) w WHERE (p_kinds IS NULL OR w.kind = ANY(p_kinds)) ORDER BY w.seq DESC LIMIT p_recent_objects;
+  ELSE
+    RETURN QUERY SELECT 'r', w.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM (
+        SELECT o.body, o.seq, o.kind, o.topic FROM deixis_objects o WHERE o.chat_id = p_chat ORDER BY o.seq DESC LIMIT p_recent_objects * 8
+      ) w WHERE w.topic <> p_topic AND (p_kinds IS NULL OR w.kind = ANY(p_kinds)) ORDER BY w.seq DESC LIMIT p_recent_objects;
+  END IF;
+  FOREACH k IN ARRAY p_prefer LOOP
+    IF p_kinds IS NULL OR k = ANY(p_kinds) THEN
+      IF NOT p_fallback THEN
+        RETURN QUERY SELECT 'k' || i, w.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM (
+            SELECT o.body, o.seq FROM deixis_objects o WHERE o.chat_id = p_chat AND o.topic = p_topic AND o.kind = k
+            ORDER BY o.seq DESC LIMIT p_recent_per_kind
+          ) w;
+      ELSE
+        RETURN QUERY SELECT 'k' || i, w.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM (
+            SELECT o.body, o.seq, o.topic FROM deixis_objects o WHERE o.chat_id = p_chat AND o.kind = k
+            ORDER BY o.seq DESC LIMIT p_recent_per_kind * 8
+          ) w WHERE w.topic <> p_topic ORDER BY w.seq DESC LIMIT p_recent_per_kind;
+      END IF;
+    END IF;
+    i := i + 1;
+  END LOOP;
+  IF p_owned AND p_sender IS NOT NULL THEN
+    RETURN QUERY SELECT 'o', w.body, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::INTEGER, NULL::INTEGER FROM (
+        SELECT o.body, o.seq, o.kind, o.topic FROM deixis_objects o WHERE o.chat_id = p_chat AND o.created_by = p_sender
+        ORDER BY o.seq DESC LIMIT p_owned_limit * 8
+      ) w WHERE (CASE WHEN p_fallback THEN w.topic <> p_topic ELSE w.topic = p_topic END) AND (p_kinds IS NULL OR w.kind = ANY(p_kinds))
+      ORDER BY w.seq DESC LIMIT p_owned_limit;
+  END IF;
+  IF want_messages AND p_recent_messages > 0 THEN
+    IF NOT p_fallback THEN
+      RETURN QUERY SELECT 'm', NULL::TEXT, w.message_id, w.topic, w.reply_to, w.sender, w.from_bot::INTEGER, w.sent_at, NULL::INTEGER, NULL::INTEGER FROM (
+          SELECT m.message_id, m.id_len, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM deixis_messages m
+          WHERE m.chat_id = p_chat AND m.topic = p_topic ORDER BY m.id_len DESC, m.message_id COLLATE "C" DESC LIMIT 64
+        ) w
+        WHERE w.message_id <> p_current
+          AND (p_kinds IS NULL OR (CASE WHEN w.from_bot = 1 THEN 'bot_message' ELSE 'message' END) = ANY(p_kinds))
+          AND NOT EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p_chat AND o.source_message_id = w.message_id)
+        ORDER BY w.id_len DESC, w.message_id COLLATE "C" DESC LIMIT p_recent_messages;
+    ELSE
+      RETURN QUERY SELECT 'm', NULL::TEXT, w.message_id, w.topic, w.reply_to, w.sender, w.from_bot::INTEGER, w.sent_at, NULL::INTEGER, NULL::INTEGER FROM (
+          SELECT m.message_id, m.id_len, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM deixis_messages m
+          WHERE m.chat_id = p_chat ORDER BY m.id_len DESC, m.message_id COLLATE "C" DESC LIMIT 64
+        ) w
+        WHERE w.topic <> p_topic AND w.message_id <> p_current
+          AND (p_kinds IS NULL OR (CASE WHEN w.from_bot = 1 THEN 'bot_message' ELSE 'message' END) = ANY(p_kinds))
+          AND NOT EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p_chat AND o.source_message_id = w.message_id)
+        ORDER BY w.id_len DESC, w.message_id COLLATE "C" DESC LIMIT p_recent_messages;
+    END IF;
+  END IF;
+END
+$fn$`
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
