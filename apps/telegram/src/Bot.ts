@@ -96,6 +96,9 @@ export const make = (
       telegram: { apiRoot: options.apiRoot, webhookReply: false }
     })
 
+    // Every update is recorded first; the commands below then read ctx.deixis.
+    telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
+
     const call = <A>(method: string, f: () => Promise<A>) => TelegramSend.send(method, f, options.send)
     const recordOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), mode: options.mode })
     const recordSent = (message: Message) => DeixisTelegraf.recordSent(message, recordOptions())
