@@ -74,7 +74,7 @@ const lastSent = (api: FakeBotApi.FakeBotApi) => api.callsOf("sendMessage").at(-
 
 // The clock is set before the stores exist: the memory store sweeps every minute, and moving
 // a TestClock across 56 years would run every one of those sweeps.
-const withMemory = <A, E>(effect: Effect.Effect<A, E, Bot.Services>) =>
+const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
   Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(Stores.layerMemory)))
 
 // Waits (in real time: the sleep starts after real I/O) until some fiber sleeps on the TestClock
@@ -255,7 +255,7 @@ describe("apps/telegram: reminders", () => {
       yield* sleeperIn("1 minute")
       yield* TestClock.adjust("1 minute")
       // Three attempts with 1 s and 2 s back-off, then the reminder waits a minute.
-      for (const step of ["1 second", "2 seconds", "1 minute"]) {
+      for (const step of ["1 second", "2 seconds", "1 minute"] as const) {
         yield* sleeperIn(step)
         yield* TestClock.adjust(step)
       }
@@ -296,7 +296,7 @@ describe("apps/telegram: Bot API failures and transports", () => {
       api.failNext("sendMessage", { error_code: 500, description: "Internal Server Error" }, 3)
       const update = message("/context https://example.com/kept")
       const fiber = yield* Effect.fork(feed({ ...update, message: { ...update.message, entities: [...update.message.entities!, { type: "url", offset: 9, length: 24 }] } }))
-      for (const step of ["1 second", "2 seconds"]) {
+      for (const step of ["1 second", "2 seconds"] as const) {
         yield* sleeperIn(step)
         yield* TestClock.adjust(step)
       }
