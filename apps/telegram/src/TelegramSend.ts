@@ -23,7 +23,11 @@ export class SendError extends Data.TaggedError("SendError")<{
   readonly code: number | null
   readonly description: string
   readonly retry_after: number | null
-}> {}
+}> {
+  override get message() {
+    return `${this.method} failed: ${this.code ?? "network"} ${this.description}`
+  }
+}
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
