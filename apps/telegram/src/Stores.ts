@@ -1,20 +1,20 @@
 /**
- * Store selection: the one place that decides where deixis keeps its state.
- *
- * `DEIXIS_STORE=sqlite` (the default) is meant to use `SqlStore.layerSqlite({ filename })`
- * from `@deixis/store-sql`, which is not published yet; until it is, this module falls back
- * to the memory stores with a warning. When it lands, `sqlite` below becomes
- * `SqlStore.layerSqlite({ filename: config.sqliteFile })` and nothing else changes.
+ * Store selection: the one place that decides where deixis keeps its state —
+ * `SqlStore.layerSqlite` from `@deixis/store-sql` (the default), or memory.
  *
  * @since 0.1.0
  */
 import * as ContextStore from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import { SqlStore } from "@deixis/store-sql"
 import type { DeixisTelegraf } from "@deixis/telegraf"
 import * as Config from "effect/Config"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as path from "node:path"
 
 /**
  * @since 0.1.0
@@ -50,19 +50,36 @@ export const layerMemory: Layer.Layer<DeixisTelegraf.Stores> = Layer.mergeAll(
 )
 
 /**
+ * The SQLite file's directory could not be created.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StoreDirectoryError extends Data.TaggedError("StoreDirectoryError")<{ readonly path: string; readonly cause: unknown }> {}
+
+/**
+ * The stores in one SQLite file (its directory created when missing).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSqlite = (
+  filename: string
+): Layer.Layer<DeixisTelegraf.Stores, SqlStore.SqlStoreError | StoreDirectoryError> =>
+  SqlStore.layerSqlite({ filename }).pipe(
+    Layer.provide(Layer.effectDiscard(Effect.try({
+      try: () => void fs.mkdirSync(path.dirname(filename), { recursive: true }),
+      catch: (cause) => new StoreDirectoryError({ path: path.dirname(filename), cause })
+    })))
+  )
+
+/**
  * The stores the configuration names.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (settings: StoreConfig): Layer.Layer<DeixisTelegraf.Stores> =>
-  settings.kind === "memory"
-    ? layerMemory
-    : Layer.merge(
-      layerMemory,
-      Layer.effectDiscard(
-        Effect.logWarning("the SQLite store is not available yet; state is kept in memory and lost on restart").pipe(
-          Effect.annotateLogs({ sqlite_file: settings.sqliteFile })
-        )
-      )
-    )
+export const layer = (
+  settings: StoreConfig
+): Layer.Layer<DeixisTelegraf.Stores, SqlStore.SqlStoreError | StoreDirectoryError> =>
+  settings.kind === "memory" ? layerMemory : layerSqlite(settings.sqliteFile)

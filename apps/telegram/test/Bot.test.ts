@@ -12,6 +12,9 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as F from "../../../packages/telegraf/test/fixtures/updates.js"
 import * as FakeBotApi from "../../../packages/telegraf/test/utils/FakeBotApi.js"
 import * as App from "../src/App.js"
@@ -224,6 +227,31 @@ describe("apps/telegram: reminders", () => {
       const fired = yield* api.waitFor("sendMessage", (p) => p["text"] === "⏰ deploy")
       assert.strictEqual(fired.payload["message_thread_id"], 9)
       assert.strictEqual(api.callsOf("sendMessage").filter((c) => c.payload["text"] === "⏰ deploy").length, 1)
+    }))
+
+  it.scoped("a pending reminder survives a restart over the SQLite store (a new store instance, same file)", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(now)
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-"))),
+        (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+      )
+      const filename = path.join(dir, "nested", "deixis.sqlite")
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        yield* bot.handle(message("/remind 2h retro", { thread: 9 }))
+      }).pipe(Effect.provide(App.services(Stores.layerSqlite(filename))), Effect.scoped)
+
+      const pending = yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        return yield* bot.scheduled
+      }).pipe(Effect.provide(App.services(Stores.layerSqlite(filename))))
+      assert.strictEqual(pending.length, 1)
+      yield* sleeperIn("2 hours")
+      yield* TestClock.adjust("2 hours")
+      const fired = yield* api.waitFor("sendMessage", (p) => p["text"] === "⏰ retro")
+      assert.strictEqual(fired.payload["message_thread_id"], 9)
     }))
 
   it.scoped("/reminders lists the chat's reminders with cancel buttons; only the creator cancels", () =>
