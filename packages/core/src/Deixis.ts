@@ -26,6 +26,8 @@ export type Services =
   | Scoring.Scoring
   | TtlPolicy.TtlPolicy
 
+const tools = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
+
 /**
  * The core's services over any ContextStore layer.
  *
@@ -36,9 +38,7 @@ export const layerWith = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>,
   options: { readonly ttl?: Partial<TtlPolicy.TtlSettings>; readonly scoring?: Scoring.ScoringOptions } = {}
 ): Layer.Layer<Services, E, R> =>
-  Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring)))
-  )
+  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring))))
 
 /**
  * The core's services over the in-memory store.
@@ -55,15 +55,23 @@ export const layerMemory = (
 ): Layer.Layer<Services> => layerWith(ContextStore.layerMemory(options.store), options)
 
 /**
+ * The core's services over any ContextStore layer, the TTL policy and the scorer read from
+ * configuration.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWithConfig = <E, R>(
+  store: Layer.Layer<ContextStore.ContextStore, E, R>
+): Layer.Layer<Services, E | ConfigError.ConfigError, R> =>
+  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layerConfig, Scoring.layerConfig)))
+
+/**
  * The core's services over the in-memory store, every setting read from configuration.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemoryConfig: Layer.Layer<Services, ConfigError.ConfigError> = Layer.mergeAll(
-  ContextIngest.layer,
-  ReferenceResolver.layer,
-  ActiveContext.layer
-).pipe(
-  Layer.provideMerge(Layer.mergeAll(ContextStore.layerMemoryConfig(), TtlPolicy.layerConfig, Scoring.layerConfig))
+export const layerMemoryConfig: Layer.Layer<Services, ConfigError.ConfigError> = layerWithConfig(
+  ContextStore.layerMemoryConfig()
 )
