@@ -1,4 +1,8 @@
 /**
  * @since 0.1.0
  */
-export {}
+
+/** @since 0.1.0 */
+export * as Envelope from "./Envelope.js"
+/** @since 0.1.0 */
+export * as DeixisToolkit from "./DeixisToolkit.js"

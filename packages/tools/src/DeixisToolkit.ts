@@ -1,0 +1,445 @@
+/**
+ * The deixis tools, defined once with `@effect/ai`'s `Tool` / `Toolkit`: the parameters are
+ * core's and chathistory's Schemas (so the JSON Schema an LLM or an MCP client sees comes from
+ * them, objects closed with `additionalProperties: false`), and every tool answers with the
+ * one {@link Envelope.Envelope} `{status, summary, error, data}`, cut to the tool's character
+ * budget. A failed call fails with an error envelope (so MCP reports `isError`).
+ *
+ * - `resolve_reference_target` — core's ReferenceResolver;
+ * - `list_active_context_objects` — core's ActiveContext;
+ * - `get_message_thread_context` — chathistory's ContextLoader: the bounded reply-chain walk
+ *   (chain, side replies, which bound cut it) and the history around a message;
+ * - `get_conversation_state` / `update_conversation_state` — core's ConversationState.
+ *
+ * The same toolkit serves a bot's own tool loop ({@link definitions} for an OpenAI-compatible
+ * `tools` array, `toolkit` yielded for `handle`) and MCP (`McpServer.toolkit(toolkit)`).
+ *
+ * @since 0.1.0
+ */
+import { Tool, Toolkit } from "@effect/ai"
+import * as ActiveContext from "@deixis/core/ActiveContext"
+import * as ConversationState from "@deixis/core/ConversationState"
+import { ChatId, MessageId, OptionalTopicId } from "@deixis/core/Ids"
+import * as ReferenceResolver from "@deixis/core/ReferenceResolver"
+import * as ContextLoader from "@deixis/chathistory/ContextLoader"
+import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
+import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import type * as JSONSchema from "effect/JSONSchema"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Envelope from "./Envelope.js"
+
+/**
+ * The parameters of `get_message_thread_context`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ThreadContextParams = Schema.Struct({
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  message_id: MessageId.annotations({ description: "The message whose thread to load (the current message, or an earlier one)" }),
+  reply_to_message_id: Schema.optionalWith(Schema.NullOr(MessageId), { default: () => null }).annotations({
+    description: "The message it replies to; looked up in the history when omitted"
+  })
+}).annotations({ identifier: "GetMessageThreadContextParams" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ThreadContextParams = typeof ThreadContextParams.Type
+
+const RenderedItem = Schema.Struct({
+  kind: Schema.String,
+  time: Schema.String,
+  sender: Schema.String,
+  text: Schema.String,
+  quote: Schema.optional(Schema.String),
+  attachments: Schema.optional(Schema.Array(Schema.String)),
+  message_id: Schema.optional(Schema.String),
+  reply_to_message_id: Schema.optional(Schema.String)
+}).annotations({ identifier: "ThreadMessage" })
+
+/**
+ * The `data` of `get_message_thread_context`: the message itself (when stored), the history
+ * before it (oldest first; the oldest are left out first when over budget), the reply target,
+ * the reply-chain report (`truncated_by` names each bound that cut the walk) and the gap note.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ThreadContext = Schema.Struct({
+  message: Schema.NullOr(RenderedItem),
+  messages: Schema.Array(RenderedItem),
+  omitted_older: Schema.NonNegativeInt,
+  reply: Schema.Struct({
+    target_id: Schema.NullOr(Schema.String),
+    status: Schema.Literal("none", "found", "not_found")
+  }),
+  chain: Schema.NullOr(Schema.Struct({
+    message_ids: Schema.Array(Schema.String),
+    side_reply_ids: Schema.Array(Schema.String),
+    truncated_by: Schema.Array(Schema.Literal("chain_max_messages", "side_replies_per_message", "side_replies_total")),
+    missing_parent_id: Schema.NullOr(Schema.String)
+  })),
+  gap_note: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "ThreadContext" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ThreadContext = typeof ThreadContext.Type
+
+/**
+ * @since 0.1.0
+ * @category tools
+ */
+export const ResolveReferenceTarget = Tool.make("resolve_reference_target", {
+  description:
+    "Find the object a reference like \"this\", \"the poll\", \"my reminder\" points at, from metadata (reply chain, topic, recency) and normalized hints — never from the words. data.status is resolved (one best_match), ambiguous (candidates to ask about) or not_found, with reason codes.",
+  parameters: ReferenceResolver.ResolveRequest.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, true)
+
+/**
+ * @since 0.1.0
+ * @category tools
+ */
+export const ListActiveContextObjects = Tool.make("list_active_context_objects", {
+  description:
+    "List the objects currently active in this reply chain, topic or chat (explicitly acted on and within their TTL), best first, with why_active codes. For awareness, not for choosing one target.",
+  parameters: ActiveContext.ListRequest.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, true)
+
+/**
+ * @since 0.1.0
+ * @category tools
+ */
+export const GetMessageThreadContext = Tool.make("get_message_thread_context", {
+  description:
+    "Load the conversation around a message: recent history before it, its reply target with the messages around it, and the reply chain above (at most 8 chain messages, 3 side replies per message, 12 in all; chain.truncated_by names the bound that cut the walk). Oldest messages are left out first when the result is long.",
+  parameters: ThreadContextParams.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, true)
+
+/**
+ * @since 0.1.0
+ * @category tools
+ */
+export const GetConversationState = Tool.make("get_conversation_state", {
+  description: ConversationState.tools.get_conversation_state.description,
+  parameters: ConversationState.GetConversationStateParams.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, true)
+
+/**
+ * @since 0.1.0
+ * @category tools
+ */
+export const UpdateConversationState = Tool.make("update_conversation_state", {
+  description: ConversationState.tools.update_conversation_state.description,
+  parameters: ConversationState.UpdateConversationStateParams.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+})
+
+/**
+ * The five tools.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const toolkit = Toolkit.make(
+  ResolveReferenceTarget,
+  ListActiveContextObjects,
+  GetMessageThreadContext,
+  GetConversationState,
+  UpdateConversationState
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Tools = Toolkit.Tools<typeof toolkit>
+
+/**
+ * A tool's name.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolName = keyof Tools
+
+/**
+ * The tool names, in the toolkit's order.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const toolNames: ReadonlyArray<ToolName> = Object.keys(toolkit.tools) as Array<ToolName>
+
+/**
+ * A function definition as OpenAI-compatible chat-completions servers take it (the
+ * `function` of a `{type: "function"}` entry of `tools`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FunctionDefinition {
+  readonly name: ToolName
+  readonly description: string
+  readonly parameters: JSONSchema.JsonSchema7
+}
+
+/**
+ * Every tool's name, description and parameters' JSON Schema (from the Schemas).
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const definitions: ReadonlyArray<FunctionDefinition> = toolNames.map((name) => {
+  const tool = toolkit.tools[name] as Tool.Any
+  return { name, description: tool.description ?? "", parameters: Tool.getJsonSchemaFromSchemaAst(tool.parametersSchema.ast) }
+})
+
+/**
+ * The character budget of each tool's result (its envelope's JSON).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Budgets = { readonly [K in ToolName]: number }
+
+/**
+ * Per-tool budgets, each read from `DEIXIS_TOOLS_BUDGET_<TOOL NAME IN UPPER CASE>`:
+ * `resolve_reference_target` 4000, `list_active_context_objects` 4000,
+ * `get_message_thread_context` 8000, `get_conversation_state` 4000,
+ * `update_conversation_state` 2000 (at least {@link Envelope.MIN_BUDGET}).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<Budgets> = Config.all({
+  resolve_reference_target: budget("resolve_reference_target", 4000),
+  list_active_context_objects: budget("list_active_context_objects", 4000),
+  get_message_thread_context: budget("get_message_thread_context", 8000),
+  get_conversation_state: budget("get_conversation_state", 4000),
+  update_conversation_state: budget("update_conversation_state", 2000)
+})
+
+function budget(name: ToolName, fallback: number): Config.Config<number> {
+  const key = `DEIXIS_TOOLS_BUDGET_${name.toUpperCase()}`
+  return Config.integer(key).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${key} must be at least ${Envelope.MIN_BUDGET}`, validation: (n) => n >= Envelope.MIN_BUDGET })
+  )
+}
+
+/**
+ * The default budgets: {@link config} read with no keys set.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultBudgets: Budgets = Effect.runSync(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map())))
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  readonly budgets?: Partial<Budgets>
+}
+
+/**
+ * What the handlers use.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Requirements =
+  | ReferenceResolver.ReferenceResolver
+  | ActiveContext.ActiveContext
+  | ConversationState.ConversationState
+  | ContextLoader.ContextLoader
+  | HistoryStore.HistoryStore
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/**
+ * The one-line summaries of the envelopes.
+ *
+ * @since 0.1.0
+ * @category summaries
+ */
+export const summarize = {
+  resolve_reference_target: (r: ReferenceResolver.ResolveResult): string =>
+    r.status === "resolved" && r.best_match !== null
+      ? `resolved: ${r.best_match.kind} ${r.best_match.object_id}${
+        r.best_match.title_or_label === undefined ? "" : ` "${r.best_match.title_or_label}"`
+      } (confidence ${r.confidence}, ${r.scope_used})`
+      : r.status === "ambiguous"
+      ? `ambiguous: ${plural(r.candidates.length, "candidate")} (${r.candidates.map((c) => c.object_id).join(", ")})`
+      : `not_found (${r.reasons.join(", ")})`,
+  list_active_context_objects: (r: ActiveContext.ListResult): string =>
+    `${plural(r.objects.length, "active object")} in ${r.scope_used}${r.truncated ? " (more not shown)" : ""}`,
+  get_message_thread_context: (t: ThreadContext): string =>
+    [
+      `${plural(t.messages.length, "earlier message")}${t.omitted_older > 0 ? ` (${t.omitted_older} older left out)` : ""}`,
+      `reply target ${t.reply.status}`,
+      t.chain === null
+        ? "no reply chain"
+        : `reply chain of ${plural(t.chain.message_ids.length, "message")}, ${plural(t.chain.side_reply_ids.length, "side reply")}${
+          t.chain.truncated_by.length > 0 ? `, cut by ${t.chain.truncated_by.join(", ")}` : ""
+        }`
+    ].join("; "),
+  get_conversation_state: (s: ConversationState.ConversationStateSnapshot): string =>
+    `revision ${s.revision}; ${plural(Object.keys(s.state).length, "top-level key")}`,
+  update_conversation_state: (r: ConversationState.UpdateConversationStateResult): string =>
+    r.changed ? `updated to revision ${r.revision}` : `unchanged at revision ${r.revision}`
+} as const
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+
+/**
+ * The error envelope of a failure: the error's tag as `code`, its message, and its other
+ * fields as `data` (a conflict's `current_revision`, a rejection's `path`).
+ *
+ * @since 0.1.0
+ * @category envelopes
+ */
+export const errorEnvelope = (error: unknown): Envelope.Envelope => {
+  if (ParseResult.isParseError(error)) return Envelope.failure("InvalidResult", ParseResult.TreeFormatter.formatErrorSync(error))
+  if (isRecord(error)) {
+    const code = typeof error["_tag"] === "string" ? error["_tag"] : "Error"
+    const message = typeof error["message"] === "string" ? error["message"] : String(error)
+    const data: Record<string, unknown> = { _tag: code }
+    for (const [key, value] of Object.entries(error)) {
+      if (key !== "message" && key !== "stack" && key !== "cause" && key !== "_tag") data[key] = value
+    }
+    return Envelope.failure(code, message, data)
+  }
+  return Envelope.failure("Error", String(error))
+}
+
+const encodeResolve = Schema.encode(ReferenceResolver.ResolveResult)
+const encodeList = Schema.encode(ActiveContext.ListResult)
+const encodeSnapshot = Schema.encode(ConversationState.ConversationStateSnapshot)
+const encodeUpdate = Schema.encode(ConversationState.UpdateConversationStateResult)
+
+/**
+ * The handlers over the real services, each result cut to its budget.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeHandlers = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const budgets: Budgets = { ...defaultBudgets, ...options.budgets }
+    const resolver = yield* ReferenceResolver.ReferenceResolver
+    const active = yield* ActiveContext.ActiveContext
+    const state = yield* ConversationState.ConversationState
+    const loader = yield* ContextLoader.ContextLoader
+    const history = yield* HistoryStore.HistoryStore
+
+    const respond = (name: ToolName) => <E, R>(effect: Effect.Effect<Envelope.Envelope, E, R>) =>
+      effect.pipe(
+        Effect.mapError((error) => Envelope.fit(errorEnvelope(error), budgets[name])),
+        Effect.map((envelope) => Envelope.fit(envelope, budgets[name]))
+      )
+
+    const threadContext = (params: ThreadContextParams) =>
+      Effect.gen(function*() {
+        const scope = { chat_id: params.chat_id, topic_id: params.topic_id }
+        const found = yield* history.lookup(scope, params.message_id)
+        const item = Option.map(found, (entry) => entry.item)
+        const replyTo = params.reply_to_message_id ??
+          Option.getOrNull(Option.flatMapNullable(item, (i) => i.reply_to_message_id))
+        const loaded = yield* loader.load({
+          chat_id: params.chat_id,
+          topic_id: params.topic_id,
+          message_id: params.message_id,
+          reply_to_message_id: replyTo,
+          ...Option.match(item, { onNone: () => ({}), onSome: (i) => ({ sent_at: i.sent_at }) })
+        })
+        const all = loaded.messages.map(HistoryRenderer.renderItem)
+        const build = (omitted: number): Envelope.Envelope => {
+          const data: ThreadContext = {
+            message: Option.match(item, { onNone: () => null, onSome: HistoryRenderer.renderItem }),
+            messages: all.slice(omitted),
+            omitted_older: omitted,
+            reply: loaded.reply,
+            chain: loaded.chain,
+            gap_note: loaded.gap_note
+          }
+          return Envelope.ok(summarize.get_message_thread_context(data), data)
+        }
+        // The newest history matters most: leave out the oldest until the result fits.
+        let omitted = 0
+        while (omitted < all.length && JSON.stringify(build(omitted)).length > budgets.get_message_thread_context) omitted++
+        return build(omitted)
+      })
+
+    return toolkit.of({
+      resolve_reference_target: (params) =>
+        resolver.resolve(params).pipe(
+          Effect.flatMap((result) => Effect.map(encodeResolve(result), (data) => Envelope.ok(summarize.resolve_reference_target(result), data))),
+          respond("resolve_reference_target")
+        ),
+      list_active_context_objects: (params) =>
+        active.list(params).pipe(
+          Effect.flatMap((result) => Effect.map(encodeList(result), (data) => Envelope.ok(summarize.list_active_context_objects(result), data))),
+          respond("list_active_context_objects")
+        ),
+      get_message_thread_context: (params) => threadContext(params).pipe(respond("get_message_thread_context")),
+      get_conversation_state: (params) =>
+        state.get(params).pipe(
+          Effect.flatMap((result) => Effect.map(encodeSnapshot(result), (data) => Envelope.ok(summarize.get_conversation_state(result), data))),
+          respond("get_conversation_state")
+        ),
+      update_conversation_state: (params) =>
+        state.update({
+          scope: { chat_id: params.chat_id, topic_id: params.topic_id },
+          patch: params.patch,
+          expected_revision: params.expected_revision,
+          updated_by: params.updated_by
+        }).pipe(
+          Effect.flatMap((result) => Effect.map(encodeUpdate(result), (data) => Envelope.ok(summarize.update_conversation_state(result), data))),
+          respond("update_conversation_state")
+        )
+    })
+  })
+
+/**
+ * The handlers as a layer, budgets given (over the defaults).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<Tool.HandlersFor<Tools>, never, Requirements> =>
+  toolkit.toLayer(makeHandlers(options))
+
+/**
+ * The handlers as a layer, budgets read from {@link config} (explicit ones win).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  options: Options = {}
+): Layer.Layer<Tool.HandlersFor<Tools>, ConfigError.ConfigError, Requirements> =>
+  Layer.unwrapEffect(Effect.map(config, (budgets) => layer({ budgets: { ...budgets, ...options.budgets } })))

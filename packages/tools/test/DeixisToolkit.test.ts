@@ -1,0 +1,138 @@
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import * as ConversationState from "@deixis/core/ConversationState"
+import * as Deixis from "@deixis/core/Deixis"
+import * as ContextLoader from "@deixis/chathistory/ContextLoader"
+import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import { testItem } from "@deixis/chathistory/HistoryStoreTesting"
+import type { Tool } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import * as DeixisToolkit from "../src/DeixisToolkit.js"
+import type * as Envelope from "../src/Envelope.js"
+
+const now = 1_771_000_100_000
+
+const services = Layer.mergeAll(
+  Deixis.layerMemory(),
+  ConversationState.layer().pipe(Layer.provide(ConversationState.layerMemory)),
+  ContextLoader.layer().pipe(Layer.provideMerge(HistoryStore.layerMemory()))
+)
+
+const run = <A, E>(effect: Effect.Effect<A, E, DeixisToolkit.Requirements | ContextIngest | Tool.HandlersFor<DeixisToolkit.Tools>>, budgets: Partial<DeixisToolkit.Budgets> = {}) =>
+  Effect.zipRight(
+    TestClock.setTime(now),
+    effect.pipe(Effect.provide(DeixisToolkit.layer({ budgets }).pipe(Layer.provideMerge(services))))
+  )
+
+/** Calls a tool as a model would, with untrusted arguments; a failure's envelope is returned too. */
+const call = (name: DeixisToolkit.ToolName, params: unknown) =>
+  Effect.flatMap(DeixisToolkit.toolkit, (built) =>
+    built.handle(name, params as never).pipe(
+      Effect.map((r) => r.encodedResult as Envelope.Envelope),
+      Effect.catchAll((error) => Effect.succeed(error as Envelope.Envelope))
+    ))
+
+type Node = { readonly [key: string]: unknown }
+const objectsOf = (schema: unknown, out: Array<Node> = []): Array<Node> => {
+  if (Array.isArray(schema)) schema.forEach((s) => objectsOf(s, out))
+  else if (typeof schema === "object" && schema !== null) {
+    const node = schema as Node
+    if (node["type"] === "object" && node["properties"] !== undefined) out.push(node)
+    Object.values(node).forEach((v) => objectsOf(v, out))
+  }
+  return out
+}
+
+describe("DeixisToolkit", () => {
+  it("offers five tools whose parameters are closed JSON Schemas from the Schemas", () => {
+    assert.deepStrictEqual(DeixisToolkit.definitions.map((d) => d.name), [
+      "resolve_reference_target",
+      "list_active_context_objects",
+      "get_message_thread_context",
+      "get_conversation_state",
+      "update_conversation_state"
+    ])
+    for (const definition of DeixisToolkit.definitions) {
+      assert.isAbove(definition.description.length, 20)
+      const objects = objectsOf(definition.parameters)
+      assert.isAtLeast(objects.length, 1, definition.name)
+      for (const o of objects) assert.strictEqual(o["additionalProperties"], false, definition.name)
+      assert.include((definition.parameters as { required: Array<string> }).required, "chat_id")
+    }
+    const resolve = DeixisToolkit.definitions[0]!.parameters as { properties: Record<string, unknown> }
+    assert.includeMembers(Object.keys(resolve.properties), ["normalized_reference_hints", "allowed_kinds", "max_candidates"])
+  })
+
+  it.effect("every tool answers with the envelope over the real services", () =>
+    Effect.gen(function*() {
+      yield* Effect.flatMap(ContextIngest, (i) =>
+        i.ingest([
+          { type: "message_observed", chat_id: 5, message_id: 1, topic_id: 3, sender_user_id: 9, poll: { poll_id: "p", question: "Lunch?" } },
+          { type: "object_activated", event_id: "c", chat_id: 5, reason: "poll_created", source_message_id: 1, kind: "poll" }
+        ]))
+      const resolved = yield* call("resolve_reference_target", {
+        chat_id: 5, topic_id: 3, current_message_id: 2, normalized_reference_hints: { target_kind_hint: "poll" }
+      })
+      assert.strictEqual(resolved.status, "ok")
+      assert.match(resolved.summary, /^resolved: poll 5\/1\/poll "Lunch\?"/)
+      assert.strictEqual((resolved.data as { best_match: { object_id: string } }).best_match.object_id, "5/1/poll")
+
+      const listed = yield* call("list_active_context_objects", { chat_id: "5", topic_id: "3", current_message_id: "2" })
+      assert.strictEqual(listed.summary, "1 active object in topic")
+
+      const updated = yield* call("update_conversation_state", { chat_id: "5", topic_id: "3", patch: { step: "poll" }, expected_revision: 0 })
+      assert.deepStrictEqual([updated.status, updated.summary], ["ok", "updated to revision 1"])
+      const read = yield* call("get_conversation_state", { chat_id: "5", topic_id: "3" })
+      assert.deepStrictEqual((read.data as { state: unknown }).state, { step: "poll" })
+
+      const stale = yield* call("update_conversation_state", { chat_id: "5", topic_id: "3", patch: { step: "x" }, expected_revision: 0 })
+      assert.deepStrictEqual([stale.status, stale.error?.code], ["error", "ConversationStateConflict"])
+      assert.strictEqual((stale.data as { current_revision: number }).current_revision, 1)
+    }).pipe(run))
+
+  it.effect("get_message_thread_context walks the reply chain within its bounds and reports the bound that cut it", () =>
+    Effect.gen(function*() {
+      const history = yield* HistoryStore.HistoryStore
+      // m1 ← m2 ← … ← m10, each replying to the one before; m11 replies to m10.
+      for (let i = 1; i <= 11; i++) {
+        yield* history.append(testItem("5", String(i), {
+          topic_id: "3",
+          sent_at: now - (20 - i) * 1000,
+          reply_to_message_id: i === 1 ? null : String(i - 1)
+        }))
+      }
+      const thread = yield* call("get_message_thread_context", { chat_id: "5", topic_id: "3", message_id: 11 })
+      assert.strictEqual(thread.status, "ok")
+      const data = thread.data as DeixisToolkit.ThreadContext
+      assert.strictEqual(data.message?.text, "message 11")
+      assert.deepStrictEqual(data.reply, { target_id: "10", status: "found" })
+      assert.deepStrictEqual(data.chain?.message_ids, ["10", "9", "8", "7", "6", "5", "4", "3"])
+      assert.deepStrictEqual(data.chain?.truncated_by, ["chain_max_messages"])
+      assert.include(thread.summary, "cut by chain_max_messages")
+      assert.notInclude(data.messages.map((m) => m.message_id), "11")
+    }).pipe(run))
+
+  it.effect("a long thread leaves out its oldest messages to fit the budget, as valid JSON", () =>
+    Effect.gen(function*() {
+      const history = yield* HistoryStore.HistoryStore
+      for (let i = 1; i <= 10; i++) {
+        yield* history.append(testItem("5", String(i), { sent_at: now - (20 - i) * 1000, text: `${i} ${"words ".repeat(60)}` }))
+      }
+      const thread = yield* call("get_message_thread_context", { chat_id: "5", message_id: 11 })
+      assert.isAtMost(JSON.stringify(thread).length, 1500)
+      const data = thread.data as DeixisToolkit.ThreadContext
+      assert.isAbove(data.omitted_older, 0)
+      assert.strictEqual(data.messages.at(-1)?.message_id, "10")
+      assert.strictEqual(data.omitted_older + data.messages.length, 10)
+    }).pipe((effect) => run(effect, { get_message_thread_context: 1500 })))
+
+  it.effect("arguments that do not decode fail with a clear error, not a crash", () =>
+    Effect.gen(function*() {
+      const result = yield* Effect.flatMap(DeixisToolkit.toolkit, (built) =>
+        Effect.either(built.handle("get_conversation_state", { topic_id: 3 } as never)))
+      if (result._tag === "Right") return assert.fail("the call should have failed")
+      assert.include(DeixisToolkit.errorEnvelope(result.left).summary, "Failed to decode tool call parameters")
+    }).pipe(run))
+})
