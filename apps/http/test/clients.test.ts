@@ -11,9 +11,19 @@ import { start } from "./harness.js"
 
 const call = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-/** A tool result's JSON, from its text content. */
-const payload = <T>(result: object): T =>
-  JSON.parse(((result as { readonly content: ReadonlyArray<{ readonly text?: string }> }).content).map((c) => c.text ?? "").join("")) as T
+interface Envelope {
+  readonly status: "ok" | "error"
+  readonly summary: string
+  readonly error: { readonly code: string; readonly message: string } | null
+  readonly data: unknown
+}
+
+/** A tool result's envelope `{status, summary, error, data}`, from its text content. */
+const envelope = (result: object): Envelope =>
+  JSON.parse(((result as { readonly content: ReadonlyArray<{ readonly text?: string }> }).content).map((c) => c.text ?? "").join("")) as Envelope
+
+/** A tool result's data, from its envelope. */
+const payload = <T>(result: object): T => envelope(result).data as T
 
 describe("apps/http with real clients", () => {
   it.scoped("the HttpApiClient derived from the API drives every endpoint", () =>
@@ -87,9 +97,14 @@ describe("apps/http with real clients", () => {
       assert.sameMembers(tools.tools.map((t) => t.name), [
         "resolve_reference_target",
         "list_active_context_objects",
+        "get_message_thread_context",
         "get_conversation_state",
         "update_conversation_state"
       ])
+      for (const tool of tools.tools) {
+        assert.strictEqual(tool.inputSchema.type, "object")
+        assert.strictEqual((tool.inputSchema as { additionalProperties?: unknown }).additionalProperties, false, tool.name)
+      }
       const resolve = tools.tools.find((t) => t.name === "resolve_reference_target")!
       assert.include(Object.keys(resolve.inputSchema.properties ?? {}), "normalized_reference_hints")
 
@@ -104,5 +119,74 @@ describe("apps/http with real clients", () => {
       const stale = yield* call(() => client.callTool({ name: "update_conversation_state", arguments: { chat_id: "8", patch: { topic: "y" }, expected_revision: 0 } }))
       assert.isTrue(stale.isError)
       assert.strictEqual(payload<{ _tag: string; current_revision: number }>(stale).current_revision, 1)
+      assert.deepStrictEqual([envelope(stale).status, envelope(stale).error?.code], ["error", "ConversationStateConflict"])
+    }))
+
+  it.scoped("an MCP client calls every tool and gets the budgeted envelope from each", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const chatId = -1001234567890
+      const forum = (updateId: number, messageId: number, extra: Record<string, unknown>) => ({
+        update_id: updateId,
+        message: {
+          message_id: messageId,
+          date: 1_795_000_000 + messageId,
+          chat: { id: chatId, type: "supergroup", title: "Team", is_forum: true },
+          from: { id: 42, is_bot: false, first_name: "Alice", username: "alice" },
+          message_thread_id: 7,
+          is_topic_message: true,
+          ...extra
+        }
+      })
+      const mention = [{ type: "mention", offset: 0, length: 11 }]
+      yield* call(() =>
+        api.json("/v1/telegram/updates", [
+          forum(1, 100, { text: "read https://example.com/post", entities: [{ type: "url", offset: 5, length: 24 }] }),
+          forum(2, 101, { text: "@deixis_bot summarise this", reply_to_message: { message_id: 100 }, entities: mention }),
+          forum(3, 102, { text: "@deixis_bot and then?", reply_to_message: { message_id: 101 }, entities: mention })
+        ]))
+      const client = new Client({ name: "deixis-test", version: "1.0.0" })
+      yield* Effect.acquireRelease(
+        call(() => client.connect(new StreamableHTTPClientTransport(new URL(api.url + "/mcp")))),
+        () => call(() => client.close())
+      )
+      const scope = { chat_id: chatId, topic_id: 7 }
+      const results = {
+        resolve_reference_target: yield* call(() =>
+          client.callTool({ name: "resolve_reference_target", arguments: { ...scope, current_message_id: 101, reply_to_message_id: 100, normalized_reference_hints: { target_kind_hint: "article" } } })),
+        list_active_context_objects: yield* call(() =>
+          client.callTool({ name: "list_active_context_objects", arguments: { ...scope, current_message_id: 102, include_inactive_debug: true } })),
+        get_message_thread_context: yield* call(() =>
+          client.callTool({ name: "get_message_thread_context", arguments: { ...scope, message_id: 102 } })),
+        update_conversation_state: yield* call(() =>
+          client.callTool({ name: "update_conversation_state", arguments: { ...scope, patch: { reading: "post" }, expected_revision: 0 } })),
+        get_conversation_state: yield* call(() => client.callTool({ name: "get_conversation_state", arguments: scope }))
+      }
+      for (const [name, result] of Object.entries(results)) {
+        assert.isNotTrue(result.isError, name)
+        assert.deepStrictEqual(Object.keys(envelope(result)), ["status", "summary", "error", "data"], name)
+        assert.strictEqual(envelope(result).status, "ok", name)
+      }
+      assert.strictEqual(payload<{ best_match: { ref: string } }>(results.resolve_reference_target).best_match.ref, "https://example.com/post")
+      // A URL only seen is known but not active (nothing acted on it).
+      assert.deepStrictEqual(
+        payload<{ objects: ReadonlyArray<unknown>; inactive_debug: ReadonlyArray<{ object_id: string; why_inactive: string }> }>(
+          results.list_active_context_objects
+        ),
+        { ...payload<object>(results.list_active_context_objects), objects: [], inactive_debug: [{ object_id: `${chatId}/100/link`, kind: "link", source_message_id: "100", why_inactive: "never_activated" }] }
+      )
+      // Smart mode records what addressed the bot: the chain stops at 100, which is not in the history.
+      const thread = payload<{
+        message: { text: string }
+        reply: { target_id: string; status: string }
+        chain: { message_ids: ReadonlyArray<string>; missing_parent_id: string | null }
+      }>(
+        results.get_message_thread_context
+      )
+      assert.include(thread.message.text, "and then?")
+      assert.deepStrictEqual(thread.reply, { target_id: "101", status: "found" })
+      assert.deepStrictEqual([thread.chain.message_ids, thread.chain.missing_parent_id], [["101"], "100"])
+      assert.strictEqual(envelope(results.update_conversation_state).summary, "updated to revision 1")
+      assert.deepStrictEqual(payload<{ state: unknown }>(results.get_conversation_state).state, { reading: "post" })
     }))
 })

@@ -21,7 +21,7 @@ const launch = (port: number, file: string): ChildProcess =>
   spawn(process.execPath, ["--conditions=@deixis/source", "--import", "tsx", "src/main.ts"], {
     cwd: join(import.meta.dirname, ".."),
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DEIXIS_STORE: `sqlite:${file}` },
-    stdio: ["ignore", "ignore", "pipe"]
+    stdio: "ignore"
   })
 
 const ready = async (port: number) => {
