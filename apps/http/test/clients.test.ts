@@ -170,7 +170,7 @@ describe("apps/http with real clients", () => {
       assert.strictEqual(payload<{ best_match: { ref: string } }>(results.resolve_reference_target).best_match.ref, "https://example.com/post")
       // A URL only seen is known but not active (nothing acted on it).
       assert.deepStrictEqual(
-        payload<{ objects: ReadonlyArray<unknown>; inactive_debug: ReadonlyArray<{ object_id: string; why_inactive: string }> }>(
+        payload<{ objects: ReadonlyArray<unknown>; inactive_debug: ReadonlyArray<object> }>(
           results.list_active_context_objects
         ),
         { ...payload<object>(results.list_active_context_objects), objects: [], inactive_debug: [{ object_id: `${chatId}/100/link`, kind: "link", source_message_id: "100", why_inactive: "never_activated" }] }
