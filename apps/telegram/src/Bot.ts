@@ -29,6 +29,7 @@ import { Telegraf } from "telegraf"
 import type { Types } from "telegraf"
 import type { Message, Update } from "telegraf/types"
 import type { BotConfig, SendPolicy, Transport } from "./BotConfig.js"
+import * as Llm from "./Llm.js"
 import * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as TelegramSend from "./TelegramSend.js"
@@ -85,7 +86,10 @@ type CommandContext = DeixisTelegraf.DeixisContext & { readonly payload: string 
  * @category constructors
  */
 export const make = (
-  options: Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "reminderRetryDelay">
+  options: Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "reminderRetryDelay"> & {
+    /** LLM mode (off when absent or None). */
+    readonly llm?: Option.Option<Llm.LlmConfig> | undefined
+  }
 ): Effect.Effect<Bot, never, Services | Scope.Scope> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<Services>()
@@ -328,6 +332,22 @@ export const make = (
         yield* answer(ctx, "Cancelled.")
         yield* text(ctx, `Cancelled: ${found.text}`)
       })))
+
+    // LLM mode: after the commands (they do not fall through), any message addressing the bot.
+    if (options.llm !== undefined && Option.isSome(options.llm)) {
+      const assistant = yield* Llm.make(options.llm.value)
+      telegraf.on("message", (ctx) =>
+        run(assistant.answer(
+          ctx,
+          (t, replyTo) =>
+            call("sendMessage", () => ctx.reply(t, { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } })).pipe(
+              Effect.flatMap(recordSent),
+              Effect.asVoid,
+              Effect.catchAll((error) => Effect.logError("reply not sent", error))
+            ),
+          options.mode
+        )))
+    }
 
     telegraf.catch((error, ctx) =>
       run(Effect.logError("update handler failed", error).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id })))

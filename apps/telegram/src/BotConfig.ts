@@ -7,6 +7,7 @@ import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import * as Llm from "./Llm.js"
 
 /**
  * How updates arrive: long polling, or a webhook at `url` (Telegram sends the secret in
@@ -50,6 +51,8 @@ export interface BotConfig {
   readonly send: SendPolicy
   /** How long a reminder whose message could not be sent waits before the next try. */
   readonly reminderRetryDelay: Duration.Duration
+  /** LLM mode: on when `LLM_BASE_URL` is set (see `Llm.config`). */
+  readonly llm: Option.Option<Llm.LlmConfig>
 }
 
 /**
@@ -79,7 +82,8 @@ const transport: Config.Config<Transport> = Config.all({
 /**
  * `BOT_TOKEN` (required, redacted), `BOT_API_ROOT`, `BOT_GROUP_MODE`, `BOT_WEBHOOK_URL`,
  * `BOT_WEBHOOK_SECRET`, `BOT_WEBHOOK_PORT`, `BOT_WEBHOOK_HOST`, `BOT_SEND_MAX_ATTEMPTS`,
- * `BOT_SEND_BASE_DELAY`, `BOT_SEND_MAX_DELAY`, `BOT_REMINDER_RETRY_DELAY`.
+ * `BOT_SEND_BASE_DELAY`, `BOT_SEND_MAX_DELAY`, `BOT_REMINDER_RETRY_DELAY`, and the LLM mode's
+ * `LLM_*` keys (`Llm.config`).
  *
  * @since 0.1.0
  * @category config
@@ -97,5 +101,6 @@ export const config: Config.Config<BotConfig> = Config.all({
     baseDelay: Config.duration("BOT_SEND_BASE_DELAY").pipe(Config.withDefault(defaults.send.baseDelay)),
     maxDelay: Config.duration("BOT_SEND_MAX_DELAY").pipe(Config.withDefault(defaults.send.maxDelay))
   }),
-  reminderRetryDelay: Config.duration("BOT_REMINDER_RETRY_DELAY").pipe(Config.withDefault(defaults.reminderRetryDelay))
+  reminderRetryDelay: Config.duration("BOT_REMINDER_RETRY_DELAY").pipe(Config.withDefault(defaults.reminderRetryDelay)),
+  llm: Llm.config
 })

@@ -11,6 +11,8 @@ export * as Bot from "./Bot.js"
 /** @since 0.1.0 */
 export * as BotConfig from "./BotConfig.js"
 /** @since 0.1.0 */
+export * as Llm from "./Llm.js"
+/** @since 0.1.0 */
 export * as Reminders from "./Reminders.js"
 /** @since 0.1.0 */
 export * as Replies from "./Replies.js"

@@ -1,0 +1,457 @@
+/**
+ * LLM mode: when `LLM_BASE_URL` is set, a message addressed to the bot (a mention, a reply to
+ * the bot, an alias, a private chat) is answered by a model on any OpenAI-compatible
+ * chat-completions server with tools (Ollama, vLLM, llama.cpp, OpenAI…).
+ *
+ * - Addressing is decided deterministically before any model call: the mapper's `addressed`
+ *   (mention, reply to the bot, private chat) or an alias as a whole word. Nothing else calls
+ *   the model, whatever the group mode.
+ * - The prompt is `[system, chat_history_context…, current_message]` (chathistory's
+ *   `renderPrompt` with `role_split`: the bot's own past replies are `assistant` turns), the
+ *   history loaded by chathistory's ContextLoader.
+ * - A bounded tool loop over `@deixis/tools` (default 6 rounds): the bot names every tool call
+ *   itself (`deixis_<round>_<index>`), so ids are unique across rounds whatever the server
+ *   sends; the tools are pinned to the current chat, topic and sender. After the last round
+ *   the model is asked once more without tools.
+ * - The very first model call failing (not timing out) → one plain call without tools. A
+ *   timeout or a later error → a short, clear message. The inbound message and every state
+ *   change already made stay recorded.
+ *
+ * @since 0.1.0
+ */
+import * as ContextLoader from "@deixis/chathistory/ContextLoader"
+import * as HistoryItem from "@deixis/chathistory/HistoryItem"
+import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
+import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as WritePolicy from "@deixis/chathistory/WritePolicy"
+import type { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import { DeixisToolkit, Envelope } from "@deixis/tools"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface LlmConfig {
+  /** The server's OpenAI-compatible base, e.g. `http://localhost:11434/v1`; requests go to `/chat/completions`. */
+  readonly baseUrl: string
+  readonly model: string
+  readonly apiKey: Option.Option<Redacted.Redacted<string>>
+  /** Tool rounds before the model must answer without tools. */
+  readonly maxRounds: number
+  /** The limit of each model call. */
+  readonly timeout: Duration.Duration
+  /** Names that address the bot as a whole word, case-insensitive. */
+  readonly aliases: ReadonlyArray<string>
+  /** Extra instructions appended to the system prompt. */
+  readonly instructions: string
+  readonly budgets: DeixisToolkit.Budgets
+  readonly context: ContextLoader.ContextLoaderSettings
+}
+
+/**
+ * The defaults, written once.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaults = {
+  maxRounds: 6,
+  timeout: Duration.seconds(60),
+  aliases: [] as ReadonlyArray<string>,
+  instructions: ""
+} as const
+
+/**
+ * `LLM_BASE_URL` (LLM mode is off when unset), `LLM_MODEL` (required with it), `LLM_API_KEY`
+ * (optional, redacted), `LLM_MAX_ROUNDS` (6), `LLM_TIMEOUT` (60 seconds), `LLM_ALIASES`
+ * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`
+ * and the loader's `DEIXIS_CONTEXT_*` keys.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
+  baseUrl: Config.option(Config.string("LLM_BASE_URL")),
+  model: Config.option(Config.string("LLM_MODEL")),
+  apiKey: Config.option(Config.redacted("LLM_API_KEY")),
+  maxRounds: Config.integer("LLM_MAX_ROUNDS").pipe(
+    Config.withDefault(defaults.maxRounds),
+    Config.validate({ message: "LLM_MAX_ROUNDS must be at least 0", validation: (n) => n >= 0 })
+  ),
+  timeout: Config.duration("LLM_TIMEOUT").pipe(Config.withDefault(defaults.timeout)),
+  aliases: Config.array(Config.string(), "LLM_ALIASES").pipe(
+    Config.map((list) => list.map((a) => a.trim()).filter((a) => a !== "")),
+    Config.withDefault(defaults.aliases)
+  ),
+  instructions: Config.string("LLM_INSTRUCTIONS").pipe(Config.withDefault(defaults.instructions)),
+  budgets: DeixisToolkit.config,
+  context: ContextLoader.config
+}).pipe(Config.mapOrFail(({ baseUrl, model, ...rest }) =>
+  Option.isNone(baseUrl)
+    ? Either.right(Option.none())
+    : Option.isNone(model)
+    ? Either.left(ConfigError.MissingData(["LLM_MODEL"], "LLM_MODEL is required when LLM_BASE_URL is set"))
+    : Either.right(Option.some({ baseUrl: baseUrl.value.replace(/\/+$/, ""), model: model.value, ...rest }))
+))
+
+// -----------------------------------------------------------------------------
+// The chat-completions wire format
+// -----------------------------------------------------------------------------
+
+/**
+ * A tool call as the server sends it (`arguments` a JSON string; some servers send an object).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCall = Schema.Struct({
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  type: Schema.optional(Schema.String),
+  function: Schema.Struct({
+    name: Schema.String,
+    arguments: Schema.optional(Schema.Union(Schema.String, Schema.Record({ key: Schema.String, value: Schema.Unknown }), Schema.Null))
+  })
+})
+
+/**
+ * The part of a chat-completions response the bot reads.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ChatResponse = Schema.Struct({
+  choices: Schema.NonEmptyArray(Schema.Struct({
+    message: Schema.Struct({
+      content: Schema.optional(Schema.NullOr(Schema.String)),
+      tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCall)))
+    })
+  }))
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ChatResponse = typeof ChatResponse.Type
+
+/**
+ * A request message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ChatMessage =
+  | { readonly role: "system" | "user"; readonly content: string }
+  | {
+    readonly role: "assistant"
+    readonly content: string | null
+    readonly tool_calls?: ReadonlyArray<
+      { readonly id: string; readonly type: "function"; readonly function: { readonly name: string; readonly arguments: string } }
+    >
+  }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+
+/**
+ * The `tools` of a request: every deixis tool as a function.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const tools = DeixisToolkit.definitions.map((f) => ({ type: "function" as const, function: f }))
+
+/**
+ * A model call that did not give an answer.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class LlmError extends Data.TaggedError("LlmError")<{
+  readonly reason: "timeout" | "status" | "decode" | "transport"
+  readonly detail: string
+  /** Whether this was the conversation's first model call. */
+  readonly first: boolean
+}> {
+  override get message() {
+    return `model call failed (${this.reason}): ${this.detail}`
+  }
+}
+
+const decodeResponse = Schema.decodeUnknown(ChatResponse)
+
+/**
+ * One chat-completions call, bounded by the timeout.
+ *
+ * @since 0.1.0
+ * @category calls
+ */
+export const complete = (
+  client: HttpClient.HttpClient,
+  settings: LlmConfig,
+  body: { readonly messages: ReadonlyArray<ChatMessage>; readonly tools?: typeof tools },
+  first = false
+): Effect.Effect<ChatResponse, LlmError> =>
+  HttpClientRequest.post(`${settings.baseUrl}/chat/completions`).pipe(
+    HttpClientRequest.bodyUnsafeJson({ model: settings.model, stream: false, ...body }),
+    Option.match(settings.apiKey, {
+      onNone: () => (r: HttpClientRequest.HttpClientRequest) => r,
+      onSome: (key) => HttpClientRequest.bearerToken(Redacted.value(key))
+    }),
+    client.execute,
+    Effect.mapError((error) => new LlmError({ reason: "transport", detail: error.message, first })),
+    Effect.flatMap((response) =>
+      response.status >= 200 && response.status < 300
+        ? Effect.mapError(response.json, (error) => new LlmError({ reason: "decode", detail: error.message, first }))
+        : Effect.flatMap(
+          Effect.orElseSucceed(response.text, () => ""),
+          (text) => Effect.fail(new LlmError({ reason: "status", detail: `HTTP ${response.status} ${text.slice(0, 300)}`, first }))
+        )
+    ),
+    Effect.flatMap((json) => Effect.mapError(decodeResponse(json), (error) => new LlmError({ reason: "decode", detail: error.message, first }))),
+    Effect.scoped,
+    Effect.timeoutFail({
+      duration: settings.timeout,
+      onTimeout: () => new LlmError({ reason: "timeout", detail: `no answer within ${Duration.format(settings.timeout)}`, first })
+    })
+  )
+
+// -----------------------------------------------------------------------------
+// Addressing
+// -----------------------------------------------------------------------------
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/**
+ * Whether `text` calls the bot by one of its aliases, as a whole word, case-insensitive.
+ *
+ * @since 0.1.0
+ * @category addressing
+ */
+export const mentionsAlias = (text: string, aliases: ReadonlyArray<string>): boolean =>
+  aliases.some((alias) => new RegExp(`(^|[^\\p{L}\\p{N}_])${escape(alias)}(?=$|[^\\p{L}\\p{N}_])`, "iu").test(text))
+
+// -----------------------------------------------------------------------------
+// The conversation
+// -----------------------------------------------------------------------------
+
+/**
+ * The replies the bot sends when the model gives none.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const messages = {
+  timeout: "Sorry — the model did not answer in time. Your message is saved; please ask again in a moment.",
+  error: "Sorry — I could not reach the model just now. Your message is saved; please try again later.",
+  rounds: (n: number) => `Sorry — I could not finish that within ${n} tool steps. Please ask more specifically.`,
+  empty: "Sorry — the model gave an empty answer."
+} as const
+
+/**
+ * The system prompt: identity, how to read the payloads, the tool rules, and the scope the
+ * tools are pinned to.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const systemPrompt = (botName: string, scope: UpdateMapper.MessageScope, extra: ReadonlyArray<string>, instructions: string) =>
+  [
+    `You are ${botName}, an assistant in a Telegram chat.`,
+    "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The last user message, of type current_message, is the request to answer.",
+    "Use the tools to find what \"this\" or \"that\" refers to, what is active here, the thread of a message, and the conversation state; keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
+    `Current scope (the tools always use it): chat_id=${scope.chat_id}, topic_id=${scope.topic_id ?? "null"}, current_message_id=${scope.message_id}, reply_to_message_id=${
+      scope.reply_to_message_id ?? "null"
+    }, sender_user_id=${scope.sender_user_id ?? "null"}.`,
+    "Answer briefly, in plain text, in the language of the current message.",
+    ...extra,
+    ...(instructions === "" ? [] : [instructions])
+  ].join("\n")
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * A model's tool arguments pinned to the current scope: the chat, topic and sender are always
+ * the current ones (a model cannot reach another chat); the current message is the default.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const pinArguments = (name: string, args: Record<string, unknown>, scope: UpdateMapper.MessageScope) => {
+  const pinned: Record<string, unknown> = { ...args, chat_id: scope.chat_id, topic_id: scope.topic_id }
+  switch (name) {
+    case "resolve_reference_target":
+    case "list_active_context_objects":
+      pinned["current_message_id"] ??= scope.message_id
+      if (pinned["current_message_id"] === scope.message_id) {
+        pinned["reply_to_message_id"] ??= scope.reply_to_message_id
+      }
+      pinned["sender_user_id"] = scope.sender_user_id
+      break
+    case "get_message_thread_context":
+      pinned["message_id"] ??= scope.message_id
+      break
+    case "update_conversation_state":
+      pinned["updated_by"] = scope.sender_user_id
+      break
+  }
+  return pinned
+}
+
+/**
+ * What {@link make} builds: the handler of an addressed message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Assistant {
+  /** Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never fails. */
+  readonly answer: <R>(
+    ctx: DeixisTelegraf.DeixisContext,
+    send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+    mode: WritePolicy.GroupMode
+  ) => Effect.Effect<void, never, R | WritePolicy.WritePolicy | HistoryStore.HistoryStore>
+}
+
+/**
+ * Builds the assistant over the deixis services: the toolkit's handlers and the context loader.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (settings: LlmConfig) =>
+  Effect.gen(function*() {
+    const history = yield* HistoryStore.HistoryStore
+    const loader = ContextLoader.make(history, settings.context)
+    const toolkit = yield* DeixisToolkit.toolkit.pipe(
+      Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets }).pipe(
+        Layer.provide(Layer.succeed(ContextLoader.ContextLoader, loader))
+      ))
+    )
+    const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
+
+    const runTool = (name: string, rawArguments: unknown, scope: UpdateMapper.MessageScope): Effect.Effect<string> => {
+      let args: unknown = rawArguments ?? {}
+      if (typeof args === "string") {
+        try {
+          args = args.trim() === "" ? {} : JSON.parse(args)
+        } catch {
+          return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments are not valid JSON"), 512))
+        }
+      }
+      if (!isRecord(args)) return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments must be a JSON object"), 512))
+      return toolkit.handle(name as DeixisToolkit.ToolName, pinArguments(name, args, scope) as never).pipe(
+        Effect.map((result) => JSON.stringify(result.encodedResult)),
+        Effect.catchAll((error) => Effect.succeed(Envelope.render(DeixisToolkit.errorEnvelope(error), 2000))),
+        Effect.annotateLogs({ tool: name })
+      )
+    }
+
+    // The tool loop: returns the answer text, or fails with the first model error.
+    const converse = (
+      messages: Array<ChatMessage>,
+      first: ChatResponse,
+      scope: UpdateMapper.MessageScope
+    ): Effect.Effect<string, LlmError> =>
+      Effect.gen(function*() {
+        let response = first
+        for (let round = 1;; round++) {
+          const message = response.choices[0].message
+          const calls = message.tool_calls ?? []
+          if (calls.length === 0) return message.content?.trim() || messages_.empty
+          if (round > settings.maxRounds) return message.content?.trim() || messages_.rounds(settings.maxRounds)
+          const named = calls.map((call, index) => ({ call, id: `deixis_${round}_${index}` }))
+          messages.push({
+            role: "assistant",
+            content: message.content ?? null,
+            tool_calls: named.map(({ call, id }) => ({
+              id,
+              type: "function",
+              function: {
+                name: call.function.name,
+                arguments: typeof call.function.arguments === "string" ? call.function.arguments : JSON.stringify(call.function.arguments ?? {})
+              }
+            }))
+          })
+          for (const { call, id } of named) {
+            messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope) })
+          }
+          yield* Effect.logDebug("tool round done").pipe(Effect.annotateLogs({ round, calls: calls.length }))
+          response = yield* complete(client, settings, round < settings.maxRounds ? { messages, tools } : { messages })
+        }
+      })
+    const messages_ = messages
+
+    const answer: Assistant["answer"] = <R>(
+      ctx: DeixisTelegraf.DeixisContext,
+      send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+      mode: WritePolicy.GroupMode
+    ) =>
+      Effect.gen(function*() {
+        const mapped = ctx.deixis.update
+        const scope = ctx.deixis.scope
+        if (scope === undefined || mapped.skipped !== undefined) return
+        const items = yield* Effect.forEach(mapped.history, (encoded) => Effect.option(HistoryItem.decode(encoded)))
+        const current = items.flatMap((o) => Option.isSome(o) && o.value.kind === "inbound_user" ? [o.value] : [])[0]
+        if (current === undefined || current.text.trim() === "") return
+        const byAlias = !mapped.addressed && mentionsAlias(current.text, settings.aliases)
+        if (!mapped.addressed && !byAlias) return
+        if (byAlias) {
+          // The mapper knows mentions and replies, not aliases: record the run it triggered.
+          yield* WritePolicy.record(current, { triggered_run: true, mode }).pipe(
+            Effect.catchAll((error) => Effect.logWarning("history item not recorded", error))
+          )
+        }
+        const loaded = yield* loader.load({
+          chat_id: scope.chat_id,
+          topic_id: scope.topic_id,
+          message_id: scope.message_id,
+          reply_to_message_id: scope.reply_to_message_id,
+          sent_at: current.sent_at
+        }).pipe(Effect.orElseSucceed(() => null))
+        const prompt = HistoryRenderer.renderPrompt({
+          history: loaded?.messages ?? [],
+          current,
+          gap_note: loaded?.gap_note ?? null,
+          role_split: true
+        })
+        const botName = ctx.botInfo?.username === undefined ? "the bot" : `@${ctx.botInfo.username}`
+        const messages: Array<ChatMessage> = [
+          { role: "system", content: systemPrompt(botName, scope, prompt.system, settings.instructions) },
+          ...prompt.messages
+        ]
+        const replyTo = Number(scope.message_id)
+        const text = yield* complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true).pipe(
+          Effect.flatMap((first) => converse(messages, first, scope)),
+          Effect.catchIf(
+            (error) => error.first && error.reason !== "timeout",
+            (error) =>
+              // The server may not do tools (Ollama answers 400 for such models): answer plainly.
+              Effect.logWarning("first model call failed; answering without tools", error).pipe(
+                Effect.zipRight(complete(client, settings, { messages })),
+                Effect.map((plain) => plain.choices[0].message.content?.trim() || messages_.empty)
+              )
+          ),
+          Effect.catchAll((error) =>
+            Effect.as(Effect.logError("model call failed", error), error.reason === "timeout" ? messages_.timeout : messages_.error)
+          )
+        )
+        yield* send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+      }).pipe(
+        Effect.annotateLogs({ llm: settings.model }),
+        Effect.catchAllCause((cause) => Effect.logError("LLM answer failed", cause))
+      )
+
+    return { answer } satisfies Assistant
+  })
