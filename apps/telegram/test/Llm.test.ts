@@ -1,0 +1,221 @@
+import * as ConversationState from "@deixis/core/ConversationState"
+import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import { DeixisToolkit } from "@deixis/tools"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as F from "../../../packages/telegraf/test/fixtures/updates.js"
+import * as FakeBotApi from "../../../packages/telegraf/test/utils/FakeBotApi.js"
+import * as App from "../src/App.js"
+import * as Bot from "../src/Bot.js"
+import type { BotConfig } from "../src/BotConfig.js"
+import * as Llm from "../src/Llm.js"
+import * as Stores from "../src/Stores.js"
+import * as FakeLlm from "./utils/FakeLlm.js"
+
+const now = 1_771_000_100_000
+const chat = String(F.forum.id)
+
+let nextId = 5000
+const message = (
+  text: string,
+  options: { from?: typeof F.alice | typeof F.bob; mention?: boolean; id?: number; extra?: Record<string, unknown> } = {}
+) => {
+  const id = options.id ?? nextId++
+  const command = /^\/\w+/.exec(text)
+  const mention = options.mention === true ? `@${F.botUsername} ` : ""
+  return {
+    update_id: id,
+    message: {
+      message_id: id,
+      from: options.from ?? F.alice,
+      chat: F.forum,
+      date: Math.floor(now / 1000) + (id % 1000),
+      message_thread_id: 7,
+      is_topic_message: true,
+      text: mention + text,
+      ...(command === null ? {} : { entities: [{ type: "bot_command", offset: 0, length: command[0].length }] }),
+      ...(mention === "" ? {} : { entities: [{ type: "mention", offset: 0, length: mention.length - 1 }] }),
+      ...options.extra
+    }
+  }
+}
+
+const llmConfig = (baseUrl: string, overrides: Partial<Llm.LlmConfig> = {}): Llm.LlmConfig => ({
+  baseUrl,
+  model: "test-model",
+  apiKey: Option.some(Redacted.make("sk-test")),
+  maxRounds: Llm.defaults.maxRounds,
+  timeout: Duration.seconds(30),
+  aliases: ["deixie"],
+  instructions: "",
+  budgets: DeixisToolkit.defaultBudgets,
+  context: { recency_window: 10, reply_context_window: 3, gap_threshold_minutes: 15, reply_chain: true, chain_max_messages: 8, chain_side_replies_per_message: 3, chain_side_replies_total: 12 },
+  ...overrides
+})
+
+const setup = (
+  script: (request: FakeLlm.Request, index: number) => FakeLlm.Reply,
+  options: { readonly mode?: BotConfig["mode"]; readonly llm?: Partial<Llm.LlmConfig> } = {}
+) =>
+  Effect.gen(function*() {
+    const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+    const llm = yield* FakeLlm.make(script)
+    const bot = yield* Bot.make({
+      token: Redacted.make("123:TEST"),
+      apiRoot: api.apiRoot,
+      mode: options.mode ?? "talkative",
+      send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30) },
+      reminderRetryDelay: Duration.minutes(1),
+      llm: Option.some(llmConfig(llm.baseUrl, options.llm))
+    })
+    // What launch does with getMe: the mapper needs the bot's id and username to see mentions.
+    bot.telegraf.botInfo = { ...api.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false }
+    return { api, llm, feed: bot.handle }
+  })
+
+const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+  Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(Stores.layerMemory)))
+
+const sent = (api: FakeBotApi.FakeBotApi) => api.callsOf("sendMessage").map((c) => c.payload)
+const historyTexts = Effect.flatMap(HistoryStore.HistoryStore, (s) => s.recent({ chat_id: chat, topic_id: "7" }, 50)).pipe(
+  Effect.map((entries) => entries.map((e) => e.item.text))
+)
+const toolMessages = (request: FakeLlm.Request) => request.messages.filter((m) => m.role === "tool")
+
+describe("apps/telegram: LLM mode", () => {
+  it.scoped("an addressed message sends [system, history, current] with the bot's replies as assistant turns, offers the tools, and is answered in its topic", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => FakeLlm.answer("Nothing yet — want a poll?"))
+      // Telegram numbers a chat's messages in order; the fake Bot API numbers the bot's from 10000.
+      yield* feed(message("lunch at noon?", { from: F.bob, id: 9000 }))
+      yield* feed(message("/context", { id: 9001 }))
+      const question = message("what did you just say?", { mention: true, id: 20_000 })
+      yield* feed(question)
+
+      const [request] = llm.requests()
+      assert.strictEqual(llm.requests().length, 1)
+      assert.strictEqual(request!.model, "test-model")
+      assert.strictEqual(llm.authorizations()[0], "Bearer sk-test")
+      const roles = request!.messages.map((m) => m.role)
+      assert.deepStrictEqual(roles, ["system", "user", "assistant", "user"])
+      assert.include(String(request!.messages[0]!["content"]), `chat_id=${chat}, topic_id=7, current_message_id=${question.message.message_id}`)
+      const history = String(request!.messages[1]!["content"])
+      assert.match(history, /^\{"type":"chat_history_context"/)
+      assert.include(history, "lunch at noon?")
+      assert.include(history, "/context")
+      assert.strictEqual(request!.messages[2]!["content"], "Nothing is active here.")
+      const current = String(request!.messages[3]!["content"])
+      assert.match(current, /^\{"type":"current_message"/)
+      assert.include(current, "what did you just say?")
+      assert.deepStrictEqual(request!.tools?.map((t) => t.function.name), [...DeixisToolkit.toolNames])
+      for (const tool of request!.tools ?? []) assert.strictEqual(tool.function.parameters["additionalProperties"], false)
+
+      const reply = sent(api).at(-1)!
+      assert.deepStrictEqual([reply["text"], reply["message_thread_id"]], ["Nothing yet — want a poll?", 7])
+      assert.deepStrictEqual(reply["reply_parameters"], { message_id: question.message.message_id, allow_sending_without_reply: true })
+      assert.include(yield* historyTexts, "Nothing yet — want a poll?")
+    }).pipe(withMemory))
+
+  it.scoped("tool calls run against the real state, pinned to this chat, with ids unique across rounds", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup((_, i) =>
+        i === 0
+          ? FakeLlm.toolCalls(["update_conversation_state", { chat_id: "-42", patch: { plan: "pizza" }, expected_revision: 0 }])
+          : i === 1
+          ? FakeLlm.toolCalls(["get_conversation_state", {}], ["list_active_context_objects", {}, "call_1"])
+          : FakeLlm.answer("Pizza it is.")
+      )
+      yield* feed(message("we settled on pizza, remember it", { mention: true }))
+      assert.strictEqual(llm.requests().length, 3)
+      const state = yield* Effect.flatMap(ConversationState.ConversationState, (s) => s.get({ chat_id: chat, topic_id: "7" }))
+      assert.deepStrictEqual([state.state, state.revision, state.updated_by], [{ plan: "pizza" }, 1, String(F.alice.id)])
+      const other = yield* Effect.flatMap(ConversationState.ConversationState, (s) => s.get({ chat_id: "-42", topic_id: null }))
+      assert.strictEqual(other.revision, 0)
+
+      const last = llm.requests()[2]!
+      const ids = toolMessages(last).map((m) => String(m["tool_call_id"]))
+      assert.deepStrictEqual(ids, ["deixis_1_0", "deixis_2_0", "deixis_2_1"])
+      const asked = last.messages.flatMap((m) => (m["tool_calls"] as ReadonlyArray<{ id: string }> | undefined ?? []).map((c) => c.id))
+      assert.deepStrictEqual(asked, ids)
+      const read = JSON.parse(String(toolMessages(last)[1]!["content"])) as { status: string; data: { state: unknown } }
+      assert.deepStrictEqual([read.status, read.data.state], ["ok", { plan: "pizza" }])
+      assert.strictEqual(sent(api).at(-1)!["text"], "Pizza it is.")
+    }).pipe(withMemory))
+
+  it.scoped("the tool loop stops at the round limit and asks once more without tools", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(
+        (request) => request.tools === undefined ? FakeLlm.answer("Here is what I found so far.") : FakeLlm.toolCalls(["list_active_context_objects", {}]),
+        { llm: { maxRounds: 2 } }
+      )
+      yield* feed(message("what is going on here?", { mention: true }))
+      assert.deepStrictEqual(llm.requests().map((r) => r.tools !== undefined), [true, true, false])
+      assert.strictEqual(toolMessages(llm.requests()[2]!).length, 2)
+      assert.strictEqual(sent(api).at(-1)!["text"], "Here is what I found so far.")
+    }).pipe(withMemory))
+
+  it.scoped("when the very first model call fails, the bot answers plainly without tools", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup((request) =>
+        request.tools === undefined ? FakeLlm.answer("Plain answer.") : { status: 400, body: { error: { message: "model does not support tools" } } }
+      )
+      yield* feed(message("hi", { mention: true }))
+      assert.deepStrictEqual(llm.requests().map((r) => r.tools !== undefined), [true, false])
+      assert.deepStrictEqual(llm.requests()[1]!.messages, llm.requests()[0]!.messages)
+      assert.strictEqual(sent(api).at(-1)!["text"], "Plain answer.")
+    }).pipe(withMemory))
+
+  it.scoped("a model timeout gives a short clear message, and the message and state changes stay recorded", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup((_, i) =>
+        i === 0 ? FakeLlm.toolCalls(["update_conversation_state", { patch: { step: "asked" } }]) : "hang"
+      )
+      const fiber = yield* Effect.fork(feed(message("remember this step", { mention: true })))
+      yield* llm.waitForRequests(2)
+      yield* TestClock.adjust(Duration.seconds(30))
+      yield* Fiber.join(fiber)
+      assert.strictEqual(sent(api).at(-1)!["text"], Llm.messages.timeout)
+      assert.isTrue((yield* historyTexts).some((t) => t.endsWith(" remember this step")))
+      const state = yield* Effect.flatMap(ConversationState.ConversationState, (s) => s.get({ chat_id: chat, topic_id: "7" }))
+      assert.deepStrictEqual(state.state, { step: "asked" })
+    }).pipe(withMemory))
+
+  it.scoped("a model error after the first call gives a short clear message", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup((_, i) =>
+        i === 0 ? FakeLlm.toolCalls(["get_conversation_state", {}]) : { status: 500, body: { error: "boom" } }
+      )
+      yield* feed(message("and now?", { mention: true }))
+      assert.strictEqual(llm.requests().length, 2)
+      assert.strictEqual(sent(api).at(-1)!["text"], Llm.messages.error)
+    }).pipe(withMemory))
+
+  it.scoped("in strict mode only a mention, a reply to the bot or an alias reaches the model; an alias-addressed message is recorded", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => FakeLlm.answer("Hello!"), { mode: "strict" })
+      yield* feed(message("just chatting, deixies are cool"))
+      assert.strictEqual(llm.requests().length, 0)
+      assert.strictEqual(sent(api).length, 0)
+      yield* feed(message("Deixie, are you there?"))
+      assert.strictEqual(llm.requests().length, 1)
+      assert.strictEqual(sent(api).at(-1)!["text"], "Hello!")
+      const texts = yield* historyTexts
+      assert.include(texts, "Deixie, are you there?")
+      assert.notInclude(texts, "just chatting, deixies are cool")
+      const botMessage = { message_id: 10_000, from: F.bot, chat: F.forum, date: Math.floor(now / 1000), message_thread_id: 7, is_topic_message: true, text: "Hello!" }
+      yield* feed(message("thanks", { extra: { reply_to_message: botMessage } }))
+      assert.strictEqual(llm.requests().length, 2)
+    }).pipe(withMemory))
+
+  it("aliases match whole words only, case-insensitively", () => {
+    assert.isTrue(Llm.mentionsAlias("hey DEIXIE!", ["deixie"]))
+    assert.isFalse(Llm.mentionsAlias("deixies everywhere", ["deixie"]))
+    assert.isFalse(Llm.mentionsAlias("anything", []))
+  })
+})
