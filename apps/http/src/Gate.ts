@@ -101,10 +101,7 @@ const handle = (
         forwarded = asJsonRequest(request, text.right)
       }
     }
-    const mutating = hasBody(request.method)
     return yield* app.pipe(
-      // A stop lets writes already accepted finish: no acknowledged event is lost.
-      mutating ? Effect.uninterruptible : (self) => self,
       Effect.provideService(HttpServerRequest.HttpServerRequest, forwarded),
       HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
       Effect.catchAllCause((cause) =>
@@ -118,3 +115,14 @@ const handle = (
       )
     )
   })
+
+/**
+ * Around the whole exchange, response sending included: a stop lets a write already accepted
+ * finish and its answer reach the client, so no acknowledged event is lost. (MCP's streams
+ * stay interruptible, or a stop would wait on them.)
+ */
+export const finishWrites = <E, R>(
+  exchange: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    hasBody(request.method) && !request.url.startsWith("/mcp") ? Effect.uninterruptible(exchange) : exchange)

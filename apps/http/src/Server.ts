@@ -4,15 +4,7 @@
  */
 import { HttpApiSwagger, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import {
-  ActiveContext,
-  ContextIngest,
-  ContextStore,
-  ConversationState,
-  ReferenceResolver,
-  Scoring,
-  TtlPolicy
-} from "@deixis/core"
+import { ContextStore, ConversationState, Deixis } from "@deixis/core"
 import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -55,16 +47,11 @@ export const config: Config.Config<ServerOptions> = Config.all({
   })
 })
 
-/** The core's services and the history side, over the given stores. */
+/** The core's services and the history side, over the given stores (built once: layers memoize). */
 export const services = <E, R>(stores: Layer.Layer<Store.Stores, E, R>) =>
-  Layer.mergeAll(
-    ContextIngest.layer,
-    ReferenceResolver.layer,
-    ActiveContext.layer,
-    ConversationState.layerConfig(),
-    ContextLoader.layerConfig(),
-    WritePolicy.layerConfig
-  ).pipe(Layer.provideMerge(Layer.mergeAll(stores, TtlPolicy.layerConfig, Scoring.layerConfig)))
+  Layer.mergeAll(ConversationState.layerConfig(), ContextLoader.layerConfig(), WritePolicy.layerConfig).pipe(
+    Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
+  )
 
 const health = HttpLayerRouter.add("GET", "/healthz", HttpServerResponse.unsafeJson({ status: "ok" }))
 
@@ -97,7 +84,7 @@ export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes" 
 
 /** The whole service on a Node HTTP server, over the given stores. */
 export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
-  HttpLayerRouter.serve(routes(options), { disableLogger: true }).pipe(
+  HttpLayerRouter.serve(routes(options), { disableLogger: true, middleware: Gate.finishWrites }).pipe(
     Layer.provide(services(stores)),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
   )
