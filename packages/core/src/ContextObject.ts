@@ -269,24 +269,31 @@ export const ObjectDescriptor = Schema.Struct({
  */
 export type ObjectDescriptor = typeof ObjectDescriptor.Type
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
 /**
- * Projects an object to its compact descriptor, with a stable key order.
+ * Projects an object to its compact descriptor, with a stable key order (the required
+ * fields, then the optional ones present). Built field by field: it runs for every returned
+ * candidate, and spreads allocate.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const toDescriptor = (o: ContextObject): ObjectDescriptor => ({
-  object_id: o.object_id,
-  kind: o.kind,
-  source_message_id: o.source_message_id,
-  chat_id: o.chat_id,
-  topic_id: o.topic_id,
-  ...(o.title_or_label === undefined ? {} : { title_or_label: o.title_or_label }),
-  ...(o.ref === undefined ? {} : { ref: o.ref }),
-  ...(o.created_by_user_id === undefined ? {} : { created_by_user_id: o.created_by_user_id }),
-  created_by_bot: o.created_by_bot,
-  created_at: o.created_at,
-  last_touched_at: o.last_touched_at,
-  ...(o.poll === undefined ? {} : { poll: o.poll }),
-  ...(o.reminder === undefined ? {} : { reminder: o.reminder })
-})
+export const toDescriptor = (o: ContextObject): ObjectDescriptor => {
+  const d: Mutable<ObjectDescriptor> = {
+    object_id: o.object_id,
+    kind: o.kind,
+    source_message_id: o.source_message_id,
+    chat_id: o.chat_id,
+    topic_id: o.topic_id,
+    created_by_bot: o.created_by_bot,
+    created_at: o.created_at,
+    last_touched_at: o.last_touched_at
+  }
+  if (o.title_or_label !== undefined) d.title_or_label = o.title_or_label
+  if (o.ref !== undefined) d.ref = o.ref
+  if (o.created_by_user_id !== undefined) d.created_by_user_id = o.created_by_user_id
+  if (o.poll !== undefined) d.poll = o.poll
+  if (o.reminder !== undefined) d.reminder = o.reminder
+  return d
+}

@@ -5,7 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { ActivationReason } from "./ContextObject.js"
-import { contributions, type Scored } from "./Scoring.js"
+import { features, type Scored } from "./Scoring.js"
 
 /**
  * resolve_reference_target's reason codes.
@@ -108,7 +108,10 @@ const recencyCounts = (value: number, recencyWeight: number) => recencyWeight > 
  */
 export const resolveReasons = (scored: Scored, topicId: string | null, recencyWeight: number): Array<ResolveReason> => {
   const out: Array<ResolveReason> = []
-  for (const [feature, value] of contributions(scored)) {
+  for (let i = 0; i < features.length; i++) {
+    const value = scored.values[i]!
+    if (value === 0) continue
+    const feature = features[i]!
     switch (feature) {
       case "reply_target":
         out.push("exact_reply_target")
@@ -153,7 +156,10 @@ export const activeReasons = (scored: Scored, topicId: string | null, recencyWei
   const push = (code: ActiveReason) => {
     if (!out.includes(code)) out.push(code)
   }
-  for (const [feature, value] of contributions(scored)) {
+  for (let i = 0; i < features.length; i++) {
+    const value = scored.values[i]!
+    if (value === 0) continue
+    const feature = features[i]!
     switch (feature) {
       case "reply_target":
       case "reply_chain":

@@ -170,11 +170,11 @@ export const decide = (
   const second = scored[1]
   const gap = top === undefined ? null : round(top.score - (second?.score ?? 0))
   const plausible = scored.filter((s) => s.score >= settings.min_score)
-  const toCandidate = (s: Scoring.Scored): Candidate => ({
-    ...toDescriptor(s.entry.object),
-    confidence: s.confidence,
-    reasons: resolveReasons(s, request.topic_id, settings.weights.recency)
-  })
+  const toCandidate = (s: Scoring.Scored): Candidate =>
+    Object.assign(toDescriptor(s.entry.object), {
+      confidence: s.confidence,
+      reasons: resolveReasons(s, request.topic_id, settings.weights.recency)
+    })
   const diagnostics: ResolveResult["diagnostics"] = {
     candidate_count: scored.length,
     fallback,
@@ -184,7 +184,7 @@ export const decide = (
     scored: scored.slice(0, request.max_candidates).map((s) => ({
       object_id: s.entry.object.object_id,
       score: s.score,
-      features: Object.fromEntries(Scoring.contributions(s))
+      features: Scoring.featureRecord(s)
     }))
   }
   if (top === undefined || top.score < settings.min_score) {

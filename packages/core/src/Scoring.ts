@@ -230,7 +230,7 @@ export interface Scored {
   readonly entry: PoolEntry
   readonly score: number
   readonly confidence: number
-  readonly values: Float64Array
+  readonly values: ReadonlyArray<number>
 }
 
 /**
@@ -338,7 +338,8 @@ export const score = (
   const o = entry.object
   const hints = request.hints
   const now = request.now
-  const v = new Float64Array(features.length)
+  // A plain array: typed-array allocation costs more than the scoring itself.
+  const v: Array<number> = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 
   if (entry.tier === "reply_target") v[F.reply_target] = w.reply_target
   else if (entry.tier === "reply_chain") v[F.reply_chain] = w.reply_chain
@@ -387,6 +388,21 @@ export const score = (
     confidence: round(Math.min(1, Math.max(0, total / settings.confidence_scale))),
     values: v
   }
+}
+
+/**
+ * The features that fired, as `{ feature: contribution }` in {@link features} order.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const featureRecord = (scored: Scored): Record<string, number> => {
+  const out: Record<string, number> = {}
+  for (let i = 0; i < features.length; i++) {
+    const value = scored.values[i]!
+    if (value !== 0) out[features[i]!] = value
+  }
+  return out
 }
 
 /**
