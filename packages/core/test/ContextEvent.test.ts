@@ -73,6 +73,18 @@ describe("events", () => {
       assert.strictEqual(link!.title_or_label, "Example")
     })))
 
+  it.effect("an article activated from a message's link keeps the link's URL and title", () =>
+    withCore(Effect.gen(function*() {
+      yield* ingest(
+        message(1, { links: [{ url: "https://example.com/post", title: "The post" }] }),
+        activate("summarized", { source_message_id: 1, kind: "article" })
+      )
+      const store = yield* ContextStore
+      const { objects } = yield* store.snapshot("1")
+      const article = objects.find((o) => o.kind === "article")
+      assert.deepStrictEqual([article?.ref, article?.title_or_label], ["https://example.com/post", "The post"])
+    })))
+
   it("long labels are cut to one short line without splitting a character", () => {
     const [event] = Either.getOrThrow(decodeEvents(message(1, { links: [{ url: "https://x", title: "😀".repeat(100) + "\nsecond line" }] })))
     const title = event!.type === "message_observed" ? event!.links[0]!.title! : ""

@@ -218,7 +218,12 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
       return skip(w, e.chat_id, e.event_id, "due_at", "creating a reminder needs due_at")
     }
     const source = w.message(e.chat_id, e.source_message_id)
-    const existing = w.objectsOfMessage(e.chat_id, e.source_message_id).filter((o) => o.kind === e.kind).length
+    const siblings = w.objectsOfMessage(e.chat_id, e.source_message_id)
+    const existing = siblings.filter((o) => o.kind === e.kind).length
+    // An article fetched from a link the message carried keeps that link's URL and title.
+    const link = e.kind === "article" ? siblings.find((o) => o.kind === "link") : undefined
+    const title = e.title_or_label ?? link?.title_or_label
+    const ref = e.ref ?? link?.ref
     const createdBy = e.created_by_user_id ?? source?.sender_user_id ?? e.actor_user_id
     object = {
       object_id: e.object_id ?? objectIdFor(e.chat_id, e.source_message_id, e.kind, existing),
@@ -226,8 +231,8 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
       chat_id: e.chat_id,
       topic_id: source?.topic_id ?? e.topic_id ?? null,
       source_message_id: e.source_message_id,
-      ...(e.title_or_label === undefined ? {} : { title_or_label: e.title_or_label }),
-      ...(e.ref === undefined ? {} : { ref: e.ref }),
+      ...(title === undefined ? {} : { title_or_label: title }),
+      ...(ref === undefined ? {} : { ref }),
       created_at: at,
       last_touched_at: at,
       activation_reasons: [],
