@@ -22,14 +22,14 @@ export type StoreChoice =
 export type Stores = ContextStore.ContextStore | HistoryStore.HistoryStore | ConversationState.ConversationStateStore
 
 /**
- * Reads DEIXIS_STORE, and DEIXIS_SQLITE_FILE for the default (`.deixis/deixis.db`, relative
+ * Reads DEIXIS_STORE, and DEIXIS_SQLITE_FILE for the default (`.deixis/deixis.sqlite`, relative
  * to the directory `pnpm start` was typed in — pnpm's INIT_CWD — or else the working directory).
  */
 export const config: Config.Config<StoreChoice> = Config.all({
   store: Config.option(Config.redacted("DEIXIS_STORE")),
   file: Config.string("DEIXIS_SQLITE_FILE").pipe(
-    Config.orElse(() => Config.map(Config.string("INIT_CWD"), (dir) => join(dir, ".deixis", "deixis.db"))),
-    Config.withDefault(join(".deixis", "deixis.db"))
+    Config.orElse(() => Config.map(Config.string("INIT_CWD"), (dir) => join(dir, ".deixis", "deixis.sqlite"))),
+    Config.withDefault(join(".deixis", "deixis.sqlite"))
   )
 }).pipe(
   Config.mapOrFail(({ file, store }): Either.Either<StoreChoice, ConfigError.ConfigError> => {
