@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Api } from "./Api.js"
 import * as Gate from "./Gate.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
@@ -82,12 +82,39 @@ export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes" 
     Gate.layer(options)
   )
 
+/**
+ * Answers requests that arrive once a stop has begun — after the Effect handler is detached
+ * and before the server has closed — with a 503 and `connection: close`, instead of leaving
+ * them (and so the server's close) hanging.
+ */
+const refuseWhileStopping = (server: Server) =>
+  Layer.scopedDiscard(Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+        // The service's own handler is still attached: it answers.
+        if (server.listenerCount("request") > 1) return
+        const body = JSON.stringify({ _tag: "ShuttingDown", message: "the service is stopping" })
+        response.writeHead(503, { "content-type": "application/json", connection: "close" })
+        response.end(body)
+      })
+      server.closeIdleConnections()
+    })
+  ))
+
 /** The whole service on a Node HTTP server, over the given stores. */
 export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
-  HttpLayerRouter.serve(routes(options), { disableLogger: true, middleware: Gate.finishWrites }).pipe(
-    Layer.provide(services(stores)),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host }))
-  )
+  Layer.suspend(() => {
+    const server = createServer()
+    // Acquired after the server and its handler, so released first: late requests get an answer.
+    return refuseWhileStopping(server).pipe(
+      Layer.provideMerge(
+        HttpLayerRouter.serve(routes(options), { disableLogger: true, middleware: Gate.finishWrites }).pipe(
+          Layer.provide(services(stores)),
+          Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
+        )
+      )
+    )
+  })
 
 /** The service configured from the environment. */
 export const layerConfig = Layer.unwrapEffect(
