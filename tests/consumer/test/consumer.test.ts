@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import { builtinModules } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -122,6 +123,34 @@ describe("published packages, as a consumer installs them", () => {
       expect((m.repository as Record<string, string>).directory, p.name).toBe(`packages/${p.name}`)
       expect((m.publishConfig as Record<string, string>).access, p.name).toBe("public")
       expect(m.private, p.name).toBeUndefined()
+    }
+  })
+
+  // npm hoists all tarballs into one node_modules, so the install alone would not notice a
+  // sibling the workspace linked but the manifest forgot: every import in dist must be declared.
+  it("import only what their manifests declare (dependencies or peers)", () => {
+    for (const p of packed) {
+      const unpacked = path.join(work, "unpacked", p.name)
+      fs.mkdirSync(unpacked, { recursive: true })
+      run("tar", ["-xzf", p.tarball, "-C", unpacked], work)
+      const declared = new Set([
+        p.manifest.name as string,
+        ...Object.keys((p.manifest.dependencies ?? {}) as Record<string, string>),
+        ...Object.keys((p.manifest.peerDependencies ?? {}) as Record<string, string>)
+      ])
+      const dist = path.join(unpacked, "package", "dist")
+      const undeclared = new Set<string>()
+      for (const file of fs.readdirSync(dist, { recursive: true, encoding: "utf8" })) {
+        if (!/\.(js|d\.ts)$/.test(file)) continue
+        const text = fs.readFileSync(path.join(dist, file), "utf8")
+        for (const match of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"'.][^"']*)["']/g)) {
+          const specifier = match[1]!
+          if (specifier.startsWith("node:") || builtinModules.includes(specifier)) continue
+          const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
+          if (!declared.has(name)) undeclared.add(`${file}: ${specifier}`)
+        }
+      }
+      expect([...undeclared], p.name).toEqual([])
     }
   })
 
