@@ -20,11 +20,11 @@
  *
  * @since 0.1.0
  */
+import { defaultsOf } from "@deixis/core/ConfigKeys"
 import { InvalidRequest, pathOf } from "@deixis/core/Errors"
 import { ChatId, MessageId, OptionalTopicId, Timestamp } from "@deixis/core/Ids"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -94,9 +94,7 @@ export const config: Config.Config<ContextLoaderSettings> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const defaults: ContextLoaderSettings = Effect.runSync(
-  Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map()))
-)
+export const defaults: ContextLoaderSettings = defaultsOf(config)
 
 /**
  * The current message, as far as loading needs it. `sent_at` (RFC 3339 on the wire) is the

@@ -16,10 +16,10 @@
  * @since 0.1.0
  */
 import type { StoreError } from "@deixis/core/ContextStore"
+import { positiveInt, defaultsOf } from "@deixis/core/ConfigKeys"
 import { compareMessageIds, MessageId } from "@deixis/core/Ids"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -197,12 +197,6 @@ export interface MemoryOptions {
   readonly max_items_total: number
 }
 
-const count = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
-  )
-
 /**
  * The in-memory adapter's configuration, read from `DEIXIS_HISTORY_STORE_*` keys.
  *
@@ -210,9 +204,9 @@ const count = (name: string, fallback: number) =>
  * @category config
  */
 export const memoryConfig: Config.Config<MemoryOptions> = Config.all({
-  max_chats: count("HISTORY_STORE_MAX_CHATS", 10_000),
-  max_items_per_chat: count("HISTORY_STORE_MAX_ITEMS_PER_CHAT", 5_000),
-  max_items_total: count("HISTORY_STORE_MAX_ITEMS_TOTAL", 2_000_000)
+  max_chats: positiveInt("HISTORY_STORE_MAX_CHATS", 10_000),
+  max_items_per_chat: positiveInt("HISTORY_STORE_MAX_ITEMS_PER_CHAT", 5_000),
+  max_items_total: positiveInt("HISTORY_STORE_MAX_ITEMS_TOTAL", 2_000_000)
 }).pipe(Config.nested("DEIXIS"))
 
 /**
@@ -221,9 +215,7 @@ export const memoryConfig: Config.Config<MemoryOptions> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const memoryDefaults: MemoryOptions = Effect.runSync(
-  Effect.withConfigProvider(memoryConfig, ConfigProvider.fromMap(new Map()))
-)
+export const memoryDefaults: MemoryOptions = defaultsOf(memoryConfig)
 
 /**
  * A new in-memory store.

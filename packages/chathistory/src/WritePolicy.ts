@@ -13,9 +13,9 @@
  *
  * @since 0.1.0
  */
+import { defaultsOf } from "@deixis/core/ConfigKeys"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -78,9 +78,7 @@ export const config: Config.Config<WritePolicySettings> = Config.all({
  * @since 0.1.0
  * @category constants
  */
-export const defaults: WritePolicySettings = Effect.runSync(
-  Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map()))
-)
+export const defaults: WritePolicySettings = defaultsOf(config)
 
 /**
  * The write policy service.

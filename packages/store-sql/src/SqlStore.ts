@@ -10,6 +10,7 @@
  */
 import type { HistoryStoreShape } from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { defaultsOf, millis, positiveInt } from "@deixis/core/ConfigKeys"
 import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
 import { httpStatus } from "@deixis/core/Errors"
@@ -19,7 +20,6 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -116,17 +116,6 @@ export interface PgOptions extends Partial<RetentionOptions> {
   readonly max_connections?: number | undefined
 }
 
-const millis = (name: string, fallback: Duration.DurationInput) =>
-  Config.duration(name).pipe(
-    Config.withDefault(Duration.decode(fallback)),
-    Config.map(Duration.toMillis)
-  )
-const positive = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive integer`, validation: (n) => n > 0 })
-  )
-
 /**
  * Retention settings from `DEIXIS_*` keys, each default written once, here:
  * `STORE_OBJECT_RETENTION` 7 days, `STORE_MESSAGE_RETENTION` 30 days,
@@ -142,7 +131,7 @@ export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
   event_retention: millis("STORE_EVENT_RETENTION", "7 days"),
   history_retention: millis("HISTORY_STORE_RETENTION", "30 days"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute"),
-  sweep_batch: positive("STORE_SWEEP_BATCH", 1000)
+  sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000)
 }).pipe(Config.nested("DEIXIS"))
 
 /**
@@ -180,7 +169,7 @@ export const pgConfig: Config.Config<
 > = Config.all({
   url: Config.redacted("PG_URL").pipe(Config.withDefault(Redacted.make("postgres://postgres@127.0.0.1:5432/deixis"))),
   schema: Config.option(Config.string("PG_SCHEMA")).pipe(Config.map(Option.getOrUndefined)),
-  max_connections: positive("PG_MAX_CONNECTIONS", 10)
+  max_connections: positiveInt("PG_MAX_CONNECTIONS", 10)
 }).pipe(
   Config.nested("DEIXIS"),
   Config.zipWith(retentionConfig, (pg, retention) => ({ ...retention, ...pg }))
@@ -192,12 +181,10 @@ export const pgConfig: Config.Config<
  * @since 0.1.0
  * @category constants
  */
-export const retentionDefaults: RetentionOptions = Effect.runSync(
-  Effect.withConfigProvider(retentionConfig, ConfigProvider.fromMap(new Map()))
-)
+export const retentionDefaults: RetentionOptions = defaultsOf(retentionConfig)
 
-const sqliteDefaults = Effect.runSync(Effect.withConfigProvider(sqliteConfig, ConfigProvider.fromMap(new Map())))
-const pgDefaults = Effect.runSync(Effect.withConfigProvider(pgConfig, ConfigProvider.fromMap(new Map())))
+const sqliteDefaults = defaultsOf(sqliteConfig)
+const pgDefaults = defaultsOf(pgConfig)
 
 // -----------------------------------------------------------------------------
 // Retention

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import { Tool, Toolkit } from "@effect/ai"
+import { defaultsOf } from "@deixis/core/ConfigKeys"
 import * as ActiveContext from "@deixis/core/ActiveContext"
 import * as ConversationState from "@deixis/core/ConversationState"
 import { ChatId, MessageId, OptionalTopicId } from "@deixis/core/Ids"
@@ -26,7 +27,6 @@ import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
@@ -255,7 +255,7 @@ function budget(name: ToolName, fallback: number): Config.Config<number> {
  * @since 0.1.0
  * @category constants
  */
-export const defaultBudgets: Budgets = Effect.runSync(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map())))
+export const defaultBudgets: Budgets = defaultsOf(config)
 
 /**
  * @since 0.1.0
