@@ -3,28 +3,30 @@
 import { ContextLoader, HistoryItem, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
 import { Effect, Layer } from "effect"
 
+const chat = { chat_id: "-1001234567890", topic_id: "17" }
+const bob = { user_id: "1002", username: "bob", first_name: "Bob" }
+const alice = { user_id: "1001", username: "alice", first_name: "Alice" }
+
 const onMessage = Effect.gen(function*() {
-  // From a Telegram update: raw person data and entities in, a normalised item out.
+  // An earlier message, recorded when it arrived (talkative groups record everything).
+  const earlier = yield* HistoryItem.make({
+    ...chat, kind: "inbound_user", message_id: "40", sent_at: 1_770_998_800_000, sender: bob,
+    text: "Poll: lunch at 1?"
+  })
+  yield* WritePolicy.record(earlier, { triggered_run: false, mode: "talkative" })
+
+  // From a Telegram update, 20 minutes later: raw person data and entities in, an item out.
   const item = yield* HistoryItem.make({
-    kind: "inbound_user",
-    chat_id: "-1001234567890",
-    topic_id: "17",
-    message_id: "42",
-    reply_to_message_id: "40",
+    ...chat, kind: "inbound_user", message_id: "42", reply_to_message_id: "40",
     sent_at: 1_771_000_000_000, // message.date * 1000
-    sender: { user_id: "1001", username: "alice", first_name: "Alice" },
+    sender: alice,
     text: "@bob can you check the poll above?",
     entities: [{ type: "mention", offset: 0, length: 4 }]
   })
   yield* WritePolicy.record(item, { triggered_run: true, mode: "talkative" })
 
-  const context = yield* ContextLoader.load({
-    chat_id: item.chat_id,
-    topic_id: item.topic_id,
-    message_id: "42",
-    reply_to_message_id: "40",
-    sent_at: item.sent_at
-  })
+  // Every message: the recency window, the reply target and its chain, the gap since the last one.
+  const context = yield* ContextLoader.load({ ...chat, message_id: "42", reply_to_message_id: "40", sent_at: item.sent_at })
   // system lines (the gap note) + history turns + the current message
   return HistoryRenderer.renderPrompt({
     history: context.messages,
@@ -37,4 +39,4 @@ const onMessage = Effect.gen(function*() {
 const Live = ContextLoader.layer().pipe(
   Layer.provideMerge(Layer.merge(HistoryStore.layerMemory(), WritePolicy.layer()))
 )
-Effect.runPromise(Effect.provide(onMessage, Live)).then(console.log)
+Effect.runPromise(Effect.provide(onMessage, Live)).then((prompt) => console.log(JSON.stringify(prompt, null, 2)))

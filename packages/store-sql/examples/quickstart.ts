@@ -1,16 +1,13 @@
-/**
- * The README's example: core's services over a SQLite file, with the history and
- * conversation-state stores from the same layer. Run: `node --conditions=@deixis/source
- * --import tsx examples/quickstart.ts` (writes deixis-example.db in the working directory).
- */
-import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as Deixis from "@deixis/core/Deixis"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import { SqlStore } from "../src/index.js"
+import { SqlStore } from "@deixis/store-sql"
+import { Effect, Layer } from "effect"
 
-const stores = SqlStore.layerSqlite({ filename: "deixis-example.db" })
+// A file next to the bot (or SqlStore.layerPg({ url: Redacted.make(process.env.DATABASE_URL!) })).
+const stores = SqlStore.layerSqlite({ filename: "deixis.db" })
+
+// Core's services (ingest, resolve_reference_target, list_active_context_objects) over it;
+// HistoryStore and ConversationStateStore come from the same layer.
 const Live = Deixis.layerWith(stores).pipe(Layer.provideMerge(stores))
 
 const program = Effect.gen(function*() {
@@ -18,8 +15,7 @@ const program = Effect.gen(function*() {
   const result = yield* ingest.ingest([
     { type: "message_observed", chat_id: -1001, message_id: 42, links: [{ url: "https://example.com" }] }
   ])
-  const history = yield* HistoryStore
-  yield* Effect.log("applied", result.applied, "history items", (yield* history.stats).items)
+  yield* Effect.log(`applied ${result.applied} event(s)`)
 })
 
 Effect.runPromise(program.pipe(Effect.provide(Live)))

@@ -315,9 +315,20 @@ export const summarize = {
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
+// @effect/ai reports arguments that fail the parameters Schema as a `MalformedOutput` of
+// `<tool>.handle`; to a model (or an MCP client) that is a call to correct, so it gets its own code.
+const invalidParametersOf = (error: Record<string, unknown>): string | undefined => {
+  const method = error["method"]
+  return error["_tag"] === "MalformedOutput" && typeof method === "string" && method.endsWith(".handle") &&
+      String(error["description"]).startsWith("Failed to decode tool call parameters")
+    ? method.slice(0, -".handle".length)
+    : undefined
+}
+
 /**
  * The error envelope of a failure: the error's tag as `code`, its message, and its other
- * fields as `data` (a conflict's `current_revision`, a rejection's `path`).
+ * fields as `data` (a conflict's `current_revision`, a rejection's `path`). Arguments that do
+ * not decode are `InvalidParameters`, naming the tool and the failing path.
  *
  * @since 0.1.0
  * @category envelopes
@@ -325,6 +336,16 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 export const errorEnvelope = (error: unknown): Envelope.Envelope => {
   if (ParseResult.isParseError(error)) return Envelope.failure("InvalidResult", ParseResult.TreeFormatter.formatErrorSync(error))
   if (isRecord(error)) {
+    const tool = invalidParametersOf(error)
+    if (tool !== undefined) {
+      const detail = ParseResult.isParseError(error["cause"])
+        ? ParseResult.TreeFormatter.formatErrorSync(error["cause"])
+        : String(error["description"])
+      return Envelope.failure("InvalidParameters", `${tool}: the arguments do not match the tool's parameters\n${detail}`, {
+        _tag: "InvalidParameters",
+        tool
+      })
+    }
     const code = typeof error["_tag"] === "string" ? error["_tag"] : "Error"
     const message = typeof error["message"] === "string" ? error["message"] : String(error)
     const data: Record<string, unknown> = { _tag: code }

@@ -133,6 +133,11 @@ describe("DeixisToolkit", () => {
       const result = yield* Effect.flatMap(DeixisToolkit.toolkit, (built) =>
         Effect.either(built.handle("get_conversation_state", { topic_id: 3 } as never)))
       if (result._tag === "Right") return assert.fail("the call should have failed")
-      assert.include(DeixisToolkit.errorEnvelope(result.left).summary, "Failed to decode tool call parameters")
+      const envelope = DeixisToolkit.errorEnvelope(result.left)
+      assert.strictEqual(envelope.status, "error")
+      assert.strictEqual(envelope.error?.code, "InvalidParameters")
+      assert.deepStrictEqual(envelope.data, { _tag: "InvalidParameters", tool: "get_conversation_state" })
+      assert.include(envelope.error?.message, "get_conversation_state: the arguments do not match")
+      assert.include(envelope.error?.message, "[\"chat_id\"]")
     }).pipe(run))
 })

@@ -1,9 +1,10 @@
-import { execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
-import { builtinModules } from "node:module"
+import { builtinModules, createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Dependency order: each package's build needs its siblings' dist for their .d.ts.
@@ -12,10 +13,20 @@ const published = ["core", "chathistory", "store-sql", "telegraf", "tools"] as c
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 const fixture = fileURLToPath(new URL("./fixture/main.ts", import.meta.url))
 const tsc = path.join(root, "node_modules/typescript/bin/tsc")
+const require = createRequire(import.meta.url)
+// Where the workspace installed (and compiled) better-sqlite3: beside @effect/sql-sqlite-node.
+const sqliteNode = path.dirname(
+  createRequire(path.join(root, "packages/store-sql/package.json")).resolve("@effect/sql-sqlite-node/package.json")
+)
 
-const run = (command: string, args: ReadonlyArray<string>, cwd: string): string => {
+const execFileAsync = promisify(execFile)
+
+// Asynchronous on purpose: a worker blocked for minutes in a synchronous child process misses
+// vitest's own RPC deadlines ("Timeout calling onTaskUpdate").
+const run = async (command: string, args: ReadonlyArray<string>, cwd: string): Promise<string> => {
   try {
-    return execFileSync(command, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: process.env })
+    const { stdout } = await execFileAsync(command, args, { cwd, encoding: "utf8", env: process.env, maxBuffer: 64 * 1024 * 1024 })
+    return stdout
   } catch (error) {
     // Surface the compiler's or npm's own output, not only the exit code.
     const { stdout, stderr } = error as { stdout?: string; stderr?: string }
@@ -24,7 +35,7 @@ const run = (command: string, args: ReadonlyArray<string>, cwd: string): string 
 }
 
 // `pnpm pack` (not `npm pack`) is what rewrites `workspace:^` to a real range, as `pnpm publish` does.
-const pnpm = (args: ReadonlyArray<string>, cwd: string): string => {
+const pnpm = (args: ReadonlyArray<string>, cwd: string): Promise<string> => {
   const execpath = process.env.npm_execpath
   return execpath !== undefined && /pnpm/.test(execpath)
     ? run(process.execPath, [execpath, ...args], cwd)
@@ -41,22 +52,23 @@ interface Packed {
 let work = ""
 let consumer = ""
 const packed: Array<Packed> = []
+const examples: Array<string> = []
 
-beforeAll(() => {
+beforeAll(async () => {
   // Outside the workspace, so Node's resolution can never climb into its node_modules.
   work = fs.mkdtempSync(path.join(os.tmpdir(), "deixis-consumer-"))
   const tarballs = path.join(work, "tarballs")
   fs.mkdirSync(tarballs)
   for (const name of published) {
     const dir = path.join(root, "packages", name)
-    run(process.execPath, [tsc, "-p", path.join(dir, "tsconfig.build.json")], root)
+    await run(process.execPath, [tsc, "-p", path.join(dir, "tsconfig.build.json")], root)
     const before = new Set(fs.readdirSync(tarballs))
-    pnpm(["pack", "--pack-destination", tarballs], dir)
+    await pnpm(["pack", "--pack-destination", tarballs], dir)
     const tarball = fs.readdirSync(tarballs).find((file) => !before.has(file))
     if (tarball === undefined) throw new Error(`pnpm pack wrote no tarball for ${name}`)
     const full = path.join(tarballs, tarball)
-    const files = run("tar", ["-tzf", full], work).split("\n").filter((line) => line.length > 0)
-    const manifest = JSON.parse(run("tar", ["-xzOf", full, "package/package.json"], work)) as Record<string, unknown>
+    const files = (await run("tar", ["-tzf", full], work)).split("\n").filter((line) => line.length > 0)
+    const manifest = JSON.parse(await run("tar", ["-xzOf", full, "package/package.json"], work)) as Record<string, unknown>
     packed.push({ name, tarball: full, files, manifest })
   }
 
@@ -71,9 +83,33 @@ beforeAll(() => {
   // Plain npm, registry for everything but our tarballs; peers are installed by npm itself.
   // Install scripts are skipped: better-sqlite3 would compile from source, and the consumer
   // imports store-sql without opening a database (the binding loads on first open).
-  run("npm", ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--no-package-lock"], consumer)
+  await run("npm", ["install", "--ignore-scripts", "--no-audit", "--no-fund", "--no-package-lock"], consumer)
+  // Skipping install scripts left better-sqlite3 without its native binding; compiling it again
+  // costs minutes, so the consumer gets the one the workspace compiled for this same version.
+  const binding = path.join("build", "Release", "better_sqlite3.node")
+  const installed = path.join(consumer, "node_modules", "better-sqlite3")
+  const compiled = path.join(path.dirname(require.resolve("better-sqlite3/package.json", { paths: [sqliteNode] })))
+  const version = (dir: string) => (JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { version: string }).version
+  if (version(installed) !== version(compiled)) {
+    throw new Error(`better-sqlite3 ${version(installed)} installed, ${version(compiled)} compiled in the workspace`)
+  }
+  fs.mkdirSync(path.dirname(path.join(installed, binding)), { recursive: true })
+  fs.copyFileSync(path.join(compiled, binding), path.join(installed, binding))
 
   fs.copyFileSync(fixture, path.join(consumer, "main.ts"))
+  // Every complete example of every README (```ts blocks; "```ts fragment" marks a piece of one),
+  // as shipped in the tarball: what a newcomer copies from npm must compile and run.
+  fs.mkdirSync(path.join(consumer, "readme"))
+  for (const p of packed) {
+    const text = fs.readFileSync(path.join(consumer, "node_modules", p.manifest.name as string, "README.md"), "utf8")
+    const blocks = [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+    if (blocks.length === 0) throw new Error(`${p.name}'s README has no example`)
+    blocks.forEach((block, i) => {
+      const file = `readme/${p.name}-${i + 1}.ts`
+      fs.writeFileSync(path.join(consumer, file), block)
+      examples.push(file)
+    })
+  }
   fs.writeFileSync(
     path.join(consumer, "tsconfig.json"),
     JSON.stringify({
@@ -88,7 +124,7 @@ beforeAll(() => {
         skipLibCheck: false,
         outDir: "out"
       },
-      files: ["main.ts"]
+      files: ["main.ts", ...examples]
     })
   )
 })
@@ -128,11 +164,11 @@ describe("published packages, as a consumer installs them", () => {
 
   // npm hoists all tarballs into one node_modules, so the install alone would not notice a
   // sibling the workspace linked but the manifest forgot: every import in dist must be declared.
-  it("import only what their manifests declare (dependencies or peers)", () => {
+  it("import only what their manifests declare (dependencies or peers)", async () => {
     for (const p of packed) {
       const unpacked = path.join(work, "unpacked", p.name)
       fs.mkdirSync(unpacked, { recursive: true })
-      run("tar", ["-xzf", p.tarball, "-C", unpacked], work)
+      await run("tar", ["-xzf", p.tarball, "-C", unpacked], work)
       const declared = new Set([
         p.manifest.name as string,
         ...Object.keys((p.manifest.dependencies ?? {}) as Record<string, string>),
@@ -154,21 +190,19 @@ describe("published packages, as a consumer installs them", () => {
     }
   })
 
-  it("type-check with moduleResolution NodeNext and run with Node", () => {
-    let diagnostics = ""
-    try {
-      execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: consumer, encoding: "utf8", stdio: "pipe" })
-    } catch (error) {
-      diagnostics = (error as { stdout?: string }).stdout ?? String(error)
-    }
+  it("type-check with moduleResolution NodeNext and run with Node", async () => {
+    // tsc exits non-zero on any diagnostic, the third-party ones below included: read its output.
+    const diagnostics = await execFileAsync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: consumer, encoding: "utf8" })
+      .then(() => "", (error: { stdout?: string }) => error.stdout ?? String(error))
     // Third-party declarations that assume the DOM lib or @types/pg are the consumer's business;
-    // any diagnostic in the consumer's file or in a @deixis package is ours.
+    // any diagnostic in the consumer's files (main.ts, the README examples) or in a @deixis
+    // package is ours.
     const ours = diagnostics
       .split("\n")
       .filter((line) => /^(main\.ts|node_modules\/@deixis\/)/.test(line) || (/error TS/.test(line) && !line.startsWith("node_modules/")))
     expect(ours).toEqual([])
     expect(fs.existsSync(path.join(consumer, "out/main.js"))).toBe(true)
-    const report = JSON.parse(run(process.execPath, ["out/main.js"], consumer)) as Record<string, unknown>
+    const report = JSON.parse(await run(process.execPath, ["out/main.js"], consumer)) as Record<string, unknown>
     expect(report.core).toContain("Deixis")
     expect(report.chathistory).toContain("HistoryRenderer")
     expect(report.storeSql).toEqual(["SqlStore"])
@@ -188,5 +222,27 @@ describe("published packages, as a consumer installs them", () => {
     const resolved = report.resolved as Record<string, string>
     expect(resolved.core).toMatch(/node_modules\/@deixis\/core\/dist\/index\.js$/)
     expect(resolved.chathistory).toMatch(/node_modules\/@deixis\/chathistory\/dist\/HistoryRenderer\.js$/)
+  })
+
+  it("README examples type-check against the installed packages, and run: SQLite on a real file", async () => {
+    expect(examples.length).toBeGreaterThanOrEqual(6)
+    for (const file of examples) expect(fs.existsSync(path.join(consumer, "out", file.replace(/\.ts$/, ".js"))), file).toBe(true)
+    const runExample = (name: string) => {
+      const file = examples.find((example) => example.startsWith(`readme/${name}-`))!
+      return run(process.execPath, [path.join("out", file.replace(/\.ts$/, ".js"))], consumer)
+    }
+    // @deixis/core: both tools' answers.
+    const core = await runExample("core")
+    expect(core).toContain(`"status": "resolved"`)
+    expect(core).toContain(`"kind": "link"`)
+    // @deixis/chathistory: a rendered prompt with the history marked as such.
+    expect(await runExample("chathistory")).toContain("chat_history_context")
+    // @deixis/store-sql: a real SQLite file through the published package's own dependencies.
+    expect(await runExample("store-sql")).toContain("applied 1 event(s)")
+    expect(fs.existsSync(path.join(consumer, "deixis.db"))).toBe(true)
+    // @deixis/tools: a resolved poll, and a bad call as an error envelope.
+    const tools = (await runExample("tools")).split("\n").filter((line) => line.startsWith("{"))
+    expect(tools.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual(["ok", "error"])
+    expect(tools[1]).toContain("InvalidParameters")
   })
 })

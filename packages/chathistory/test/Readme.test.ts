@@ -1,0 +1,23 @@
+import * as fs from "node:fs"
+import { describe, expect, it } from "vitest"
+import { checkConfigDocumentation, firstExample, undocumentedModules } from "deixis-test-support/readme"
+import * as ChatHistory from "../src/index.js"
+
+const readme = new URL("../README.md", import.meta.url)
+
+describe("README", () => {
+  it("documents every configuration key with its real default", () => {
+    const { ContextLoader, HistoryStore, WritePolicy } = ChatHistory
+    expect(checkConfigDocumentation(readme, [ContextLoader.config, WritePolicy.config, HistoryStore.memoryConfig]))
+      .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
+  })
+
+  it("lists every module of the public API", () => {
+    expect(undocumentedModules(readme, ChatHistory)).toEqual([])
+    expect(undocumentedModules(readme, { NotAModule: 1 })).toEqual(["NotAModule"])
+  })
+
+  it("shows examples/quickstart.ts as its example", () => {
+    expect(firstExample(readme)).toBe(fs.readFileSync(new URL("../examples/quickstart.ts", import.meta.url), "utf8"))
+  })
+})

@@ -1,0 +1,93 @@
+/**
+ * Checks a package README against the code: every configuration key the package reads has a
+ * row in a README table (`| \`KEY\` | default | meaning |`), every such row names a key the code
+ * reads, and each documented default is the real one — setting the key to the documented value
+ * must change nothing. Default cells starting `unset`, `required` or `—` document a key without one.
+ * Also: every module of the package's barrel has a row in the API table, and the first example
+ * is the package's example file.
+ */
+import * as fs from "node:fs"
+import type * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as PathPatch from "effect/ConfigProviderPathPatch"
+import * as Effect from "effect/Effect"
+import * as HashSet from "effect/HashSet"
+
+const noDefault = /^(unset|required|—|-)(\s|$)/
+
+export interface ConfigDocumentation {
+  /** Keys the code reads that no README row names. */
+  readonly undocumented: ReadonlyArray<string>
+  /** README rows for keys the code does not read. */
+  readonly unknown: ReadonlyArray<string>
+  /** README rows whose default is not what the code uses. */
+  readonly wrongDefaults: ReadonlyArray<string>
+}
+
+/** The `| \`KEY\` | default |` rows of a markdown file. */
+export const configRows = (markdown: string): ReadonlyMap<string, string> =>
+  new Map(
+    [...markdown.matchAll(/^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|\s*([^|]*?)\s*\|/gm)].map(
+      (match) => [match[1]!, match[2]!.replace(/^`(.*)`$/, "$1")] as const
+    )
+  )
+
+/**
+ * Every environment key a configuration reads (path segments joined by "_", as
+ * `ConfigProvider.fromEnv` does). Each key is answered "missing", so defaults apply and
+ * required keys are listed too.
+ */
+export const keysOf = (config: Config.Config<unknown>): ReadonlyArray<string> => {
+  const keys = new Set<string>()
+  const recorder = ConfigProvider.fromFlat(ConfigProvider.makeFlat({
+    load: (path) => {
+      keys.add(path.join("_"))
+      return Effect.fail(ConfigError.MissingData([...path], `${path.join("_")} is not set`))
+    },
+    enumerateChildren: () => Effect.succeed(HashSet.empty()),
+    patch: PathPatch.empty
+  }))
+  Effect.runSync(Effect.either(Effect.withConfigProvider(config, recorder)))
+  return [...keys]
+}
+
+const read = (config: Config.Config<unknown>, entries: ReadonlyArray<readonly [string, string]>): string =>
+  JSON.stringify(
+    Effect.runSync(
+      Effect.either(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(entries), { pathDelim: "_" })))
+    )
+  )
+
+export const checkConfigDocumentation = (
+  readme: URL,
+  configs: ReadonlyArray<Config.Config<unknown>>
+): ConfigDocumentation => {
+  const rows = configRows(fs.readFileSync(readme, "utf8"))
+  const owners = new Map<string, Config.Config<unknown>>()
+  for (const config of configs) for (const key of keysOf(config)) owners.set(key, config)
+  const wrongDefaults: Array<string> = []
+  for (const [key, documented] of rows) {
+    const config = owners.get(key)
+    if (config === undefined || noDefault.test(documented)) continue
+    if (read(config, [[key, documented]]) !== read(config, [])) wrongDefaults.push(`${key} = ${documented}`)
+  }
+  return {
+    undocumented: [...owners.keys()].filter((key) => !rows.has(key)),
+    unknown: [...rows.keys()].filter((key) => !owners.has(key)),
+    wrongDefaults
+  }
+}
+
+/**
+ * Modules of a package's barrel that its README's API list does not name: a table row
+ * `| \`Module\` |`, a list item `- \`Module\`` or a paragraph starting `\`Module\``.
+ */
+export const undocumentedModules = (readme: URL, barrel: Record<string, unknown>): ReadonlyArray<string> => {
+  const text = fs.readFileSync(readme, "utf8")
+  return Object.keys(barrel).filter((name) => !new RegExp(`^(\\| |- )?\`${name}\``, "m").test(text))
+}
+
+/** The first ```ts block of a README: the package's example. */
+export const firstExample = (readme: URL): string | undefined =>
+  /```ts\n([\s\S]*?)```/.exec(fs.readFileSync(readme, "utf8"))?.[1]
