@@ -27,7 +27,20 @@ export const tokenMatches = (expected: Redacted.Redacted<string>, header: string
 
 const json = (status: number, body: Record<string, unknown>) => HttpServerResponse.unsafeJson(body, { status })
 
-const guarded = (path: string) => path.startsWith("/v1/") || path === "/mcp" || path.startsWith("/mcp/") || path.startsWith("/mcp?")
+/** Whether a path needs the bearer token (when one is configured). */
+export const guarded = (path: string) => path.startsWith("/v1/") || path === "/mcp" || path.startsWith("/mcp/") || path.startsWith("/mcp?")
+
+// The gate's own error bodies, shared with the fast path so both answer alike.
+/** The 401 body. */
+export const unauthorizedBody = { _tag: "Unauthorized", message: "a valid Authorization: Bearer token is required" } as const
+/** The 413 body. */
+export const tooLargeBody = (maxBodyBytes: number) =>
+  ({ _tag: "PayloadTooLarge", message: `the body is larger than ${maxBodyBytes} bytes`, max_bytes: maxBodyBytes }) as const
+/** The 400 body for a body that is not JSON. */
+export const invalidJsonBody = (error: unknown) =>
+  ({ _tag: "BadRequest", path: "$", message: `the body is not valid JSON: ${(error as Error).message}` }) as const
+/** The 500 body: the cause is logged, never sent. */
+export const internalErrorBody = { _tag: "InternalError", message: "the request failed unexpectedly" } as const
 
 export const layer = (options: GateOptions) =>
   HttpLayerRouter.middleware(
@@ -47,7 +60,7 @@ export const layer = (options: GateOptions) =>
           Option.isSome(options.apiToken) && guarded(request.url) &&
           !tokenMatches(options.apiToken.value, request.headers["authorization"])
         ) {
-          response = json(401, { _tag: "Unauthorized", message: "a valid Authorization: Bearer token is required" })
+          response = json(401, unauthorizedBody)
         } else if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
           response = tooLargeResponse(options.maxBodyBytes)
         } else {
@@ -60,10 +73,10 @@ export const layer = (options: GateOptions) =>
     { global: true }
   )
 
-const tooLargeResponse = (maxBodyBytes: number) =>
-  json(413, { _tag: "PayloadTooLarge", message: `the body is larger than ${maxBodyBytes} bytes`, max_bytes: maxBodyBytes })
+const tooLargeResponse = (maxBodyBytes: number) => json(413, tooLargeBody(maxBodyBytes))
 
-const hasBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
+/** Whether the method carries a body the gate reads. */
+export const hasBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
 
 // JSON in any of its media types (application/json, application/merge-patch+json, ...).
 const isJson = (contentType: string | undefined) =>
@@ -94,7 +107,7 @@ const handle = (
         try {
           JSON.parse(text.right)
         } catch (error) {
-          return json(400, { _tag: "BadRequest", path: "$", message: `the body is not valid JSON: ${(error as Error).message}` })
+          return json(400, invalidJsonBody(error))
         }
       }
       if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "application/json")) {
@@ -110,7 +123,7 @@ const handle = (
             (cause.error as unknown as { readonly _tag?: unknown })._tag === "RouteNotFound"
             ? Effect.succeed(json(404, { _tag: "NotFound", message: `no route for ${request.method} ${request.url.split("?")[0]}` }))
             : response.status >= 500
-            ? Effect.as(Effect.logError("request failed", rest), json(500, { _tag: "InternalError", message: "the request failed unexpectedly" }))
+            ? Effect.as(Effect.logError("request failed", rest), json(500, internalErrorBody))
             : Effect.succeed(response))
       )
     )

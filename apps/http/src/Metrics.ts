@@ -8,40 +8,57 @@ import { HistoryStore } from "@deixis/chathistory"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
+import * as MetricKey from "effect/MetricKey"
+import * as MetricLabel from "effect/MetricLabel"
 import type * as MetricPair from "effect/MetricPair"
 
-export const requests = Metric.counter("deixis_http_requests_total", {
+const requestsKey = MetricKey.counter("deixis_http_requests_total", {
   description: "HTTP requests by method, route and status",
   incremental: true
 })
-
-export const latency = Metric.histogram(
+const latencyKey = MetricKey.histogram(
   "deixis_http_request_duration_seconds",
   MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
   "HTTP request latency by method and route"
 )
 
-// Tagged metrics are cached per label set: building a metric key per request is costly.
+export const requests = Metric.fromMetricKey(requestsKey)
+export const latency = Metric.fromMetricKey(latencyKey)
+
+// One metric per label set, built from its full key: such a metric keeps its registry hook,
+// where `Metric.tagged` builds a key and looks it up in the registry on every update.
 const counters = new Map<string, Metric.Metric.Counter<number>>()
 const histograms = new Map<string, Metric.Metric.Histogram<number>>()
+const label = MetricLabel.make
+const noLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
+
+/**
+ * Counts one request and records its latency, synchronously: the fast path calls it outside
+ * any fiber, and the gate wraps it in `Effect.sync`. (The service sets no fiber-level metric
+ * labels, so this is what `Metric.update` would record.)
+ */
+export const recordNow = (method: string, route: string, status: number, seconds: number): void => {
+  const counterKey = `${method} ${route} ${status}`
+  let counter = counters.get(counterKey)
+  if (counter === undefined) {
+    counter = Metric.fromMetricKey(
+      MetricKey.taggedWithLabels(requestsKey, [label("method", method), label("route", route), label("status", String(status))])
+    )
+    counters.set(counterKey, counter)
+  }
+  const histogramKey = `${method} ${route}`
+  let histogram = histograms.get(histogramKey)
+  if (histogram === undefined) {
+    histogram = Metric.fromMetricKey(MetricKey.taggedWithLabels(latencyKey, [label("method", method), label("route", route)]))
+    histograms.set(histogramKey, histogram)
+  }
+  counter.unsafeUpdate(1, noLabels)
+  histogram.unsafeUpdate(seconds, noLabels)
+}
 
 /** Counts one request and records its latency. */
 export const record = (method: string, route: string, status: number, seconds: number): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const counterKey = `${method} ${route} ${status}`
-    let counter = counters.get(counterKey)
-    if (counter === undefined) {
-      counter = requests.pipe(Metric.tagged("method", method), Metric.tagged("route", route), Metric.tagged("status", String(status)))
-      counters.set(counterKey, counter)
-    }
-    const histogramKey = `${method} ${route}`
-    let histogram = histograms.get(histogramKey)
-    if (histogram === undefined) {
-      histogram = latency.pipe(Metric.tagged("method", method), Metric.tagged("route", route))
-      histograms.set(histogramKey, histogram)
-    }
-    return Effect.zipRight(Metric.increment(counter), Metric.update(histogram, seconds))
-  })
+  Effect.sync(() => recordNow(method, route, status, seconds))
 
 /** A route label with bounded cardinality: ids in paths become parameters. */
 export const routeLabel = (path: string): string => {

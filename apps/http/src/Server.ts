@@ -2,7 +2,7 @@
  * The service, composed: every feature a layer, the store chosen by configuration. Nothing
  * starts on import; `main.ts` launches it.
  */
-import { HttpApiSwagger, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ContextStore, ConversationState, Deixis } from "@deixis/core"
 import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { Api } from "./Api.js"
+import * as FastPath from "./FastPath.js"
 import * as Gate from "./Gate.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
@@ -27,11 +28,14 @@ export interface ServerOptions {
   readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
   readonly telegram: TelegramOptions
+  /** Serve the two tool routes from the Node listener (see `FastPath.ts`); default true. */
+  readonly fastPath?: boolean | undefined
 }
 
 /**
- * PORT, HOST, DEIXIS_API_TOKEN, DEIXIS_HTTP_MAX_BODY_BYTES, and the bot's identity for the
- * Telegram mapper (DEIXIS_TELEGRAM_BOT_ID, DEIXIS_TELEGRAM_BOT_USERNAME), with their defaults.
+ * PORT, HOST, DEIXIS_API_TOKEN, DEIXIS_HTTP_MAX_BODY_BYTES, DEIXIS_HTTP_FAST_PATH, and the
+ * bot's identity for the Telegram mapper (DEIXIS_TELEGRAM_BOT_ID, DEIXIS_TELEGRAM_BOT_USERNAME),
+ * with their defaults.
  */
 export const config: Config.Config<ServerOptions> = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
@@ -41,6 +45,7 @@ export const config: Config.Config<ServerOptions> = Config.all({
     Config.withDefault(1024 * 1024),
     Config.validate({ message: "DEIXIS_HTTP_MAX_BODY_BYTES must be positive", validation: (n) => n > 0 })
   ),
+  fastPath: Config.boolean("DEIXIS_HTTP_FAST_PATH").pipe(Config.withDefault(true)),
   telegram: Config.all({
     botId: Config.string("DEIXIS_TELEGRAM_BOT_ID").pipe(Config.option, Config.map(Option.getOrUndefined)),
     botUsername: Config.string("DEIXIS_TELEGRAM_BOT_USERNAME").pipe(Config.option, Config.map(Option.getOrUndefined))
@@ -105,12 +110,21 @@ const refuseWhileStopping = (server: Server) =>
 export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
   Layer.suspend(() => {
     const server = createServer()
+    const listen = { port: options.port, host: options.host }
+    // One value, so the service and the fast path share one build of it.
+    const core = services(stores)
+    const http = options.fastPath === false
+      ? NodeHttpServer.layer(() => server, listen)
+      : FastPath.layerServer(server, listen).pipe(Layer.provideMerge(FastPath.layer(options)), Layer.provide(core))
     // Acquired after the server and its handler, so released first: late requests get an answer.
     return refuseWhileStopping(server).pipe(
       Layer.provideMerge(
         HttpLayerRouter.serve(routes(options), { disableLogger: true, middleware: Gate.finishWrites }).pipe(
-          Layer.provide(services(stores)),
-          Layer.provideMerge(NodeHttpServer.layer(() => server, { port: options.port, host: options.host }))
+          // No tracer is exported by the service: a server span per request (URL parsing,
+          // header redaction, a dozen attributes) would be built only to be dropped.
+          HttpMiddleware.withTracerDisabledWhen(() => true),
+          Layer.provide(core),
+          Layer.provideMerge(http)
         )
       )
     )

@@ -1,4 +1,5 @@
 import { HttpServer } from "@effect/platform"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -10,12 +11,16 @@ import * as Store from "../src/Store.js"
 
 export interface Running {
   readonly url: string
+  /** What the service's layer built (its services, and the fast path's listener when on). */
+  readonly context: Context.Context<never>
   readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
   readonly json: (path: string, body: unknown, init?: RequestInit) => Promise<Response>
 }
 
 /** Starts the service on an ephemeral loopback port for the current scope. */
-export const start = (options: { readonly token?: string; readonly maxBodyBytes?: number } = {}) =>
+export const start = (
+  options: { readonly token?: string; readonly maxBodyBytes?: number; readonly fastPath?: boolean } = {}
+) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
       Server.layer(
@@ -24,7 +29,8 @@ export const start = (options: { readonly token?: string; readonly maxBodyBytes?
           host: "127.0.0.1",
           apiToken: options.token === undefined ? Option.none() : Option.some(Redacted.make(options.token)),
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-          telegram: { botId: "999", botUsername: "deixis_bot" }
+          telegram: { botId: "999", botUsername: "deixis_bot" },
+          fastPath: options.fastPath ?? true
         },
         Store.layerMemory
       ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
@@ -35,6 +41,7 @@ export const start = (options: { readonly token?: string; readonly maxBodyBytes?
     const auth: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }
     const running: Running = {
       url,
+      context: context as Context.Context<never>,
       fetch: (path, init = {}) => fetch(url + path, { ...init, headers: { ...auth, ...(init.headers as Record<string, string> | undefined) } }),
       json: (path, body, init = {}) =>
         fetch(url + path, {

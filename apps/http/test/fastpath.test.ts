@@ -1,0 +1,137 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ActiveContext, ReferenceResolver } from "@deixis/core"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Tools } from "../src/Api.js"
+import * as FastPath from "../src/FastPath.js"
+import { start } from "./harness.js"
+
+const token = "s3cret"
+const maxBodyBytes = 4096
+const auth = { authorization: `Bearer ${token}` }
+const json = { "content-type": "application/json", ...auth }
+
+const events = [
+  { type: "message_observed", chat_id: -1001, topic_id: 7, message_id: 10, sender_user_id: 42, links: [{ url: "https://example.com/a", title: "A" }] },
+  { type: "object_activated", event_id: "s1", chat_id: -1001, reason: "summarized", source_message_id: 10, kind: "link" },
+  { type: "message_observed", chat_id: -1001, topic_id: 7, message_id: 11, sender_user_id: 43, reply_to_message_id: 10 },
+  { type: "message_observed", chat_id: -1001, topic_id: 8, message_id: 12, sender_user_id: 42, links: [{ url: "https://example.com/b" }] },
+  { type: "object_activated", event_id: "s2", chat_id: -1001, reason: "summarized", source_message_id: 12, kind: "link" }
+]
+
+interface Case {
+  readonly name: string
+  readonly path: string
+  readonly headers: Record<string, string>
+  readonly body: string | Uint8Array
+  readonly status: number
+  /** Whether the fast path answers it (the rest goes to the Effect stack). */
+  readonly fast: boolean
+}
+
+const routes = ["/v1/tools/resolve_reference_target", "/v1/tools/list_active_context_objects"]
+const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> => [
+  { name: "resolved", path, headers: json, body: JSON.stringify({ chat_id: -1001, topic_id: 7, current_message_id: 13, reply_to_message_id: 11, normalized_reference_hints: { target_kind_hint: "article" } }), status: 200, fast: true },
+  { name: "other topic, string ids", path, headers: json, body: JSON.stringify({ chat_id: "-1001", topic_id: "8", current_message_id: "13", sender_user_id: "42" }), status: 200, fast: true },
+  { name: "nothing there", path, headers: json, body: JSON.stringify({ chat_id: 5, current_message_id: 1 }), status: 200, fast: true },
+  { name: "charset parameter", path, headers: { ...json, "content-type": "application/json; charset=utf-8" }, body: JSON.stringify({ chat_id: -1001, topic_id: 7, current_message_id: 13 }), status: 200, fast: true },
+  { name: "no content-type", path, headers: auth, body: new TextEncoder().encode(JSON.stringify({ chat_id: -1001, current_message_id: 13 })), status: 200, fast: true },
+  { name: "malformed JSON", path, headers: json, body: "{not json", status: 400, fast: true },
+  { name: "empty body", path, headers: json, body: "", status: 400, fast: true },
+  { name: "schema failure: empty id", path, headers: json, body: JSON.stringify({ chat_id: "", current_message_id: 1 }), status: 400, fast: true },
+  { name: "schema failure: missing field", path, headers: json, body: JSON.stringify({ chat_id: -1001 }), status: 400, fast: true },
+  { name: "schema failure: wrong type", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1.5, topic_id: [] }), status: 400, fast: true },
+  { name: "schema failure: an array", path, headers: json, body: "[]", status: 400, fast: true },
+  { name: "schema failure: null", path, headers: json, body: "null", status: 400, fast: true },
+  { name: "missing token", path, headers: { "content-type": "application/json" }, body: "{}", status: 401, fast: true },
+  { name: "wrong token", path, headers: { ...json, authorization: "Bearer nope" }, body: "{}", status: 401, fast: true },
+  { name: "oversized", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1, raw_user_text: "x".repeat(maxBodyBytes) }), status: 413, fast: true },
+  { name: "text/plain body", path, headers: { ...json, "content-type": "text/plain" }, body: "{}", status: 400, fast: false },
+  { name: "query string", path: path + "?x=1", headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 13 }), status: 200, fast: false }
+])
+
+interface Answer {
+  readonly status: number
+  readonly contentType: string | null
+  readonly body: string
+}
+
+const send = (url: string, c: Case): Effect.Effect<Answer> =>
+  Effect.promise(async () => {
+    const response = await fetch(url + c.path, { method: "POST", headers: c.headers, body: c.body })
+    return { status: response.status, contentType: response.headers.get("content-type"), body: await response.text() }
+  })
+
+// The fast path's listener alone on its own port, over the same services as the service that
+// built it: whatever it declines is a 599, so the test sees which requests it answered itself.
+const listenerAlone = (listener: FastPath.Listener) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
+      const server = createServer((request, response) => {
+        if (!listener(request, response)) {
+          request.resume()
+          response.writeHead(599).end()
+        }
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, close: () => server.close() }))
+      })
+    }),
+    (alone) => Effect.sync(alone.close)
+  )
+
+describe("the tool routes' fast path", () => {
+  it.effect("decodes and encodes with the Schemas the API declares for the two routes", () =>
+    Effect.sync(() => {
+      const schemas = (name: string) => {
+        const endpoint = Tools.endpoints[name]!
+        const payload: Option.Option<unknown> = endpoint.payloadSchema
+        return [Option.getOrThrow(payload), endpoint.successSchema as unknown]
+      }
+      assert.deepStrictEqual(schemas("resolve"), [ReferenceResolver.ResolveRequest, ReferenceResolver.ResolveResult])
+      assert.deepStrictEqual(schemas("list"), [ActiveContext.ListRequest, ActiveContext.ListResult])
+    }))
+
+  it.scoped("answers every request of the corpus exactly as the Effect stack does: status, content-type, body", () =>
+    Effect.gen(function*() {
+      const fast = yield* start({ token, maxBodyBytes, fastPath: true })
+      const slow = yield* start({ token, maxBodyBytes, fastPath: false })
+      assert.isTrue(Option.isNone(Context.getOption(slow.context, FastPath.FastPath)))
+      const alone = yield* listenerAlone(Context.unsafeGet(fast.context, FastPath.FastPath))
+      for (const api of [fast, slow]) {
+        const seeded = yield* Effect.promise(() => api.json("/v1/events", events))
+        assert.strictEqual(seeded.status, 200)
+      }
+
+      for (const c of corpus) {
+        const expected = yield* send(slow.url, c)
+        assert.strictEqual(expected.status, c.status, `${c.path} ${c.name}: the Effect stack`)
+        const viaService = yield* send(fast.url, c)
+        const viaListener = yield* send(alone.url, c)
+        assert.deepStrictEqual(viaService, expected, `${c.path} ${c.name}: the service with the fast path`)
+        if (c.fast) {
+          assert.deepStrictEqual(viaListener, expected, `${c.path} ${c.name}: the fast path itself`)
+        } else {
+          assert.strictEqual(viaListener.status, 599, `${c.path} ${c.name}: left to the Effect stack`)
+        }
+      }
+    }))
+
+  it.scoped("counts its requests in the same /metrics series", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ fastPath: true })
+      const series = "deixis_http_requests_total{method=\"POST\",route=\"/v1/tools/resolve_reference_target\",status=\"400\"}"
+      const slowest = "deixis_http_request_duration_seconds_bucket{method=\"POST\",route=\"/v1/tools/resolve_reference_target\",le=\"+Inf\"}"
+      const sample = (text: string, name: string) => Number(text.split("\n").find((l) => l.startsWith(name + " "))?.split(" ")[1] ?? 0)
+      const before = yield* Effect.promise(() => api.fetch("/metrics").then((r) => r.text()))
+      const rejected = yield* Effect.promise(() => api.json("/v1/tools/resolve_reference_target", { chat_id: "" }))
+      assert.strictEqual(rejected.status, 400)
+      const after = yield* Effect.promise(() => api.fetch("/metrics").then((r) => r.text()))
+      assert.strictEqual(sample(after, series) - sample(before, series), 1)
+      assert.strictEqual(sample(after, slowest) - sample(before, slowest), 1)
+    }))
+})
