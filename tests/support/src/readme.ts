@@ -1,7 +1,8 @@
 /**
  * Checks a package README against the code: every configuration key the package reads has a
  * row in a README table (`| \`KEY\` | default | meaning |`), every such row names a key the code
- * reads, and each documented default is the real one — setting the key to the documented value
+ * reads (a `| \`PREFIX_*\` |` row covers keys documented in another README), and each
+ * documented default is the real one — setting the key to the documented value
  * must change nothing. Default cells starting `unset`, `required` or `—` document a key without one.
  * Also: every module of the package's barrel has a row in the API table, and the first example
  * is the package's example file.
@@ -28,7 +29,7 @@ export interface ConfigDocumentation {
 /** The `| \`KEY\` | default |` rows of a markdown file. */
 export const configRows = (markdown: string): ReadonlyMap<string, string> =>
   new Map(
-    [...markdown.matchAll(/^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|\s*([^|]*?)\s*\|/gm)].map(
+    [...markdown.matchAll(/^\|\s*`([A-Z][A-Z0-9_]+\*?)`\s*\|\s*([^|]*?)\s*\|/gm)].map(
       (match) => [match[1]!, match[2]!.replace(/^`(.*)`$/, "$1")] as const
     )
   )
@@ -59,22 +60,33 @@ const read = (config: Config.Config<unknown>, entries: ReadonlyArray<readonly [s
     )
   )
 
+/**
+ * @param baseline keys set in every read (a required key, or the key that switches a feature on
+ * so that the keys under it are read at all); their rows' defaults are not checked.
+ */
 export const checkConfigDocumentation = (
   readme: URL,
-  configs: ReadonlyArray<Config.Config<unknown>>
+  configs: ReadonlyArray<Config.Config<unknown>>,
+  baseline: Readonly<Record<string, string>> = {}
 ): ConfigDocumentation => {
+  const base = Object.entries(baseline)
   const rows = configRows(fs.readFileSync(readme, "utf8"))
   const owners = new Map<string, Config.Config<unknown>>()
   for (const config of configs) for (const key of keysOf(config)) owners.set(key, config)
   const wrongDefaults: Array<string> = []
   for (const [key, documented] of rows) {
     const config = owners.get(key)
-    if (config === undefined || noDefault.test(documented)) continue
-    if (read(config, [[key, documented]]) !== read(config, [])) wrongDefaults.push(`${key} = ${documented}`)
+    if (config === undefined || noDefault.test(documented) || key in baseline) continue
+    if (read(config, [...base, [key, documented]]) !== read(config, base)) wrongDefaults.push(`${key} = ${documented}`)
   }
+  // A `PREFIX_*` row stands for keys documented elsewhere (another package's README).
+  const prefixes = [...rows.keys()].filter((key) => key.endsWith("*")).map((key) => key.slice(0, -1))
+  const covered = (key: string) => rows.has(key) || prefixes.some((prefix) => key.startsWith(prefix))
+  const known = (row: string) =>
+    row.endsWith("*") ? [...owners.keys()].some((key) => key.startsWith(row.slice(0, -1))) : owners.has(row)
   return {
-    undocumented: [...owners.keys()].filter((key) => !rows.has(key)),
-    unknown: [...rows.keys()].filter((key) => !owners.has(key)),
+    undocumented: [...owners.keys()].filter((key) => !covered(key)),
+    unknown: [...rows.keys()].filter((key) => !known(key)),
     wrongDefaults
   }
 }
