@@ -14,6 +14,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as PathPatch from "effect/ConfigProviderPathPatch"
 import * as Effect from "effect/Effect"
 import * as HashSet from "effect/HashSet"
+import * as Redacted from "effect/Redacted"
 
 const noDefault = /^(unset|required|—|-)(\s|$)/
 
@@ -53,11 +54,19 @@ export const keysOf = (config: Config.Config<unknown>): ReadonlyArray<string> =>
   return [...keys]
 }
 
+// Redacted values print as "<redacted>" (toJSON runs before a replacer sees them): compare
+// their contents, read from the holder.
+function reveal(this: Record<string, unknown>, key: string, value: unknown): unknown {
+  const original = this[key]
+  return Redacted.isRedacted(original) ? Redacted.value(original) : value
+}
+
 const read = (config: Config.Config<unknown>, entries: ReadonlyArray<readonly [string, string]>): string =>
   JSON.stringify(
     Effect.runSync(
       Effect.either(Effect.withConfigProvider(config, ConfigProvider.fromMap(new Map(entries), { pathDelim: "_" })))
-    )
+    ),
+    reveal
   )
 
 /**
