@@ -1,7 +1,8 @@
 /**
  * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
  * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
- * then the service at a fixed 1,000 requests/s. Each server runs in its own process.
+ * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison, the same route with the
+ * fast path off (the Effect HTTP stack alone). Each server runs in its own process.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process"
 import { join } from "node:path"
@@ -81,12 +82,18 @@ const request = JSON.stringify({
 const main = async () => {
   const bare = await start("bare.js")
   const service = await start("server.js")
+  const effectOnly = await start("server.js", { DEIXIS_HTTP_FAST_PATH: "false" })
   try {
     await seed(service.url)
+    await seed(effectOnly.url)
     await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const baseline = await cannon(bare.url + "/v1/tools/resolve_reference_target", request)
     const deixis = await cannon(service.url + "/v1/tools/resolve_reference_target", request)
     const paced = await cannon(service.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
+    // The same pacing against the bare server: what this machine and autocannon's pacing add.
+    const barePaced = await cannon(bare.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
+    await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
+    const stack = await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request)
     const ratio = deixis.requests.average / baseline.requests.average
     console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning\n`)
     console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx |")
@@ -96,10 +103,13 @@ const main = async () => {
     row("bare node:http, constant JSON", baseline)
     row("deixis resolve_reference_target, max rate", deixis)
     row("deixis resolve_reference_target, 1,000 req/s", paced)
-    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target <= 5 ms`)
+    row("bare node:http, 1,000 req/s", barePaced)
+    row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
+    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target <= 5 ms (bare: ${barePaced.latency.p99} ms)`)
   } finally {
     bare.child.kill("SIGTERM")
     service.child.kill("SIGTERM")
+    effectOnly.child.kill("SIGTERM")
   }
 }
 

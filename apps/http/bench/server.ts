@@ -1,4 +1,4 @@
-/** The service on the memory store, for the benchmark (port from PORT). */
+/** The service on the memory store, for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH=false for the Effect stack alone). */
 import { NodeRuntime } from "@effect/platform-node"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -14,7 +14,8 @@ Server.layer(
     host: "127.0.0.1",
     apiToken: Option.none(),
     maxBodyBytes: 1024 * 1024,
-    telegram: {}
+    telegram: {},
+    fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
   },
   Store.layerMemory
 ).pipe(Layer.provide(Logger.minimumLogLevel(level)), Layer.launch, NodeRuntime.runMain)
