@@ -1,8 +1,9 @@
 /**
  * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
  * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
- * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison, the same route with the
- * fast path off (the Effect HTTP stack alone). Each server runs in its own process.
+ * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
+ * the same route with the fast path off (the Effect HTTP stack alone). Each server runs in
+ * its own process.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process"
 import { join } from "node:path"

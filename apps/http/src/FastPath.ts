@@ -32,7 +32,12 @@ import type { ListenOptions } from "node:net"
 import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
 
-/** A Node request listener that answers what it can and returns `false` for the rest. */
+/**
+ * A Node request listener that answers what it can and returns `false` for the rest.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => boolean
 
 /**
@@ -43,6 +48,12 @@ export type Listener = (request: IncomingMessage, response: ServerResponse) => b
  */
 export class FastPath extends Context.Tag("@deixis/http/FastPath")<FastPath, Listener>() {}
 
+/**
+ * The gate's settings, which the fast path applies alike.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FastPathOptions {
   readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
@@ -197,7 +208,8 @@ export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, Re
 /**
  * The Node HTTP server (as `NodeHttpServer.layer`), whose request listener tries the fast path
  * first and hands everything else to the Effect handler. Both are attached together and
- * detached together when the server stops.
+ * detached together when the server stops. (No WebSocket upgrade handler: the service has no
+ * WebSocket route; MCP is streamable HTTP.)
  *
  * @since 0.1.0
  * @category layers
