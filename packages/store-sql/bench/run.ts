@@ -6,7 +6,8 @@
  *
  * Environment: BENCH_MESSAGES (default 1000000), BENCH_CALLS (default 2000 per tool and engine),
  * BENCH_ENGINES (default memory,sqlite,pg), DEIXIS_TEST_PG_URL (default
- * postgres://postgres@127.0.0.1:5432/test; the bench works in a schema of its own, dropped after).
+ * postgres://postgres@127.0.0.1:5432/test; the bench works in a schema of its own, dropped after),
+ * BENCH_KEEP=1 (keep that schema and the SQLite file, to EXPLAIN queries over the data).
  */
 import { ActiveContext, type ListRequest } from "@deixis/core/ActiveContext"
 import { ContextIngest } from "@deixis/core/ContextIngest"
@@ -32,6 +33,8 @@ const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 1_000_000)
 const CALLS = Number(process.env["BENCH_CALLS"] ?? 2000)
 const ENGINES = (process.env["BENCH_ENGINES"] ?? "memory,sqlite,pg").split(",")
 const PG_URL = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+/** Keep the PostgreSQL schema (and the SQLite file) afterwards, to EXPLAIN queries over the data. */
+const KEEP = process.env["BENCH_KEEP"] === "1"
 const TOPICS = 100
 const CHAT = "-1001"
 /** Messages per batch; with the activations near the end a batch stays within core's 1000 events. */
@@ -186,7 +189,8 @@ const measureOne = (engine: string) =>
         Layer.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "bench.db") }))
       )
       const result = yield* run("SQLite (file, WAL, synchronous=FULL)", layer)
-      fs.rmSync(dir, { recursive: true, force: true })
+      if (KEEP) console.error(`kept ${path.join(dir, "bench.db")}`)
+      else fs.rmSync(dir, { recursive: true, force: true })
       return result
     }
     const schema = `deixis_bench_${Date.now().toString(36)}`
@@ -194,6 +198,10 @@ const measureOne = (engine: string) =>
       Layer.provide(SqlStore.layerPgClient({ url: PG_URL, schema, max_connections: 4 }))
     )
     const result = yield* run("PostgreSQL (loopback)", layer)
+    if (KEEP) {
+      console.error(`kept schema ${schema}`)
+      return result
+    }
     yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
       Effect.provide(SqlStore.layerPgClient({ url: PG_URL }))
     )

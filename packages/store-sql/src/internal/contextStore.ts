@@ -34,8 +34,11 @@ import {
   describe,
   marks,
   num,
+  type ColumnType,
   type Param,
   type Row,
+  rowsTables,
+  type Scalar,
   str,
   strOrNull,
   topicKey,
@@ -131,36 +134,6 @@ class Wanted {
   }
 }
 
-const wantedFor = (events: ReadonlyArray<ContextEvent>): Wanted => {
-  const w = new Wanted()
-  for (const e of events) {
-    switch (e.type) {
-      case "message_observed":
-        w.message(e.chat_id, e.message_id)
-        if (e.poll !== undefined) w.polls.add(e.poll.poll_id)
-        break
-      case "object_activated":
-        w.event(e.chat_id, e.event_id)
-        if (e.object_id !== undefined) w.object(e.chat_id, e.object_id)
-        if (e.source_message_id !== undefined) w.message(e.chat_id, e.source_message_id)
-        if (e.poll_id !== undefined) w.polls.add(e.poll_id)
-        break
-      case "poll_closed":
-        if (e.poll_id !== undefined) w.polls.add(e.poll_id)
-        if (e.chat_id !== undefined) w.event(e.chat_id, e.event_id)
-        if (e.chat_id !== undefined && e.object_id !== undefined) w.object(e.chat_id, e.object_id)
-        break
-      case "reminder_updated":
-      case "reminder_fired":
-      case "reminder_cancelled":
-        w.event(e.chat_id, e.event_id)
-        w.object(e.chat_id, e.object_id)
-        break
-    }
-  }
-  return w
-}
-
 /** The rows of one batch, as loaded, then as the reducer changes them. */
 interface Loaded {
   readonly nextSeq: Map<string, number>
@@ -175,6 +148,19 @@ interface Loaded {
   /** Object key → its stored sequence number. */
   readonly seqs: Map<string, number>
 }
+
+/** Nothing loaded: the reducer run over it names, as missing, every row a batch reads. */
+const nothingLoaded = (): Loaded => ({
+  nextSeq: new Map(),
+  messages: new Map(),
+  objects: new Map(),
+  byMessage: new Map(),
+  polls: new Map(),
+  closes: new Map(),
+  seen: new Set(),
+  seenLoaded: new Set(),
+  seqs: new Map()
+})
 
 interface Changes {
   readonly messages: Array<MessageMeta>
@@ -192,6 +178,26 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   // ---------------------------------------------------------------------------
   // apply
   // ---------------------------------------------------------------------------
+
+  /**
+   * The keys `k` joined to the rows of `table` matching `on`, one index probe per key: on SQLite a
+   * CROSS JOIN fixes that order; on PostgreSQL a LATERAL subquery (OFFSET 0 keeps the planner from
+   * flattening it), since without statistics it may hash-join the whole table instead.
+   */
+  const probe = (table: string, alias: string, on: string) =>
+    pg ? `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} OFFSET 0) AS ${alias}` : `CROSS JOIN ${table} ${alias} ON ${on}`
+  /** Runs `statement` over `rows` passed in bulk as the table `k` (see rowsTables); returns every row it returns. */
+  const bulk = (
+    columns: ReadonlyArray<readonly [string, ColumnType]>,
+    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
+    statement: (from: string) => string,
+    uses = 1
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+    rows.length === 0 ? Effect.succeed([]) : Effect.map(
+      Effect.forEach(rowsTables(db.dialect, columns, rows), (k) =>
+        db.query(statement(k.from), uses === 1 ? k.params : Array.from({ length: uses }, () => k.params).flat(1))),
+      (results) => results.length === 1 ? results[0]! : results.flat()
+    )
 
   const load = (w: Wanted, now: number): Effect.Effect<Loaded, SqlError | string> =>
     Effect.gen(function*() {
@@ -213,16 +219,16 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         for (const r of rows) nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
       }
 
+      // Each table is read with one statement over the batch's keys passed in bulk (see rowsTable).
       const messages = new Map<string, MessageMeta | null>()
-      const wantedMessages = [...w.messages.values()]
       for (const k of w.messages.keys()) messages.set(k, null)
-      for (const part of chunks(wantedMessages, 3)) {
-        const rows = yield* db.query(
-          `SELECT chat_id, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages
-           WHERE (chat_id, id_len, message_id) IN (VALUES ${
-            part.map(() => "(?, CAST(? AS INTEGER), ?)").join(", ")
-          })`,
-          part.flatMap(([c, m]) => [c, m.length, m])
+      if (w.messages.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
+          [...w.messages.values()].map(([c, m]) => [c, m.length, m]),
+          (from) =>
+            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
         )
         for (const r of rows) {
           const m = messageOf(str(r["chat_id"]), r)
@@ -244,17 +250,22 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
           const list = byMessage.get(key(o.chat_id, o.source_message_id))
           if (list !== undefined && !list.includes(ok)) list.push(ok)
         })
-      for (const part of chunks([...w.byMessage.values()], 2)) {
-        const rows = yield* db.query(
-          `SELECT body, seq FROM deixis_objects WHERE (chat_id, source_message_id) IN (VALUES ${tuples(part.length, 2)}) ORDER BY seq`,
-          part.flat()
+      if (w.byMessage.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["message_id", "TEXT"]],
+          [...w.byMessage.values()],
+          (from) =>
+            `SELECT o.body, o.seq FROM ${from}
+           ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.source_message_id = k.message_id")} ORDER BY o.seq`
         )
         for (const r of rows) yield* addObject(r)
       }
-      for (const part of chunks([...w.objects.values()], 2)) {
-        const rows = yield* db.query(
-          `SELECT body, seq FROM deixis_objects WHERE (chat_id, object_id) IN (VALUES ${tuples(part.length, 2)})`,
-          part.flat()
+      if (w.objects.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["object_id", "TEXT"]],
+          [...w.objects.values()],
+          (from) =>
+            `SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
         )
         for (const r of rows) yield* addObject(r)
       }
@@ -266,19 +277,32 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         polls.set(id, null)
         closes.set(id, null)
       }
-      for (const part of chunks(pollIds, 1)) {
-        const rows = yield* db.query(`SELECT poll_id, chat_id, object_id FROM deixis_polls WHERE poll_id IN ${marks(part.length)}`, part)
-        for (const r of rows) polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
-        const pending = yield* db.query(`SELECT poll_id, event_id, at FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
-        for (const r of pending) closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
+      if (pollIds.length > 0) {
+        // One statement for both lookups: the poll's object, and a close seen before the poll.
+        const rows = yield* bulk(
+          [["poll_id", "TEXT"]],
+          pollIds.map((id) => [id]),
+          (from) =>
+            `SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
+             FROM ${from} ${probe("deixis_polls", "p", "p.poll_id = k.poll_id")}
+           UNION ALL
+           SELECT 'c' AS part, c.poll_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT), c.event_id, c.at
+             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`, 2
+        )
+        for (const r of rows) {
+          if (r["part"] === "p") polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
+          else closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
+        }
       }
 
       const seen = new Set<string>()
       const seenLoaded = new Set<string>(w.seen.keys())
-      for (const part of chunks([...w.seen.values()], 2)) {
-        const rows = yield* db.query(
-          `SELECT chat_id, event_id FROM deixis_events WHERE (chat_id, event_id) IN (VALUES ${tuples(part.length, 2)})`,
-          part.flat()
+      if (w.seen.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["event_id", "TEXT"]],
+          [...w.seen.values()],
+          (from) =>
+            `SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }
@@ -383,13 +407,24 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     for (const [k, v] of from.seen) into.seen.set(k, v)
   }
 
+  /** One statement per table over the batch's rows passed in bulk (see rowsTable). */
   const write = (changes: Changes, s: Loaded, now: number) =>
     Effect.gen(function*() {
-      for (const part of chunks(changes.messages, 9)) {
-        yield* db.query(
-          `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
-           VALUES ${tuples(part.length, 9)} ON CONFLICT DO NOTHING`,
-          part.flatMap((m) => [
+      if (changes.messages.length > 0) {
+        // `WHERE true` keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
+        yield* bulk(
+          [
+            ["chat_id", "TEXT"],
+            ["id_len", "INTEGER"],
+            ["message_id", "TEXT"],
+            ["topic", "TEXT"],
+            ["reply_len", "INTEGER"],
+            ["reply_to", "TEXT"],
+            ["sender", "TEXT"],
+            ["from_bot", "INTEGER"],
+            ["sent_at", "BIGINT"]
+          ],
+          changes.messages.map((m) => [
             m.chat_id,
             m.message_id.length,
             m.message_id,
@@ -399,11 +434,14 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
             m.sender_user_id,
             m.from_bot ? 1 : 0,
             m.sent_at
-          ])
+          ]),
+          (from) =>
+            `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+           SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
       }
       const touchedChats = new Set<string>()
-      const objectRows: Array<ReadonlyArray<Param>> = []
+      const objectRows: Array<ReadonlyArray<Scalar>> = []
       for (const [k, { fresh, object: o }] of changes.objects) {
         let seq = s.seqs.get(k)
         if (fresh || seq === undefined) {
@@ -424,22 +462,36 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
           JSON.stringify(o)
         ])
       }
-      for (const part of chunks(objectRows, 10)) {
-        yield* db.query(
-          `INSERT INTO deixis_objects (${objectColumns}) VALUES ${tuples(part.length, 10)}
+      if (objectRows.length > 0) {
+        yield* bulk(
+          [
+            ["chat_id", "TEXT"],
+            ["object_id", "TEXT"],
+            ["seq", "BIGINT"],
+            ["kind", "TEXT"],
+            ["topic", "TEXT"],
+            ["source_message_id", "TEXT"],
+            ["created_by", "TEXT"],
+            ["active_until", "BIGINT"],
+            ["since", "BIGINT"],
+            ["body", "TEXT"]
+          ],
+          objectRows,
+          (from) =>
+            `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${from} WHERE true
            ON CONFLICT (chat_id, object_id) DO UPDATE SET
              seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
              source_message_id = excluded.source_message_id, created_by = excluded.created_by,
-             active_until = excluded.active_until, since = excluded.since, body = excluded.body`,
-          part.flat()
+             active_until = excluded.active_until, since = excluded.since, body = excluded.body`
         )
       }
-      const polls = [...changes.polls]
-      for (const part of chunks(polls, 4)) {
-        yield* db.query(
-          `INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) VALUES ${tuples(part.length, 4)}
-           ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at`,
-          part.flatMap(([id, ref]) => [id, ref.chat_id, ref.object_id, now])
+      if (changes.polls.size > 0) {
+        yield* bulk(
+          [["poll_id", "TEXT"], ["chat_id", "TEXT"], ["object_id", "TEXT"], ["stored_at", "BIGINT"]],
+          [...changes.polls].map(([id, ref]) => [id, ref.chat_id, ref.object_id, now]),
+          (from) =>
+            `INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at`
         )
       }
       const cleared = [...changes.closes].filter(([, c]) => c === null).map(([id]) => id)
@@ -447,17 +499,21 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         yield* db.query(`DELETE FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
       }
       const pending = [...changes.closes].flatMap(([id, c]) => (c === null ? [] : [[id, c] as const]))
-      for (const part of chunks(pending, 4)) {
-        yield* db.query(
-          `INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) VALUES ${tuples(part.length, 4)}
-           ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at`,
-          part.flatMap(([id, c]) => [id, c.event_id, c.at, now])
+      if (pending.length > 0) {
+        yield* bulk(
+          [["poll_id", "TEXT"], ["event_id", "TEXT"], ["at", "BIGINT"], ["stored_at", "BIGINT"]],
+          pending.map(([id, c]) => [id, c.event_id, c.at, now]),
+          (from) =>
+            `INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at`
         )
       }
-      for (const part of chunks(changes.seen, 3)) {
-        yield* db.query(
-          `INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES ${tuples(part.length, 3)} ON CONFLICT DO NOTHING`,
-          part.flatMap(([c, e]) => [c, e, now])
+      if (changes.seen.length > 0) {
+        yield* bulk(
+          [["chat_id", "TEXT"], ["event_id", "TEXT"], ["seen_at", "BIGINT"]],
+          changes.seen.map(([c, e]) => [c, e, now]),
+          (from) =>
+            `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
       }
       const chats = [...touchedChats]
@@ -474,7 +530,11 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
     return db.transaction(Effect.gen(function*() {
-      const wanted = wantedFor(events)
+      // What the batch reads, from the reducer itself: run once over nothing loaded (no I/O), it asks for
+      // every row its events name, the objects their messages will carry included. Reads that depend
+      // on what is stored (a poll close naming only its poll) are asked for by the rounds below.
+      const wanted = new Wanted()
+      reduce(events, options, nothingLoaded(), wanted)
       // Each round loads everything asked for so far; a round that asks for nothing new is final.
       for (let round = 0;; round++) {
         const loaded = yield* load(wanted, options.now)
@@ -752,7 +812,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   const replyChain = (chatId: string, messageId: string, depth: number) =>
     depth <= 0 ? Effect.succeed([]) : db.query(
       `WITH RECURSIVE chain(depth, id_len, message_id) AS (
-         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
          UNION ALL
          SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
            JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id

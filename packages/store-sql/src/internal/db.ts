@@ -13,8 +13,11 @@ import * as Scope from "effect/Scope"
 
 export type Dialect = "sqlite" | "pg"
 
-/** A value bound to a placeholder: what both drivers accept. */
-export type Param = string | number | null | ReadonlyArray<string>
+/** A scalar bound to a placeholder. */
+export type Scalar = string | number | null
+
+/** A value bound to a placeholder: what both drivers accept (arrays on PostgreSQL only). */
+export type Param = Scalar | ReadonlyArray<Scalar>
 
 export type Row = { readonly [column: string]: unknown }
 
@@ -143,6 +146,53 @@ export const tuples = (rows: number, width: number): string => {
   const one = marks(width)
   let out = ""
   for (let i = 0; i < rows; i++) out += i === 0 ? one : ", " + one
+  return out
+}
+
+/** The SQL type of a column of rows passed in bulk (see {@link rowsTable}). */
+export type ColumnType = "TEXT" | "INTEGER" | "BIGINT"
+
+/** Row counts of the SQLite chunks: powers of two, so a table is written with a handful of statement texts. */
+const chunkRows = (n: number): ReadonlyArray<number> => {
+  const out: Array<number> = []
+  let left = n
+  for (let size = 256; size >= 1; size /= 2) {
+    while (left >= size) {
+      out.push(size)
+      left -= size
+    }
+  }
+  return out
+}
+
+/**
+ * `rows` as a table `k(columns…)` to read from: on PostgreSQL one statement binding one typed
+ * array per column (`unnest`), so the server parses a handful of parameters instead of
+ * thousands; on SQLite multi-row `VALUES` in chunks of 256, 128, …, 1 rows, so a table is
+ * written with a few statement texts (each prepared once) whatever the batch size.
+ */
+export const rowsTables = (
+  dialect: Dialect,
+  columns: ReadonlyArray<readonly [name: string, type: ColumnType]>,
+  rows: ReadonlyArray<ReadonlyArray<Scalar>>
+): ReadonlyArray<{ readonly from: string; readonly params: ReadonlyArray<Param> }> => {
+  if (dialect === "pg") {
+    return [{
+      from: `unnest(${columns.map(([, type]) => `CAST(? AS ${type}[])`).join(", ")}) AS k(${
+        columns.map(([name]) => name).join(", ")
+      })`,
+      params: columns.map((_, i) => rows.map((row) => row[i] ?? null))
+    }]
+  }
+  const names = columns.map(([name], i) => `column${i + 1} AS ${name}`).join(", ")
+  const out: Array<{ from: string; params: ReadonlyArray<Param> }> = []
+  let at = 0
+  for (const size of chunkRows(rows.length)) {
+    const params: Array<Param> = []
+    for (let i = at; i < at + size; i++) for (const v of rows[i]!) params.push(v)
+    out.push({ from: `(SELECT ${names} FROM (VALUES ${tuples(size, columns.length)})) AS k`, params })
+    at += size
+  }
   return out
 }
 

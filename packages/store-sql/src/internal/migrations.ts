@@ -162,6 +162,30 @@ export const migrations: ReadonlyArray<Migration> = [
     // PostgreSQL plans the pool's many-part query anew on every call (over a millisecond); a
     // PL/pgSQL function keeps its plans per connection. SQLite caches prepared statements itself.
     statements: (dialect) => (dialect === "pg" ? [poolFunction] : [])
+  },
+  {
+    version: 5,
+    name: "lean_indexes",
+    statements: (dialect) => [
+      // Most objects are never activated: the two indexes of the pool's active part hold only those
+      // that were, instead of every object (two fewer index entries written per object).
+      `DROP INDEX deixis_objects_active`,
+      `DROP INDEX deixis_objects_topic_active`,
+      `CREATE INDEX deixis_objects_active ON deixis_objects (chat_id, active_until) WHERE active_until IS NOT NULL`,
+      `CREATE INDEX deixis_objects_topic_active ON deixis_objects (chat_id, topic, active_until) WHERE active_until IS NOT NULL`,
+      ...(dialect === "pg"
+        ? [
+          // Message ids compare by code point (COLLATE "C") in every column that holds one, so the
+          // primary key orders by position too: one index fewer per message, and no second index on
+          // (chat_id, id_len) that a plan without statistics can pick for an id lookup and then filter
+          // a whole id length of rows. Equality is unchanged (both collations are deterministic).
+          `ALTER TABLE deixis_messages ALTER COLUMN message_id TYPE TEXT COLLATE "C", ALTER COLUMN reply_to TYPE TEXT COLLATE "C"`,
+          `ALTER TABLE deixis_objects ALTER COLUMN source_message_id TYPE TEXT COLLATE "C"`,
+          `DROP INDEX deixis_messages_position`,
+          poolFunctionC
+        ]
+        : [])
+    ]
   }
 ]
 
@@ -271,6 +295,9 @@ BEGIN
   END IF;
 END
 $fn$`
+
+/** Version 5's pool function: the chain starts from the request's id in the collation of the ids it walks (a recursive query has one). */
+const poolFunctionC = poolFunction.replace("SELECT 1, p_reply_len, p_reply\n", `SELECT 1, p_reply_len, p_reply COLLATE "C"\n`)
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
