@@ -12,6 +12,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
+import { makeSqlContextStore } from "../src/internal/contextStore.js"
+import { makeDb } from "../src/internal/db.js"
+import { migrate } from "../src/internal/migrations.js"
 import * as SqlStore from "../src/SqlStore.js"
 import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir } from "./helpers.js"
 
@@ -183,5 +186,74 @@ describe("settings", () => {
       assert.strictEqual(stats.messages, 0)
       const fs = yield* Effect.promise(() => import("node:fs"))
       assert.isTrue(fs.existsSync(filename))
+    }))
+})
+
+// A database written before migration 5 (partial active indexes; on PostgreSQL code-point ids
+// and no separate position index) upgrades in place and keeps reading what it stored.
+const upgradeFrom4 = Effect.gen(function*() {
+  const db = makeDb(yield* SqlClient.SqlClient)
+  assert.deepStrictEqual(yield* migrate(db, undefined, 4), [1, 2, 3, 4])
+  const settings = { ...SqlStore.retentionDefaults }
+  const chat = "upgrade"
+  const before = makeSqlContextStore(db, settings)
+  yield* before.apply(
+    decode([
+      { type: "message_observed", chat_id: chat, message_id: 9, topic_id: 1, links: [{ url: "https://example.com/a" }] },
+      { type: "message_observed", chat_id: chat, message_id: 10, topic_id: 1, reply_to_message_id: 9 },
+      { type: "message_observed", chat_id: chat, message_id: 11, topic_id: 1, reply_to_message_id: 10 },
+      { type: "object_activated", event_id: "e1", chat_id: chat, reason: "summarized", source_message_id: 9, kind: "link" }
+    ]),
+    { now: T0, ttl: TtlPolicy.defaults }
+  )
+  assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(4))
+  const after = makeSqlContextStore(db, settings)
+  const chain = yield* after.replyChain(chat, "11", 8)
+  assert.deepStrictEqual(chain.map((m) => m.message_id), ["11", "10", "9"])
+  const pool = yield* after.pool({
+    chat_id: chat,
+    topic_id: "1",
+    current_message_id: "12",
+    reply_to_message_id: "11",
+    sender_user_id: null,
+    kinds: undefined,
+    prefer_kinds: [],
+    include_owned: false,
+    active_only: true,
+    now: T0,
+    limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4 }
+  })
+  assert.deepStrictEqual(pool.chain, ["11", "10", "9"])
+  assert.deepStrictEqual(pool.entries.map((e) => [e.object.kind, e.object.source_message_id]), [["link", "9"]])
+  // The same apply path after the upgrade: the replayed activation is a duplicate, the new message is stored.
+  const replay = yield* after.apply(
+    decode([
+      { type: "object_activated", event_id: "e1", chat_id: chat, reason: "summarized", source_message_id: 9, kind: "link" },
+      { type: "message_observed", chat_id: chat, message_id: 100, topic_id: 1, reply_to_message_id: 11 }
+    ]),
+    { now: T0, ttl: TtlPolicy.defaults }
+  )
+  assert.deepStrictEqual([replay.applied, replay.duplicates], [1, 1])
+  assert.deepStrictEqual((yield* after.snapshot(chat)).messages.map((m) => m.message_id), ["9", "10", "11", "100"])
+})
+
+describe("upgrades", () => {
+  it.scoped("SQLite: a database at version 4 with data upgrades to the latest and reads it back", () =>
+    Effect.flatMap(tempDir, (dir) =>
+      upgradeFrom4.pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "u.db") })))))
+
+  it.scoped("PostgreSQL: a database at version 4 with data upgrades to the latest and reads it back", () =>
+    Effect.gen(function*() {
+      const schema = freshSchema()
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+          Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
+          Effect.orDie
+        )
+      )
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
+      )
+      yield* upgradeFrom4.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
     }))
 })

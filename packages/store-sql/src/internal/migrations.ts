@@ -305,10 +305,15 @@ const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 export const isIdentifier = (name: string): boolean => identifier.test(name)
 
 /**
- * Applies every migration not yet recorded, in version order, under the lock. Returns the
- * versions this call applied (empty when another process, or an earlier start, did).
+ * Applies every migration not yet recorded (up to version `upTo`, all by default), in version
+ * order, under the lock. Returns the versions this call applied (empty when another process, or
+ * an earlier start, did).
  */
-export const migrate = (db: Db, schema: string | undefined): Effect.Effect<ReadonlyArray<number>, SqlError> =>
+export const migrate = (
+  db: Db,
+  schema: string | undefined,
+  upTo = Number.POSITIVE_INFINITY
+): Effect.Effect<ReadonlyArray<number>, SqlError> =>
   db.transaction(Effect.gen(function*() {
     if (db.dialect === "pg") {
       yield* db.query(`SELECT pg_advisory_xact_lock(hashtext(?))`, [`deixis/migrations/${schema ?? ""}`])
@@ -324,7 +329,7 @@ export const migrate = (db: Db, schema: string | undefined): Effect.Effect<Reado
     const now = yield* Clock.currentTimeMillis
     const done: Array<number> = []
     for (const migration of migrations) {
-      if (applied.has(migration.version)) continue
+      if (applied.has(migration.version) || migration.version > upTo) continue
       for (const statement of migration.statements(db.dialect)) yield* db.query(statement)
       yield* db.query(`INSERT INTO deixis_migrations (version, name, applied_at) VALUES (?, ?, ?)`, [
         migration.version,
