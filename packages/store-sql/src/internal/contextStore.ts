@@ -1,7 +1,8 @@
 /**
- * The ContextStore over SQL. `apply` loads the rows a batch can touch, runs core's shared
- * reducer over them through a synchronous `StateWriter`, and writes back what changed — all
- * in one transaction holding the batch's chats locked. `pool` builds the bounded candidate
+ * The ContextStore over SQL. `apply` asks core's shared reducer which rows a batch reads (a run
+ * over nothing loaded), loads them with one statement per table, runs the reducer over them
+ * through a synchronous `StateWriter`, and writes back what changed — all in one transaction
+ * holding the batch's chats locked. `pool` builds the bounded candidate
  * pool of the memory adapter with one indexed query (two when the request's topic is unknown
  * and the rest of the chat is searched): on SQLite a UNION of bounded parts, on PostgreSQL the
  * `deixis_pool` function (same parts, plans kept per connection).
@@ -219,7 +220,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         for (const r of rows) nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
       }
 
-      // Each table is read with one statement over the batch's keys passed in bulk (see rowsTable).
+      // Each table is read with one statement over the batch's keys passed in bulk (see rowsTables).
       const messages = new Map<string, MessageMeta | null>()
       for (const k of w.messages.keys()) messages.set(k, null)
       if (w.messages.size > 0) {
@@ -407,7 +408,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     for (const [k, v] of from.seen) into.seen.set(k, v)
   }
 
-  /** One statement per table over the batch's rows passed in bulk (see rowsTable). */
+  /** One statement per table over the batch's rows passed in bulk (see rowsTables). */
   const write = (changes: Changes, s: Loaded, now: number) =>
     Effect.gen(function*() {
       if (changes.messages.length > 0) {

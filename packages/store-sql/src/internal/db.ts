@@ -149,7 +149,7 @@ export const tuples = (rows: number, width: number): string => {
   return out
 }
 
-/** The SQL type of a column of rows passed in bulk (see {@link rowsTable}). */
+/** The SQL type of a column of rows passed in bulk (see {@link rowsTables}). */
 export type ColumnType = "TEXT" | "INTEGER" | "BIGINT"
 
 /** Row counts of the SQLite chunks: powers of two, so a table is written with a handful of statement texts. */
