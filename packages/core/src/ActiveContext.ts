@@ -16,6 +16,7 @@ import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
 import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
+import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
@@ -97,6 +98,16 @@ export const ListResult = Schema.Struct({
  * @category models
  */
 export type ListResult = typeof ListResult.Type
+
+/**
+ * Encodes a result this module returned to its wire form (JSON-ready): the same output as
+ * `Schema.encodeSync(ListResult)`, byte for byte, without re-validating what the tool itself
+ * built — several times cheaper, for servers answering the tool at high rates.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodeResult: (result: ListResult) => typeof ListResult.Encoded = trustedEncoder(ListResult)
 
 /**
  * @since 0.1.0

@@ -26,7 +26,7 @@ export const Id = Schema.transform(
     IdString,
     Schema.Int.annotations({ message: () => "an id must be an integer or a non-empty string" })
   ),
-  Schema.String,
+  IdString,
   {
     strict: true,
     decode: (input) => (typeof input === "number" ? String(input) : input),
@@ -103,7 +103,9 @@ export const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
       : ParseResult.fail(new ParseResult.Type(ast, ms, "expected a finite epoch-milliseconds number"))
 }).annotations({
   identifier: "Timestamp",
-  description: "An RFC 3339 date-time with offset, e.g. 2026-11-22T10:00:00Z"
+  description: "An RFC 3339 date-time with offset, e.g. 2026-11-22T10:00:00Z",
+  // Property tests get instants a date can hold (years 1970–2100), not any double.
+  arbitrary: () => (fc) => fc.integer({ min: 0, max: 4_102_444_800_000 })
 })
 
 /**
