@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as HashSet from "effect/HashSet"
 import * as Redacted from "effect/Redacted"
 
-const noDefault = /^(unset|required|—|-)(\s|$)/
+const noDefault = /^(unset|required|—|-)(?!\w)/
 
 export interface ConfigDocumentation {
   /** Keys the code reads that no README row names. */
