@@ -88,7 +88,7 @@ beforeAll(async () => {
   // costs minutes, so the consumer gets the one the workspace compiled for this same version.
   const binding = path.join("build", "Release", "better_sqlite3.node")
   const installed = path.join(consumer, "node_modules", "better-sqlite3")
-  const compiled = path.join(path.dirname(require.resolve("better-sqlite3/package.json", { paths: [sqliteNode] })))
+  const compiled = path.dirname(require.resolve("better-sqlite3/package.json", { paths: [sqliteNode] }))
   const version = (dir: string) => (JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { version: string }).version
   if (version(installed) !== version(compiled)) {
     throw new Error(`better-sqlite3 ${version(installed)} installed, ${version(compiled)} compiled in the workspace`)
