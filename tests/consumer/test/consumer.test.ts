@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { tsBlocks } from "deixis-test-support/readme"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Dependency order: each package's build needs its siblings' dist for their .d.ts.
@@ -102,7 +103,7 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(consumer, "readme"))
   for (const p of packed) {
     const text = fs.readFileSync(path.join(consumer, "node_modules", p.manifest.name as string, "README.md"), "utf8")
-    const blocks = [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+    const blocks = tsBlocks(text)
     if (blocks.length === 0) throw new Error(`${p.name}'s README has no example`)
     blocks.forEach((block, i) => {
       const file = `readme/${p.name}-${i + 1}.ts`

@@ -109,6 +109,12 @@ export const undocumentedModules = (readme: URL, barrel: Record<string, unknown>
   return Object.keys(barrel).filter((name) => !new RegExp(`^(\\| |- )?\`${name}\``, "m").test(text))
 }
 
+/**
+ * The complete examples of a markdown text: its ```ts blocks (a block opened with
+ * "```ts fragment" is a piece of one, and not among them).
+ */
+export const tsBlocks = (markdown: string): ReadonlyArray<string> =>
+  [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+
 /** The first ```ts block of a README: the package's example. */
-export const firstExample = (readme: URL): string | undefined =>
-  /```ts\n([\s\S]*?)```/.exec(fs.readFileSync(readme, "utf8"))?.[1]
+export const firstExample = (readme: URL): string | undefined => tsBlocks(fs.readFileSync(readme, "utf8"))[0]
