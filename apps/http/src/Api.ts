@@ -31,8 +31,9 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
 /** The If-Match revision is not the current one. */
 export const Conflict = ConversationState.ConversationStateConflict
 
-// Path and query parameters are strings on the wire; ids inside are strings too.
-const ParamId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
+// Path and query parameters are strings on the wire; ids inside are strings too, checked by
+// the one id rule every entrance shares (1-128 characters, no control characters).
+const ParamId = Ids.IdString
 const ChatPath = Schema.Struct({ chat_id: ParamId.annotations({ description: "The chat id" }) })
 const TopicParam = Schema.optional(ParamId.annotations({ description: "The forum topic; absent for the topicless scope" }))
 

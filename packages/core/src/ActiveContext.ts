@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { isActive, PollState, ReminderState } from "./ContextObject.js"
 import { ContextStore, type PoolQuery, type StoreError } from "./ContextStore.js"
-import { formatTimestamp, MessageId, ObjectId, Timestamp, TopicId } from "./Ids.js"
+import { formatTimestamp, MessageId, ObjectId, RequestId, Timestamp, TopicId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
 import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
@@ -29,7 +29,7 @@ export const ListRequest = Schema.Struct({
   allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
   max_results: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 5 }),
   include_inactive_debug: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  request_id: Schema.optional(Schema.String.pipe(Schema.maxLength(128)))
+  request_id: Schema.optional(RequestId)
 }).annotations({ identifier: "ListActiveContextObjectsRequest" })
 
 /**

@@ -12,17 +12,15 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ActivationReason, Label } from "./ContextObject.js"
 import { InvalidEvent, pathOf } from "./Errors.js"
-import { ChatId, MessageId, ObjectId, OptionalTopicId, Timestamp, TopicId, UserId } from "./Ids.js"
+import * as Ids from "./Ids.js"
+import { ChatId, MessageId, ObjectId, OptionalTopicId, PollId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { MediaKind, ObjectKind } from "./ObjectKind.js"
 
 /**
  * @since 0.1.0
  * @category schemas
  */
-export const EventId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({
-  identifier: "EventId",
-  description: "The caller's id for an event; re-sending an event with the same id changes nothing"
-})
+export const EventId = Ids.EventId
 
 /**
  * An opaque external reference kept with an object: a URL for links, a file id for media.
@@ -64,7 +62,7 @@ export const MediaRef = Schema.Struct({
  * @category schemas
  */
 export const PollRef = Schema.Struct({
-  poll_id: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)),
+  poll_id: PollId,
   question: Schema.optional(Label),
   is_closed: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }).annotations({ identifier: "PollRef" })
@@ -120,7 +118,7 @@ export const ObjectActivated = Schema.Struct({
   created_by_user_id: Schema.optional(UserId),
   created_by_bot: Schema.optional(Schema.Boolean),
   due_at: Schema.optional(Timestamp),
-  poll_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)))
+  poll_id: Schema.optional(PollId)
 }).pipe(
   Schema.filter((e) =>
     e.object_id !== undefined || (e.source_message_id !== undefined && e.kind !== undefined)
@@ -148,7 +146,7 @@ export type ObjectActivated = typeof ObjectActivated.Type
 export const PollClosed = Schema.Struct({
   type: Schema.Literal("poll_closed"),
   event_id: EventId,
-  poll_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))),
+  poll_id: Schema.optional(PollId),
   chat_id: Schema.optional(ChatId),
   object_id: Schema.optional(ObjectId),
   at: Schema.optional(Timestamp)

@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ObjectDescriptor, toDescriptor } from "./ContextObject.js"
 import { ContextStore, type PoolTier, type StoreError } from "./ContextStore.js"
-import { ChatId, MessageId, OptionalTopicId, UserId } from "./Ids.js"
+import { ChatId, MessageId, OptionalTopicId, RequestId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
@@ -44,7 +44,7 @@ export const ResolveRequest = Schema.Struct({
   normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
   allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
   max_candidates: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10)), { default: () => 3 }),
-  request_id: Schema.optional(Schema.String.pipe(Schema.maxLength(128)))
+  request_id: Schema.optional(RequestId)
 }).annotations({ identifier: "ResolveReferenceTargetRequest" })
 
 /**
