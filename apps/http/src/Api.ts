@@ -28,8 +28,15 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
   HttpApiSchema.annotations({ status: 400 })
 ) {}
 
-/** The If-Match revision is not the current one. */
-export const Conflict = ConversationState.ConversationStateConflict
+/**
+ * The `If-Match` condition is false (RFC 9110 §13.1.1): `*` on a state never written, or no
+ * listed entity tag is the state's current ETag. Nothing was written.
+ */
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()(
+  "PreconditionFailed",
+  { message: Schema.String, if_match: Schema.String, current_revision: ConversationState.Revision },
+  HttpApiSchema.annotations({ status: 412 })
+) {}
 
 // Path and query parameters are strings on the wire; ids inside are strings too, checked by
 // the one id rule every entrance shares (1-128 characters, no control characters).
@@ -129,12 +136,12 @@ export class Chats extends HttpApiGroup.make("chats")
         description: "An RFC 7386 JSON Merge Patch: objects merge, null deletes a key, arrays replace"
       }))
       .addSuccess(ConversationState.UpdateConversationStateResult)
-      .addError(ConversationState.ConversationStateConflict)
+      .addError(PreconditionFailed)
       .addError(ConversationState.ConversationStateRejected)
       .addError(ConversationState.ConversationStateTooLarge)
       .addError(ConversationState.InvalidMergePatch)
       .addError(BadRequest)
-      .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: the expected revision")
+      .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: \"<revision>\" (or a list of them) or * (the state exists), else 412")
   )
   .addError(ContextStore.StoreError)
 {}

@@ -9,24 +9,64 @@ import * as UpdateMapper from "@deixis/telegraf/UpdateMapper"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Api, BadRequest } from "./Api.js"
+import { Api, BadRequest, PreconditionFailed } from "./Api.js"
+import * as IfMatch from "./IfMatch.js"
 
 const storeError = (error: { readonly message: string }) => new ContextStore.StoreError({ message: error.message })
 
 /** `ETag: "<revision>"` on the response, without leaving the typed handler. */
 const withEtag = (revision: number) =>
   HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "etag", `"${revision}"`))
+    Effect.succeed(HttpServerResponse.setHeader(response, "etag", IfMatch.etag(revision)))
   )
 
-/** `If-Match: "3"`, `W/"3"` or `3`: the expected revision. */
-const parseIfMatch = (header: string | undefined): Effect.Effect<number | undefined, BadRequest> => {
-  if (header === undefined) return Effect.succeed(undefined)
-  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header)
-  return match === null
-    ? Effect.fail(new BadRequest({ path: "if-match", message: "If-Match must be the state's revision, e.g. \"3\"" }))
-    : Effect.succeed(Number(match[1]))
-}
+const storeBusy = () =>
+  new ContextStore.StoreError({ message: "conversation state: too many concurrent writers; retry the request" })
+
+/**
+ * A merge patch under `If-Match` (see `IfMatch.ts`). `*` holds for good once the state exists
+ * (revisions only grow), so it is then written as an unconditional patch. A list of tags is
+ * tried against the current revision; when another writer gets in between, the condition is
+ * evaluated again on the newer revision — at most once per listed revision, since each retry
+ * means the revision grew.
+ */
+const patchState = (
+  state: ConversationState.ConversationStateService,
+  request: Omit<ConversationState.UpdateRequest, "expected_revision">,
+  header: string | undefined
+) =>
+  Effect.gen(function*() {
+    if (header === undefined) return yield* unconditional(state, request)
+    const condition = IfMatch.parse(header)
+    if (condition._tag === "Invalid") return yield* new BadRequest({ path: "if-match", message: condition.message })
+    const failed = (current: number) =>
+      new PreconditionFailed({
+        if_match: header,
+        current_revision: current,
+        message: condition._tag === "Any"
+          ? "If-Match: * needs the state to exist, and it was never written"
+          : `If-Match names no current ETag: the state is at ${IfMatch.etag(current)}`
+      })
+    const revisions = IfMatch.revisions(condition)
+    for (let attempt = 0; attempt <= (revisions === "any" ? 0 : revisions.length); attempt++) {
+      const current = (yield* Effect.mapError(state.get(request.scope), storeError)).revision
+      if (!IfMatch.holds(condition, current)) return yield* failed(current)
+      if (revisions === "any") return yield* unconditional(state, request)
+      const result = yield* state.update({ ...request, expected_revision: current }).pipe(
+        Effect.map(Option.some),
+        Effect.catchTag("ConversationStateConflict", () => Effect.succeed(Option.none()))
+      )
+      if (Option.isSome(result)) return result.value
+    }
+    return yield* failed((yield* Effect.mapError(state.get(request.scope), storeError)).revision)
+  }).pipe(Effect.catchTag("ConversationStateStoreError", (error) => Effect.fail(storeError(error))))
+
+// The service retries a patch without a condition internally; a conflict that still comes
+// out is a store overwhelmed by writers, never the client's stale revision.
+const unconditional = (
+  state: ConversationState.ConversationStateService,
+  request: Omit<ConversationState.UpdateRequest, "expected_revision">
+) => state.update(request).pipe(Effect.catchTag("ConversationStateConflict", () => Effect.fail(storeBusy())))
 
 /** Who the bot is, so the mapper can tell its own messages and what addresses it. */
 export interface TelegramOptions {
@@ -122,13 +162,10 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
         ))
       .handle("patchState", ({ headers, path, payload, urlParams }) =>
         Effect.gen(function*() {
-          const expected = yield* parseIfMatch(headers["if-match"])
-          const result = yield* state.update({
-            scope: { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null },
-            patch: payload,
-            expected_revision: expected
-          }).pipe(
-            Effect.catchTag("ConversationStateStoreError", (error) => Effect.fail(storeError(error)))
+          const result = yield* patchState(
+            state,
+            { scope: { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }, patch: payload },
+            headers["if-match"]
           )
           yield* withEtag(result.revision)
           return result

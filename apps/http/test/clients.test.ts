@@ -55,7 +55,7 @@ describe("apps/http with real clients", () => {
       const conflict = yield* Effect.flip(client.chats.patchState({
         path: { chat_id: "5" }, urlParams: { topic_id: "3" }, headers: { "if-match": "\"0\"" }, payload: { step: "again" }
       }))
-      assert.strictEqual(conflict._tag, "ConversationStateConflict")
+      assert.strictEqual(conflict._tag, "PreconditionFailed")
       const context = yield* client.chats.context({ path: { chat_id: "5" }, urlParams: {} })
       assert.deepStrictEqual(context.messages, [])
     }).pipe(Effect.provide(FetchHttpClient.layer)))

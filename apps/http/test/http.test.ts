@@ -104,7 +104,7 @@ describe("apps/http", () => {
       assert.deepStrictEqual(context.messages, [])
     }))
 
-  it.scoped("conversation state: ETag, If-Match, 409 on a stale revision", () =>
+  it.scoped("conversation state: ETag, If-Match, 412 on a stale revision", () =>
     Effect.gen(function*() {
       const api = yield* start()
       const empty = yield* call(() => api.fetch("/v1/chats/-1001/state?topic_id=7"))
@@ -119,7 +119,7 @@ describe("apps/http", () => {
       assert.strictEqual(first.status, 200)
       assert.strictEqual(first.headers.get("etag"), "\"1\"")
       const stale = yield* call(() => patch({ household: { married: true } }, "\"0\""))
-      assert.strictEqual(stale.status, 409)
+      assert.strictEqual(stale.status, 412)
       assert.strictEqual((yield* call(() => body<{ current_revision: number }>(stale))).current_revision, 1)
       const second = yield* call(() => patch({ household: { married: true, children: null } }, "\"1\""))
       const patched = yield* call(() => body<{ state: unknown }>(second))

@@ -403,6 +403,18 @@ export interface ConversationStateStoreService {
    * {@link ConversationStateConflict} carrying the stored revision and writes nothing.
    */
   readonly put: (snapshot: ConversationStateSnapshot) => Effect.Effect<void, ConversationStateConflict | ConversationStateStoreError>
+  /**
+   * Optional read-modify-write: runs `f` on the stored snapshot of `scope` (none if never
+   * written) while holding the scope's write lock against every other writer — in any process
+   * — and stores the snapshot `f` returns (none: nothing is written). With it, a patch
+   * without `expected_revision` cannot meet a conflict at all; without it the service reads,
+   * then compare-and-sets with {@link put}, and retries (bounded) when another writer got in
+   * between.
+   */
+  readonly modify?: <A, E>(
+    scope: ConversationScope,
+    f: (current: Option.Option<ConversationStateSnapshot>) => Effect.Effect<readonly [A, Option.Option<ConversationStateSnapshot>], E>
+  ) => Effect.Effect<A, E | ConversationStateConflict | ConversationStateStoreError>
 }
 
 /**
@@ -444,19 +456,28 @@ export const conflict = (
  */
 export const layerMemory: Layer.Layer<ConversationStateStore> = Layer.sync(ConversationStateStore, () => {
   const rows = new Map<string, ConversationStateSnapshot>()
+  const withLock = internal.makeKeyedLock()
+  // One synchronous step: nothing can interleave between the check and the write.
+  const put = (snapshot: ConversationStateSnapshot) =>
+    Effect.suspend(() => {
+      const key = internal.scopeKey(snapshot)
+      const current = rows.get(key)?.revision ?? 0
+      if (current !== snapshot.revision - 1) {
+        return Effect.fail(conflict(snapshot, snapshot.revision - 1, current))
+      }
+      rows.set(key, snapshot)
+      return Effect.void
+    })
   return ConversationStateStore.of({
     get: (scope) => Effect.sync(() => Option.fromNullable(rows.get(internal.scopeKey(scope)))),
-    // One synchronous step: nothing can interleave between the check and the write.
-    put: (snapshot) =>
-      Effect.suspend(() => {
-        const key = internal.scopeKey(snapshot)
-        const current = rows.get(key)?.revision ?? 0
-        if (current !== snapshot.revision - 1) {
-          return Effect.fail(conflict(snapshot, snapshot.revision - 1, current))
-        }
-        rows.set(key, snapshot)
-        return Effect.void
-      })
+    put,
+    modify: (scope, f) =>
+      withLock(internal.scopeKey(scope))(
+        Effect.flatMap(
+          Effect.suspend(() => f(Option.fromNullable(rows.get(internal.scopeKey(scope))))),
+          ([result, next]) => Option.isSome(next) ? Effect.as(put(next.value), result) : Effect.succeed(result)
+        )
+      )
   })
 })
 
@@ -536,8 +557,9 @@ export const MaxBytesConfig: Config.Config<number> = Config.integer("DEIXIS_STAT
 )
 
 // A patch without expected_revision is re-applied when a writer in another process got in
-// between the read and the compare-and-set; each such conflict means that writer progressed.
-const blindRetries = 8
+// between the read and the compare-and-set (stores without `modify` only); each such conflict
+// means that writer progressed.
+const blindRetries = 16
 
 /**
  * Builds the service over the {@link ConversationStateStore} in context.
@@ -557,15 +579,22 @@ export const make = (options: Options = {}): Effect.Effect<ConversationStateServ
     const get = (scope: ConversationScope) =>
       Effect.map(store.get(scope), Option.getOrElse(() => emptySnapshot(scope)))
 
-    const attempt = (request: UpdateRequest, patch: JsonObject) =>
+    // What the patch makes of `current`: the result, and the snapshot to store (none: unchanged).
+    type Plan = readonly [UpdateConversationStateResult, Option.Option<ConversationStateSnapshot>]
+    const plan = (
+      request: UpdateRequest,
+      patch: JsonObject,
+      stored: Option.Option<ConversationStateSnapshot>
+    ): Effect.Effect<Plan, ConversationStateConflict | ConversationStateTooLarge | ConversationStateRejected> =>
       Effect.gen(function*() {
-        const current = yield* get(request.scope)
+        const current = Option.getOrElse(stored, () => emptySnapshot(request.scope))
         if (request.expected_revision !== undefined && request.expected_revision !== current.revision) {
           return yield* conflict(request.scope, request.expected_revision, current.revision)
         }
         const next = internal.applyMergePatch(current.state, patch) as JsonObject
         if (internal.jsonEquals(next, current.state)) {
-          return { ...current, changed: false }
+          const unchanged: Plan = [{ ...current, changed: false }, Option.none()]
+          return unchanged
         }
         const size = stateSize(next)
         if (size > maxBytes) {
@@ -597,12 +626,28 @@ export const make = (options: Options = {}): Effect.Effect<ConversationStateServ
           updated_at: now,
           updated_by: request.updated_by ?? null
         }
-        yield* store.put(snapshot)
-        yield* Effect.logDebug("conversation state updated").pipe(
-          Effect.annotateLogs({ revision: snapshot.revision, size_bytes: size })
-        )
-        return { ...snapshot, changed: true }
+        const changed: Plan = [{ ...snapshot, changed: true }, Option.some(snapshot)]
+        return changed
       })
+
+    const attempt = (request: UpdateRequest, patch: JsonObject): Effect.Effect<UpdateConversationStateResult, UpdateError> => {
+      const written = (result: UpdateConversationStateResult) =>
+        result.changed
+          ? Effect.logDebug("conversation state updated").pipe(
+            Effect.annotateLogs({ revision: result.revision }),
+            Effect.as(result)
+          )
+          : Effect.succeed(result)
+      // Read, decide and write under the store's lock when it has one.
+      if (store.modify !== undefined) {
+        return Effect.flatMap(store.modify(request.scope, (stored) => plan(request, patch, stored)), written)
+      }
+      return store.get(request.scope).pipe(
+        Effect.flatMap((stored) => plan(request, patch, stored)),
+        Effect.flatMap(([result, next]) => Option.isSome(next) ? Effect.as(store.put(next.value), result) : Effect.succeed(result)),
+        Effect.flatMap(written)
+      )
+    }
 
     const update = (request: UpdateRequest): Effect.Effect<UpdateConversationStateResult, UpdateError> => {
       const problem = internal.validateJson(request.patch)

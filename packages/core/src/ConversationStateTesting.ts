@@ -41,8 +41,13 @@ const snapshot = (
  */
 export const conversationStateStoreContract = <E>(
   name: string,
-  storeLayer: Layer.Layer<ConversationState.ConversationStateStore, E>
+  storeLayer: Layer.Layer<ConversationState.ConversationStateStore, E>,
+  options: {
+    /** Whether the adapter provides the optional `modify` (default true); its cases run only then. */
+    readonly modify?: boolean | undefined
+  } = {}
 ): void => {
+  const withModify = options.modify ?? true
   const run = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`
   let counter = 0
   const chat = (label: string) => `contract-${run}-${++counter}-${label}`
@@ -164,6 +169,50 @@ export const conversationStateStoreContract = <E>(
         assert.strictEqual(stored.revision, 1)
         assert.strictEqual(results.findIndex(Either.isRight), stored.state["writer"])
       }))
+
+    if (withModify) {
+      it.effect("modify: concurrent read-modify-writes on one scope never conflict and none is lost", () =>
+        Effect.gen(function*() {
+          const store = yield* ConversationState.ConversationStateStore
+          const modify = store.modify
+          assert.isDefined(modify)
+          if (modify === undefined) return
+          const scope = { chat_id: chat("modify"), topic_id: "3" }
+          const seen = yield* Effect.forEach(
+            Array.from({ length: 30 }, (_, i) => i),
+            (i) =>
+              modify(scope, (current) => {
+                const revision = Option.match(current, { onNone: () => 0, onSome: (s) => s.revision })
+                const state: ConversationState.JsonObject = Option.match(current, { onNone: () => ({}), onSome: (s) => s.state })
+                const count = Number(state["count"] ?? 0)
+                return Effect.succeed([revision, Option.some(snapshot(scope, revision + 1, { ...state, count: count + 1, [`w${i}`]: i }))] as const)
+              }),
+            { concurrency: "unbounded" }
+          )
+          const stored = Option.getOrThrow(yield* store.get(scope))
+          assert.strictEqual(stored.revision, 30)
+          assert.strictEqual(stored.state["count"], 30)
+          assert.strictEqual(Object.keys(stored.state).length, 31)
+          // Each writer saw a different revision: they ran one after another.
+          assert.deepStrictEqual([...seen].sort((a, b) => a - b), Array.from({ length: 30 }, (_, i) => i))
+        }))
+
+      it.effect("modify: none writes nothing, and a failure of the function writes nothing", () =>
+        Effect.gen(function*() {
+          const store = yield* ConversationState.ConversationStateStore
+          const modify = store.modify
+          assert.isDefined(modify)
+          if (modify === undefined) return
+          const scope = { chat_id: chat("modify-none"), topic_id: null }
+          const first = snapshot(scope, 1, { a: 1 })
+          yield* store.put(first)
+          const kept = yield* modify(scope, () => Effect.succeed(["kept", Option.none()] as const))
+          assert.strictEqual(kept, "kept")
+          const failed = yield* Effect.either(modify(scope, () => Effect.fail("refused" as const)))
+          assert.deepStrictEqual(failed, Either.left("refused"))
+          assert.deepStrictEqual(Option.getOrThrow(yield* store.get(scope)), first)
+        }))
+    }
 
     it.layer(ConversationState.layer())("the service over this store", (it) => {
       it.effect("100 concurrent blind patches on one scope are all applied", () =>

@@ -82,7 +82,7 @@ describe("Ids", () => {
     })
 
     it("the JSON Schema states the bounds an LLM or client must keep", () => {
-      const schema = JSONSchema.make(Ids.ChatId) as { $defs: { ChatId: { anyOf: ReadonlyArray<Record<string, unknown>> } } }
+      const schema = JSONSchema.make(Ids.ChatId) as unknown as { $defs: { ChatId: { anyOf: ReadonlyArray<Record<string, unknown>> } } }
       assert.deepStrictEqual(schema.$defs.ChatId.anyOf, [
         { type: "string", minLength: 1, maxLength: 128 },
         { type: "integer", minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }

@@ -532,14 +532,14 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
       return empty(updateId, "poll", "malformed poll: id")
     }
     return poll.right.is_closed === true
-      ? {
+      ? validated({
         update_id: updateId,
         update_type: "poll",
         events: [{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }],
         history: [],
         addressed: false,
         warnings: []
-      }
+      })
       : empty(updateId, "poll", "poll: still open; votes are not context events")
   }
   if (update["poll_answer"] !== undefined) {

@@ -49,42 +49,70 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
       (rows) => (rows[0] === undefined ? 0 : num(rows[0]["revision"]))
     )
 
+  const read = (scope: ConversationScope) =>
+    db.query(
+      `SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ? AND topic = ?`,
+      [scope.chat_id, topicKey(scope.topic_id)]
+    ).pipe(
+      Effect.flatMap((rows) =>
+        rows[0] === undefined
+          ? Effect.succeed(Option.none<ConversationStateSnapshot>())
+          : Effect.map(snapshotOf(scope, rows[0]), Option.some)
+      )
+    )
+
+  // Compare-and-set inside the caller's transaction: the write happens only if the stored
+  // revision is the one before; RETURNING says whether it did.
+  const write = (snapshot: ConversationStateSnapshot) =>
+    Effect.gen(function*() {
+      const topic = topicKey(snapshot.topic_id)
+      const state = JSON.stringify(snapshot.state)
+      const written = snapshot.revision === 1
+        ? yield* db.query(
+          `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+           VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
+          [snapshot.chat_id, topic, state, snapshot.updated_at, snapshot.updated_by]
+        )
+        : snapshot.revision > 1
+        ? yield* db.query(
+          `UPDATE deixis_conversation_state SET revision = ?, state = ?, updated_at = ?, updated_by = ?
+           WHERE chat_id = ? AND topic = ? AND revision = ? RETURNING revision`,
+          [snapshot.revision, state, snapshot.updated_at, snapshot.updated_by, snapshot.chat_id, topic, snapshot.revision - 1]
+        )
+        : []
+      if (written.length === 1) return
+      const current = yield* currentRevision(snapshot)
+      return yield* Effect.fail(conflict(snapshot, snapshot.revision - 1, current))
+    })
+
+  // The scope's write lock for the rest of the transaction. PostgreSQL: an advisory lock on
+  // the scope (a row lock cannot cover a row not written yet); SQLite: `BEGIN IMMEDIATE`
+  // already holds the database's write lock.
+  const lockScope = (scope: ConversationScope) =>
+    db.dialect === "pg"
+      ? Effect.asVoid(db.query(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, [
+        `deixis/conversation_state/${JSON.stringify([scope.chat_id, topicKey(scope.topic_id)])}`
+      ]))
+      : Effect.void
+
   return {
-    get: (scope) =>
-      db.query(
-        `SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ? AND topic = ?`,
-        [scope.chat_id, topicKey(scope.topic_id)]
-      ).pipe(
-        Effect.flatMap((rows) =>
-          rows[0] === undefined
-            ? Effect.succeed(Option.none<ConversationStateSnapshot>())
-            : Effect.map(snapshotOf(scope, rows[0]), Option.some)
-        ),
-        Effect.mapError(fail("get"))
-      ),
+    get: (scope) => read(scope).pipe(Effect.mapError(fail("get"))),
     put: (snapshot) =>
-      db.transaction(Effect.gen(function*() {
-        const topic = topicKey(snapshot.topic_id)
-        const state = JSON.stringify(snapshot.state)
-        // The write happens only if the stored revision is the one before; RETURNING says whether it did.
-        const written = snapshot.revision === 1
-          ? yield* db.query(
-            `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
-             VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
-            [snapshot.chat_id, topic, state, snapshot.updated_at, snapshot.updated_by]
-          )
-          : snapshot.revision > 1
-          ? yield* db.query(
-            `UPDATE deixis_conversation_state SET revision = ?, state = ?, updated_at = ?, updated_by = ?
-             WHERE chat_id = ? AND topic = ? AND revision = ? RETURNING revision`,
-            [snapshot.revision, state, snapshot.updated_at, snapshot.updated_by, snapshot.chat_id, topic, snapshot.revision - 1]
-          )
-          : []
-        if (written.length === 1) return
-        const current = yield* currentRevision(snapshot)
-        return yield* Effect.fail(conflict(snapshot, snapshot.revision - 1, current))
-      })).pipe(
+      db.transaction(write(snapshot)).pipe(
         Effect.catchTag("SqlError", (e) => Effect.fail(fail("put")(e)))
+      ),
+    modify: (scope, f) =>
+      db.transaction(Effect.gen(function*() {
+        yield* lockScope(scope)
+        const stored = yield* read(scope).pipe(Effect.mapError((e) => typeof e === "string" ? fail("modify")(e) : e))
+        const [result, next] = yield* f(stored)
+        if (Option.isSome(next)) yield* write(next.value)
+        return result
+      })).pipe(
+        Effect.catchIf(
+          (e): e is SqlError => typeof e === "object" && e !== null && "_tag" in e && e._tag === "SqlError",
+          (e) => Effect.fail(fail("modify")(e))
+        )
       )
   }
 }

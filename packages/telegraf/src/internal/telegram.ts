@@ -5,7 +5,8 @@
  */
 import * as Schema from "effect/Schema"
 
-const Int = Schema.Int
+// Safe integers only: a larger JSON number is not the id Telegram sent (see core's Ids).
+const Int = Schema.Int.pipe(Schema.filter((n) => Number.isSafeInteger(n) || "an integer within ±(2^53 − 1)"))
 
 export const User = Schema.Struct({
   id: Int,
