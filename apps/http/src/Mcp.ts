@@ -1,14 +1,21 @@
 /**
  * The Model Context Protocol endpoint (streamable HTTP at /mcp): the deixis toolkit from
  * `@deixis/tools` — the same five tools, the same result envelope and budgets as the bot's
- * own LLM loop — for any MCP client.
+ * own LLM loop — for any MCP client. `@effect/ai`'s McpServer answers; the JSON-RPC edge in
+ * `McpEdge.ts` checks every message before it does (see there for what is refused and how).
  */
 import { McpServer } from "@effect/ai"
 import { DeixisToolkit } from "@deixis/tools"
 import * as Layer from "effect/Layer"
+import * as McpEdge from "./McpEdge.js"
+
+/** Where the endpoint is served. */
+export const path = "/mcp"
 
 export const layer = (options: { readonly version: string }) =>
   McpServer.toolkit(DeixisToolkit.toolkit).pipe(
     Layer.provideMerge(DeixisToolkit.layerConfig()),
-    Layer.provide(McpServer.layerHttpRouter({ name: "deixis", version: options.version, path: "/mcp" }))
+    Layer.provide(McpServer.layer({ name: "deixis", version: options.version }).pipe(
+      Layer.provide(McpEdge.layerProtocol({ path }))
+    ))
   )
