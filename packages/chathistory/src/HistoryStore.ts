@@ -17,7 +17,7 @@
  */
 import type { StoreError } from "@deixis/core/ContextStore"
 import { positiveInt, defaultsOf } from "@deixis/core/ConfigKeys"
-import { compareMessageIds, MessageId } from "@deixis/core/Ids"
+import { compareMessageIds, isValidId, MessageId } from "@deixis/core/Ids"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -174,14 +174,16 @@ const decodeMessageId = Schema.decodeUnknownOption(MessageId)
 
 /**
  * An external id as the store keys it: the string form of a valid message id, or none for
- * an invalid one (empty, longer than 256, a non-integer number). For adapters.
+ * an invalid one — anything core's one id rule refuses (empty, over 128 characters, control
+ * characters, a lone surrogate, a non-integer or unsafe number). Nothing can have been stored
+ * under such an id, so a lookup finds nothing without asking the store. For adapters.
  *
  * @since 0.1.0
  * @category utils
  */
 export const externalIdOf = (input: unknown): Option.Option<string> =>
-  // The common case without the decoder: a string of 1-256 characters is what MessageId accepts.
-  typeof input === "string" && input.length >= 1 && input.length <= 256 ? Option.some(input) : decodeMessageId(input)
+  // The common case without the decoder: a string is an id exactly when it passes the rule.
+  typeof input === "string" ? (isValidId(input) ? Option.some(input) : Option.none()) : decodeMessageId(input)
 
 /**
  * Options of the in-memory adapter. Past `max_items_per_chat` a chat's earliest appended

@@ -47,6 +47,7 @@ import {
   tuples
 } from "./db.js"
 import { ContextObject as ContextObjectSchema } from "@deixis/core/ContextObject"
+import { storable, storableObjectId } from "./ids.js"
 
 export interface ContextSettings {
   /** How long an object is kept after it stops being active (or, never activated, after it was created). */
@@ -708,6 +709,9 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
 
   const pool = (q: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
     Effect.gen(function*() {
+      if (!storable(q.chat_id, q.topic_id, q.current_message_id, q.reply_to_message_id, q.sender_user_id)) {
+        return { entries: [], chain: [], fallback: false }
+      }
       const out = new Map<string, PoolEntry>()
       const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
       const accept = (o: ContextObject) => kindOk(o.kind) && (!q.active_only || isActive(o, q.now))
@@ -789,7 +793,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   // ---------------------------------------------------------------------------
 
   const message = (chatId: string, messageId: string) =>
-    db.query(
+    !storable(chatId, messageId) ? Effect.succeed(Option.none<MessageMeta>()) : db.query(
       `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
       [chatId, messageId.length, messageId]
     ).pipe(
@@ -798,7 +802,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     )
 
   const object = (chatId: string, objectId: string) =>
-    db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
+    !storable(chatId) || !storableObjectId(objectId) ? Effect.succeed(Option.none<ContextObject>()) : db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
       Effect.mapError(failStore("object")),
       Effect.flatMap((rows) => {
         const row = rows[0]
@@ -811,7 +815,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     )
 
   const replyChain = (chatId: string, messageId: string, depth: number) =>
-    depth <= 0 ? Effect.succeed([]) : db.query(
+    depth <= 0 || !storable(chatId, messageId) ? Effect.succeed([]) : db.query(
       `WITH RECURSIVE chain(depth, id_len, message_id) AS (
          SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
          UNION ALL
@@ -838,6 +842,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
 
   const snapshot = (chatId: string): Effect.Effect<ChatSnapshot, StoreError> =>
     Effect.gen(function*() {
+      if (!storable(chatId)) return { messages: [], objects: [] }
       const messageRows = yield* db.query(
         `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
         [chatId]

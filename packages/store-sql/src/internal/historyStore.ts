@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type Db, describe, num, type Param, type Row, str, topicKey } from "./db.js"
+import { storable } from "./ids.js"
 
 export interface HistorySettings {
   /** How long an item is kept after it was sent. */
@@ -34,10 +35,12 @@ const failStore = (what: string) => (error: SqlError | string) =>
 
 const columns = "anchor, seq, body"
 
+// An anchor (`before`) is a stored message id or "" (before everything).
+const before_ = (options: { readonly before?: string | undefined } | undefined): string | null =>
+  options?.before === undefined || options.before === "" ? null : options.before
+
 export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   const C = db.C
-  // PostgreSQL text cannot hold NUL: such an id was never stored, so it finds nothing.
-  const storable = (id: string) => db.dialect !== "pg" || !id.includes("\u0000")
   const position = `anchor_len, anchor${C}, seq`
   const desc = `anchor_len DESC, anchor${C} DESC, seq DESC`
   const asc = `anchor_len, anchor${C}, seq`
@@ -57,8 +60,8 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const find = (scope: HistoryScope, externalId: unknown) =>
     Effect.gen(function*() {
-      const id = Option.filter(externalIdOf(externalId), storable)
-      if (Option.isNone(id)) return Option.none<Row>()
+      const id = externalIdOf(externalId)
+      if (Option.isNone(id) || !storable(scope.chat_id, scope.topic_id)) return Option.none<Row>()
       // By message id first; only when no item has it, by the id of the bot's response.
       const byId = yield* db.query(`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
         scope.chat_id,
@@ -165,7 +168,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const recent = (scope: HistoryScope, n: number, options?: { readonly before?: string | undefined }) =>
     Effect.gen(function*() {
-      if (n <= 0) return []
+      if (n <= 0 || !storable(scope.chat_id, scope.topic_id, before_(options))) return []
       const topic = topicKey(scope.topic_id)
       const before = options?.before
       const rows = before === undefined
@@ -187,7 +190,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     options: { readonly limit: number; readonly before?: string | undefined }
   ) =>
     Effect.gen(function*() {
-      if (options.limit <= 0) return []
+      if (options.limit <= 0 || !storable(scope.chat_id, scope.topic_id, messageId)) return []
       const topic = topicKey(scope.topic_id)
       const before = options.before
       const rows = before === undefined
@@ -205,9 +208,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const recordResponse = (scope: HistoryScope, messageId: string | number, responseId: string | number) =>
     db.transaction(Effect.gen(function*() {
-      const id = Option.filter(externalIdOf(messageId), storable)
-      const response = Option.filter(externalIdOf(responseId), storable)
-      if (Option.isNone(id) || Option.isNone(response)) return false
+      const id = externalIdOf(messageId)
+      const response = externalIdOf(responseId)
+      if (Option.isNone(id) || Option.isNone(response) || !storable(scope.chat_id, scope.topic_id)) return false
       const rows = yield* db.query(`SELECT topic, body FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
         scope.chat_id,
         id.value

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { refused, storable } from "./ids.js"
 import { type Db, describe, num, numOrNull, type Row, str, strOrNull, topicKey } from "./db.js"
 
 const decodeState = Schema.decodeUnknownEither(JsonObject)
@@ -95,14 +96,20 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
       ]))
       : Effect.void
 
+  // A scope whose ids the rule refuses was never written; writing one is refused.
+  const invalid = (scope: ConversationScope) => refused({ chat_id: scope.chat_id, topic_id: scope.topic_id })
+
   return {
-    get: (scope) => read(scope).pipe(Effect.mapError(fail("get"))),
+    get: (scope) =>
+      storable(scope.chat_id, scope.topic_id)
+        ? read(scope).pipe(Effect.mapError(fail("get")))
+        : Effect.succeed(Option.none()),
     put: (snapshot) =>
-      db.transaction(write(snapshot)).pipe(
+      invalid(snapshot) !== undefined ? Effect.fail(fail("put")(invalid(snapshot)!)) : db.transaction(write(snapshot)).pipe(
         Effect.catchTag("SqlError", (e) => Effect.fail(fail("put")(e)))
       ),
     modify: (scope, f) =>
-      db.transaction(Effect.gen(function*() {
+      invalid(scope) !== undefined ? Effect.fail(fail("modify")(invalid(scope)!)) : db.transaction(Effect.gen(function*() {
         yield* lockScope(scope)
         const stored = yield* read(scope).pipe(Effect.mapError((e) => typeof e === "string" ? fail("modify")(e) : e))
         const [result, next] = yield* f(stored)
