@@ -7,6 +7,7 @@ import { DeixisToolkit } from "@deixis/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import * as Effect from "effect/Effect"
+import * as fc from "fast-check"
 import * as fs from "node:fs"
 import * as McpEdge from "../src/McpEdge.js"
 import { type Running, start } from "./harness.js"
@@ -310,6 +311,52 @@ describe("/mcp: JSON-RPC 2.0 and MCP 2025-06-18", () => {
       const named = [...sentence.matchAll(/`([a-z_]+)`/g)].map((m) => m[1])
       assert.deepStrictEqual([...named].sort(), [...listed].sort())
     }))
+
+  it.scoped("property: whatever JSON is posted, the answer is a JSON-RPC 2.0 answer or 202, never a 5xx or an internal error", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const methods = ["ping", "tools/list", "tools/call", "initialize", "resources/read", "prompts/get", "notifications/initialized", "nope"]
+      const id = fc.oneof(fc.integer(), fc.string({ maxLength: 8 }), fc.constant(null), fc.double(), fc.boolean(), fc.constant(undefined))
+      const message = fc.oneof(
+        fc.jsonValue({ maxDepth: 3 }),
+        fc.record(
+          {
+            jsonrpc: fc.oneof(fc.constant("2.0"), fc.jsonValue({ maxDepth: 1 })),
+            id,
+            method: fc.oneof(fc.constantFrom(...methods), fc.jsonValue({ maxDepth: 1 })),
+            params: fc.oneof(
+              fc.jsonValue({ maxDepth: 3 }),
+              fc.record({
+                name: fc.oneof(fc.constantFrom(...DeixisToolkit.toolNames), fc.string({ maxLength: 8 })),
+                arguments: fc.dictionary(fc.constantFrom("chat_id", "patch", "message_id", "topic_id", "x"), fc.jsonValue({ maxDepth: 2 }))
+              }, { requiredKeys: [] })
+            )
+          },
+          { requiredKeys: [] }
+        )
+      )
+      const samples = fc.sample(fc.oneof(message, fc.array(message, { maxLength: 4 })), { numRuns: 150, seed: 14 })
+      for (const body of samples) {
+        const text = JSON.stringify(body)
+        if (text === undefined) continue
+        const answer = yield* postText(api, text, "2025-03-26")
+        assert.include([200, 202, 400], answer.status, text)
+        if (answer.status === 202) {
+          assert.strictEqual(answer.text, "", text)
+          continue
+        }
+        const answers = Array.isArray(answer.body) ? answer.body as ReadonlyArray<unknown> : [answer.body]
+        for (const a of answers) {
+          const reply = a as { jsonrpc?: unknown; result?: unknown; error?: { code?: unknown } }
+          assert.strictEqual(reply.jsonrpc, "2.0", text)
+          assert.isTrue(("result" in reply) !== ("error" in reply), text)
+          if (reply.error !== undefined) {
+            assert.include([-32700, -32600, -32601, -32602, -32603], reply.error.code, text)
+            for (const leak of ["Defect", "TypeError", "Cause", "stack"]) assert.notInclude(JSON.stringify(reply.error), leak, text)
+          }
+        }
+      }
+    }), 120_000)
 
   it.scoped("the MCP SDK client gets an unknown tool as an error and bad arguments as a tool error naming the path", () =>
     Effect.gen(function*() {
