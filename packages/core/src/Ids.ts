@@ -43,7 +43,7 @@ export const MAX_OBJECT_ID_LENGTH = 2 * MAX_ID_LENGTH + 64
  * @since 0.1.0
  * @category constants
  */
-export const MAX_EVENT_ID_LENGTH = 4 * MAX_ID_LENGTH
+export const MAX_EVENT_ID_LENGTH = 8 * MAX_ID_LENGTH
 
 // C0 controls, DEL, C1 controls (NEL included), the line and paragraph separators, and the
 // bidirectional formatting characters (ALM, LRM, RLM, LRE…RLO, LRI…PDI): each can break or
@@ -212,7 +212,7 @@ export const OptionalTopicId = Schema.optionalWith(Schema.NullOr(TopicId), { def
 
 /**
  * The caller's id for an event (re-sending an event with the same id changes nothing): the id
- * rules, up to 512 characters, since callers compose event ids from other ids.
+ * rules, up to 1024 characters, since callers compose event ids from other ids (an object id among them).
  *
  * @since 0.1.0
  * @category schemas

@@ -109,10 +109,11 @@ describe("Ids", () => {
       assert.strictEqual(Either.isLeft(request) ? Errors.pathOf(request.left).path : "", "request_id")
     })
 
-    it("composed ids have room: an object id holds two full ids and a kind, an event id four", () => {
+    it("composed ids have room: an object id holds two full ids and a kind, an event id two ids and an object id", () => {
       const id = "x".repeat(128)
-      assert.isTrue(Ids.isValidId(`${id}/${id}/media.document/12`, Ids.MAX_OBJECT_ID_LENGTH))
-      assert.isTrue(Ids.isValidId(`telegram:reminder_listed:${id}:${id}:${id}`, Ids.MAX_EVENT_ID_LENGTH))
+      const objectId = `${id}/${id}/media.document/12`
+      assert.isTrue(Ids.isValidId(objectId, Ids.MAX_OBJECT_ID_LENGTH))
+      assert.isTrue(Ids.isValidId(`telegram:reminder_listed:${id}:${id}:${objectId}`, Ids.MAX_EVENT_ID_LENGTH))
       assert.isFalse(Ids.isValidId("y".repeat(Ids.MAX_OBJECT_ID_LENGTH + 1), Ids.MAX_OBJECT_ID_LENGTH))
     })
 
