@@ -7,8 +7,8 @@ import { McpServer } from "@effect/ai"
 import { DeixisToolkit } from "@deixis/tools"
 import * as Layer from "effect/Layer"
 
-export const layer = (options: { readonly version: string }) =>
+export const layer = (options: { readonly version: string; readonly path: `/${string}` }) =>
   McpServer.toolkit(DeixisToolkit.toolkit).pipe(
     Layer.provideMerge(DeixisToolkit.layerConfig()),
-    Layer.provide(McpServer.layerHttpRouter({ name: "deixis", version: options.version, path: "/mcp" }))
+    Layer.provide(McpServer.layerHttpRouter({ name: "deixis", version: options.version, path: options.path }))
   )

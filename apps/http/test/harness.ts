@@ -25,6 +25,7 @@ export const start = (
     const context = yield* Layer.build(
       Server.layer(
         {
+          ...Server.defaults,
           port: 0,
           host: "127.0.0.1",
           apiToken: options.token === undefined ? Option.none() : Option.some(Redacted.make(options.token)),
