@@ -58,6 +58,14 @@ const send = (response: ServerResponse, status: number, body: Record<string, unk
   response.end(text)
 }
 
+/**
+ * Whether some of the request's body has not arrived yet. (`complete` alone is not enough: a
+ * request without a body is not marked complete until someone reads its empty stream.)
+ */
+const bodyPending = (request: IncomingMessage) =>
+  !request.complete &&
+  (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
+
 /** The exchange a connection is in, if any. */
 interface Exchange {
   readonly request: IncomingMessage
@@ -102,7 +110,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           const destroySoon = socket.destroySoon.bind(socket)
           socket.destroySoon = () => {
             const exchange = exchanges.get(socket)
-            if (exchange === undefined || exchange.request.complete) return destroySoon()
+            if (exchange === undefined || !bodyPending(exchange.request)) return destroySoon()
             exchange.request.resume()
             socket.end()
             const timer = setTimeout(() => socket.destroy(), lingerMs)
@@ -118,7 +126,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           // An answer given before the body has arrived ends the connection (see destroySoon).
           const writeHead = response.writeHead
           response.writeHead = function(this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
-            if (!request.complete || stopping) this.shouldKeepAlive = false
+            if (stopping || bodyPending(request)) this.shouldKeepAlive = false
             return writeHead.apply(this, args)
           } as ServerResponse["writeHead"]
           // A reader that gives up on an oversized body destroys the request, which would reset
@@ -171,7 +179,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
             if (server.listening) server.close(finish)
             for (const socket of sockets) {
               const exchange = exchanges.get(socket)
-              if (exchange === undefined || exchange.response.writableFinished || !exchange.request.complete) {
+              if (exchange === undefined || exchange.response.writableFinished || bodyPending(exchange.request)) {
                 // Idle, mid-headers, or a body still arriving: nothing of it was accepted.
                 socket.destroy()
               }

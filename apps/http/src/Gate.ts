@@ -5,9 +5,10 @@
  * route template. Authentication is not decided here but by each route (`Auth.ts`); the target
  * was made canonical before the request got here (`Edge.ts`).
  */
-import { HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Auth from "./Auth.js"
 import * as Metrics from "./Metrics.js"
 import * as Routes from "./Routes.js"
@@ -81,6 +82,7 @@ const answer = (
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
   app.pipe(
     Effect.provideService(HttpServerRequest.HttpServerRequest, view(request, maxBodyBytes)),
+    HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
     Effect.catchAllCause((cause) => {
       const body = bodyFailure(cause)
       if (body === "too large") return Effect.succeed(json(413, tooLargeBody(maxBodyBytes)))

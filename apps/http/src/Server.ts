@@ -171,7 +171,7 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
       // No tracer is exported by the service: a server span per request (URL parsing,
       // header redaction, a dozen attributes) would be built only to be dropped.
       HttpMiddleware.withTracerDisabledWhen(() => true),
-      Layer.provide(core),
+      Layer.provideMerge(core),
       Layer.provideMerge(http)
     )
   })
