@@ -165,6 +165,8 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
       : edge.pipe(Layer.provideMerge(FastPath.layer(options).pipe(Layer.provide(core))))
     return HttpLayerRouter.serve(routes(options), {
       disableLogger: true,
+      // The service announces itself, with how it is protected (layerConfig).
+      disableListenLog: true,
       middleware: Gate.finishWrites,
       routerConfig: Routes.routerConfig
     }).pipe(
