@@ -16,54 +16,15 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { connect, createServer, type Socket } from "node:net"
+import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Server from "../src/Server.js"
+import { exited, freePort, launch as start, ready } from "./process.js"
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-const launch = (port: number, dir: string): { readonly child: ChildProcess; readonly output: () => string } => {
-  const child = spawn(process.execPath, ["--conditions=@deixis/source", "--import", "tsx", "src/main.ts"], {
-    cwd: join(import.meta.dirname, ".."),
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DEIXIS_STORE: `sqlite:${join(dir, "deixis.db")}`,
-      DEIXIS_SHUTDOWN_TIMEOUT: "10 minutes",
-      DEIXIS_LOG_FORMAT: "json"
-    },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  return { child, output: () => output }
-}
-
-const ready = async (port: number) => {
-  for (let attempt = 0; attempt < 900; attempt++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error("the service did not become ready")
-}
-
-const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code)))
+const launch = (port: number, dir: string) =>
+  start(port, join(dir, "deixis.db"), { DEIXIS_SHUTDOWN_TIMEOUT: "10 minutes", DEIXIS_LOG_FORMAT: "json" })
 
 const open = (port: number) =>
   new Promise<Socket>((resolve, reject) => {
