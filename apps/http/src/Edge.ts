@@ -21,7 +21,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import type { IncomingMessage, Server, ServerResponse } from "node:http"
+import { IncomingMessage, type Server, ServerResponse } from "node:http"
 import type { ListenOptions, Socket } from "node:net"
 import { FastPath } from "./FastPath.js"
 import * as Metrics from "./Metrics.js"
@@ -119,25 +119,30 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           }
         })
 
+        // Installed on each exchange (plain functions, no allocation per request):
+        // an answer given before the body has arrived ends the connection (see destroySoon)...
+        function writeHead(this: ServerResponse) {
+          if (stopping || bodyPending(this.req)) this.shouldKeepAlive = false
+          // eslint-disable-next-line prefer-rest-params
+          return ServerResponse.prototype.writeHead.apply(this, arguments as unknown as Parameters<ServerResponse["writeHead"]>)
+        }
+        // ...and a reader that gives up on an oversized body destroys the request, which would
+        // reset the connection before the 413 is sent: the rest of the body is dropped instead.
+        function destroy(this: IncomingMessage, error?: Error) {
+          if (error !== undefined || exchanges.get(this.socket)?.response.headersSent !== false) {
+            return IncomingMessage.prototype.destroy.call(this, error)
+          }
+          this.removeAllListeners("data")
+          this.resume()
+          return this
+        }
+
         const listener = (request: IncomingMessage, response: ServerResponse) => {
           const started = performance.now()
           const socket = request.socket
           exchanges.set(socket, { request, response })
-          // An answer given before the body has arrived ends the connection (see destroySoon).
-          const writeHead = response.writeHead
-          response.writeHead = function(this: ServerResponse, ...args: Parameters<ServerResponse["writeHead"]>) {
-            if (stopping || bodyPending(request)) this.shouldKeepAlive = false
-            return writeHead.apply(this, args)
-          } as ServerResponse["writeHead"]
-          // A reader that gives up on an oversized body destroys the request, which would reset
-          // the connection before the 413 is sent: drop the rest of the body instead.
-          const destroy = request.destroy
-          request.destroy = function(this: IncomingMessage, error?: Error) {
-            if (error !== undefined || response.headersSent) return destroy.call(this, error)
-            this.removeAllListeners("data")
-            this.resume()
-            return this
-          }
+          response.writeHead = writeHead as ServerResponse["writeHead"]
+          request.destroy = destroy
 
           const target = RequestTarget.canonical(request.url ?? "")
           if (Either.isLeft(target)) {
@@ -149,10 +154,6 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
             const message = stopping ? "the service is stopping" : "the service is starting"
             return send(response, 503, { _tag: "ShuttingDown", message }, true)
           }
-          // A keep-alive exchange that finishes during a stop ends its connection.
-          response.once("finish", () => {
-            if (stopping) socket.end()
-          })
           if (!fast(request, response)) handler(request, response)
         }
         server.on("request", listener)
@@ -182,6 +183,10 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
               if (exchange === undefined || exchange.response.writableFinished || bodyPending(exchange.request)) {
                 // Idle, mid-headers, or a body still arriving: nothing of it was accepted.
                 socket.destroy()
+              } else {
+                // Being handled: it finishes, and then its connection ends (its headers may be
+                // out already, keep-alive and all).
+                exchange.response.once("finish", () => socket.end())
               }
             }
             if (sockets.size === 0 && !server.listening) finish()

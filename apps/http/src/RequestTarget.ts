@@ -44,6 +44,7 @@ const unreserved = /^[A-Za-z0-9\-._~]$/
 const absoluteForm = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
 
 const checkEscapes = (part: string, what: "path" | "query"): NonCanonical | undefined => {
+  if (!part.includes("%")) return undefined
   for (let i = part.indexOf("%"); i !== -1; i = part.indexOf("%", i + 1)) {
     const hex = part.slice(i + 1, i + 3)
     if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return { reason: `a malformed percent-escape in the ${what}` }
