@@ -10,10 +10,10 @@ import * as Store from "../src/Store.js"
 const level = process.env["DEIXIS_LOG_LEVEL"] === "Info" ? LogLevel.Info : LogLevel.Warning
 Server.layer(
   {
+    ...Server.defaults,
     port: Number(process.env["PORT"]),
     host: "127.0.0.1",
     apiToken: Option.none(),
-    maxBodyBytes: 1024 * 1024,
     telegram: {},
     fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
   },

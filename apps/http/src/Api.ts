@@ -6,13 +6,9 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
 import { HistoryItem } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
+import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
 
-/** A request without a valid bearer token, when DEIXIS_API_TOKEN is set. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
-  "Unauthorized",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
+export { Unauthorized }
 
 /** A body over the configured limit. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
@@ -77,18 +73,26 @@ export const ContextResult = Schema.Struct({
   description: "With message_id: that message's context — what came before it, by position — and the gap before it. Without: the conversation so far, up to and including the newest message. Plus the rendered chat_history_context."
 })
 
+// Authentication is declared per endpoint here: the Telegram route also takes Telegram's
+// webhook secret, and a group-level middleware would demand the bearer token of it too.
 export class Events extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.post("ingest", "/v1/events")
       .setPayload(ContextEvent.ContextEventBatch)
       .addSuccess(ContextEvent.ApplyResult)
+      .middleware(Authorization)
       .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
   )
   .add(
     HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
       .setPayload(Schema.Union(TelegramUpdate, Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000))))
       .addSuccess(TelegramResult)
+      .middleware(TelegramAuthorization)
       .annotate(OpenApi.Summary, "Record raw Telegram Bot API updates (one or an array), mapped as the Telegraf adapter maps them")
+      .annotate(
+        OpenApi.Description,
+        "Telegram's setWebhook can point here: with DEIXIS_TELEGRAM_SECRET set, the X-Telegram-Bot-Api-Secret-Token header is accepted in place of the bearer token."
+      )
   )
   .addError(ContextStore.StoreError)
 {}
@@ -106,6 +110,7 @@ export class Tools extends HttpApiGroup.make("tools")
       .addSuccess(ActiveContext.ListResult)
       .annotate(OpenApi.Summary, "The objects active in this reply chain, topic or chat")
   )
+  .middleware(Authorization)
   .addError(ContextStore.StoreError)
 {}
 
@@ -143,6 +148,7 @@ export class Chats extends HttpApiGroup.make("chats")
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: \"<revision>\" (or a list of them) or * (the state exists), else 412")
   )
+  .middleware(Authorization)
   .addError(ContextStore.StoreError)
 {}
 
@@ -150,7 +156,6 @@ export class Api extends HttpApi.make("deixis")
   .add(Events)
   .add(Tools)
   .add(Chats)
-  .addError(Unauthorized)
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "deixis")
   .annotate(OpenApi.Version, "1.0.0")

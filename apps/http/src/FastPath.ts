@@ -6,15 +6,15 @@
  * CPU per request against ~10 µs for the tool itself.
  *
  * Same behaviour as the HttpApi route, checked by `test/fastpath.test.ts` on a corpus of
- * requests: the same bearer check, body limit, error bodies and status codes (from the gate's
- * shared bodies and the API's own error Schemas), the same payload Schemas and result encodings (the
- * ones `Api.ts` declares for these endpoints), the same services (called through the layer's
- * Runtime), the same request metrics. It is attached and detached with the Effect handler, so
- * a stop treats both alike. Anything unusual — another method, a query string, a body that is
- * not `application/json` — goes to the Effect stack.
+ * requests: the same bearer check (`Auth.ts`), body limit, error bodies and status codes (from
+ * the gate's shared bodies and the API's own error Schemas), the same payload Schemas and result
+ * encodings (the ones `Api.ts` declares for these endpoints), the same services (called through
+ * the layer's Runtime), the same request metrics. The routes are the route table's
+ * (`Routes.ts`), matched on the canonical target the edge has already made (`Edge.ts`).
+ * Anything unusual — another method, a query string, a body that is not `application/json` —
+ * goes to the Effect stack.
  */
-import { HttpApiError, HttpApiSchema, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { HttpApiError, HttpApiSchema } from "@effect/platform"
 import { ActiveContext, ContextStore, ReferenceResolver } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -24,13 +24,13 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
-import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import type { IncomingMessage, Server, ServerResponse } from "node:http"
-import type { ListenOptions } from "node:net"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Auth from "./Auth.js"
 import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
+import * as Routes from "./Routes.js"
 
 /**
  * A Node request listener that answers what it can and returns `false` for the rest.
@@ -55,7 +55,6 @@ export class FastPath extends Context.Tag("@deixis/http/FastPath")<FastPath, Lis
  * @category models
  */
 export interface FastPathOptions {
-  readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
 }
 
@@ -70,7 +69,7 @@ interface Route {
 // The result is encoded by core's `encodeResult`: Schema.encode's output, byte for byte (core
 // tests it), without re-validating what the tool built — the largest cost left on this path.
 const route = <A, I, B>(
-  path: string,
+  { path }: Routes.Route,
   payload: Schema.Schema<A, I>,
   encode: (result: B) => unknown,
   call: (payload: A) => Effect.Effect<B, ContextStore.StoreError>
@@ -107,23 +106,26 @@ const plainJson = /^application\/json\b/i
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext> =>
+export const layer = (
+  options: FastPathOptions
+): Layer.Layer<FastPath, never, ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext | Auth.Credentials> =>
   Layer.effect(
     FastPath,
     Effect.gen(function*() {
+      const credentials = yield* Auth.Credentials
       const resolver = yield* ReferenceResolver.ReferenceResolver
       const active = yield* ActiveContext.ActiveContext
       const runtime = yield* Effect.runtime<never>()
       const run = Runtime.runCallback(runtime)
       const routes = new Map<string, Route>(
         [
-          route("/v1/tools/resolve_reference_target", ReferenceResolver.ResolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
-          route("/v1/tools/list_active_context_objects", ActiveContext.ListRequest, ActiveContext.encodeResult, active.list)
+          route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
+          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, ActiveContext.encodeResult, active.list)
         ].map((r) => [r.path, r])
       )
-      const { apiToken, maxBodyBytes } = options
+      const { maxBodyBytes } = options
       const tooLarge = JSON.stringify(Gate.tooLargeBody(maxBodyBytes))
-      const unauthorized = JSON.stringify(Gate.unauthorizedBody)
+      const unauthorized = JSON.stringify(Auth.unauthorizedBody)
       const internalError = JSON.stringify(Gate.internalErrorBody)
 
       return (request, response) => {
@@ -138,12 +140,13 @@ export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, Re
           Metrics.recordNow("POST", r.path, status, (performance.now() - started) / 1000)
           send(response, status, body)
         }
-        // The gate's checks, in the gate's order.
-        if (Option.isSome(apiToken) && !Gate.tokenMatches(apiToken.value, request.headers["authorization"])) {
+        // The Effect stack's checks, in its order: the route's authentication, then the body.
+        if (!Auth.bearerAllowed(credentials, Auth.presentedToken(request.headers["authorization"]))) {
+          response.setHeader("www-authenticate", Auth.challenge)
           answer(401, unauthorized)
           return true
         }
-        if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
+        if (Gate.declaresTooMuch(request.headers["content-length"], maxBodyBytes)) {
           answer(413, tooLarge)
           return true
         }
@@ -182,7 +185,9 @@ export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, Re
           })
         }
 
-        // Read under the limit, as the gate does; a failed read is a 413 there too.
+        // Read under the limit, as the gate does; a failed read is a 413 there too. Past the
+        // limit the rest is discarded, not buffered: the edge closes the connection after the
+        // answer, lingering so that the client reads it (see `Edge.ts`).
         const chunks: Array<Buffer> = []
         let bytes = 0
         let done = false
@@ -191,8 +196,8 @@ export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, Re
           bytes += chunk.length
           if (bytes > maxBodyBytes) {
             done = true
+            chunks.length = 0
             answer(413, tooLarge)
-            request.destroy()
           } else {
             chunks.push(chunk)
           }
@@ -210,43 +215,4 @@ export const layer = (options: FastPathOptions): Layer.Layer<FastPath, never, Re
         return true
       }
     })
-  )
-
-/**
- * The Node HTTP server (as `NodeHttpServer.layer`), whose request listener tries the fast path
- * first and hands everything else to the Effect handler. Both are attached together and
- * detached together when the server stops. (No WebSocket upgrade handler: the service has no
- * WebSocket route; MCP is streamable HTTP.)
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerServer = (server: Server, listen: ListenOptions): Layer.Layer<
-  Layer.Layer.Success<ReturnType<typeof NodeHttpServer.layer>>,
-  Layer.Layer.Error<ReturnType<typeof NodeHttpServer.layer>>,
-  FastPath
-> =>
-  Layer.merge(
-    Layer.scoped(
-      HttpServer.HttpServer,
-      Effect.gen(function*() {
-        const fast = yield* FastPath
-        const node = yield* NodeHttpServer.make(() => server, listen)
-        return HttpServer.make({
-          address: node.address,
-          serve: (app, middleware) =>
-            Effect.gen(function*() {
-              const handler = yield* (middleware === undefined
-                ? NodeHttpServer.makeHandler(app)
-                : NodeHttpServer.makeHandler(app, middleware as never))
-              const listener = (request: IncomingMessage, response: ServerResponse) => {
-                if (!fast(request, response)) handler(request, response)
-              }
-              yield* Effect.addFinalizer(() => Effect.sync(() => server.off("request", listener)))
-              server.on("request", listener)
-            })
-        })
-      })
-    ),
-    NodeHttpServer.layerContext
   )

@@ -1,38 +1,25 @@
 /**
- * The gate every request passes: bearer auth on /v1 and /mcp, the body limit, JSON for
- * unknown routes, metrics, and in-flight writes finishing during a graceful stop.
+ * The gate every request through the Effect stack passes (the router's global middleware):
+ * the body limit, bodies of any JSON media type read as JSON, JSON errors for unknown routes,
+ * malformed bodies and failures, the 401 challenge header, and request metrics labelled by
+ * route template. Authentication is not decided here but by each route (`Auth.ts`); the target
+ * was made canonical before the request got here (`Edge.ts`).
  */
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
-import { createHash, timingSafeEqual } from "node:crypto"
+import * as Auth from "./Auth.js"
 import * as Metrics from "./Metrics.js"
+import * as Routes from "./Routes.js"
 
 export interface GateOptions {
-  readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
-}
-
-const digest = (s: string) => createHash("sha256").update(s).digest()
-
-/** Compares in constant time: both sides are hashed to equal lengths first. */
-export const tokenMatches = (expected: Redacted.Redacted<string>, header: string | undefined): boolean => {
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header)
-  const given = match?.[1] ?? ""
-  const ok = timingSafeEqual(digest(Redacted.value(expected)), digest(given))
-  return ok && match !== null
 }
 
 const json = (status: number, body: Record<string, unknown>) => HttpServerResponse.unsafeJson(body, { status })
 
-/** Whether a path needs the bearer token (when one is configured). */
-export const guarded = (path: string) => path.startsWith("/v1/") || path === "/mcp" || path.startsWith("/mcp/") || path.startsWith("/mcp?")
-
-// The gate's own error bodies, shared with the fast path so both answer alike.
-/** The 401 body. */
-export const unauthorizedBody = { _tag: "Unauthorized", message: "a valid Authorization: Bearer token is required" } as const
+// The gate's own error bodies, shared with the fast path and the edge so all answer alike.
 /** The 413 body. */
 export const tooLargeBody = (maxBodyBytes: number) =>
   ({ _tag: "PayloadTooLarge", message: `the body is larger than ${maxBodyBytes} bytes`, max_bytes: maxBodyBytes }) as const
@@ -41,6 +28,77 @@ export const invalidJsonBody = (error: unknown) =>
   ({ _tag: "BadRequest", path: "$", message: `the body is not valid JSON: ${(error as Error).message}` }) as const
 /** The 500 body: the cause is logged, never sent. */
 export const internalErrorBody = { _tag: "InternalError", message: "the request failed unexpectedly" } as const
+
+/** Whether the method carries a body. */
+export const hasBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
+
+// The message the platform's body readers fail with past the limit.
+const maxBytesExceeded = "maxBytes exceeded"
+
+/** Whether a Content-Length header declares more than the limit. */
+export const declaresTooMuch = (contentLength: string | undefined, maxBodyBytes: number) =>
+  Number(contentLength ?? 0) > maxBodyBytes
+
+// JSON in any of its media types (application/json, application/merge-patch+json, ...).
+const isJson = (contentType: string | undefined) =>
+  contentType === undefined || /^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType.trim())
+
+/**
+ * The request as the routes see it: bodies read under the limit (a declared Content-Length
+ * over it fails before a byte is read), and a body of any JSON media type presented as
+ * `application/json`, which HttpApi decodes. Reading stays lazy: a route reads the body only
+ * after it has authenticated the request.
+ */
+const view = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number): HttpServerRequest.HttpServerRequest => {
+  const type = request.headers["content-type"]
+  const rewrite = hasBody(request.method) && type !== undefined && isJson(type) && !/^application\/json\b/i.test(type)
+  const overLimit = declaresTooMuch(request.headers["content-length"], maxBodyBytes)
+  if (!rewrite && !overLimit) return request
+  const refused = Effect.fail(
+    new HttpServerError.RequestError({ request, reason: "Decode", cause: new Error(maxBytesExceeded) })
+  )
+  return Object.create(request, {
+    ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {}),
+    ...(overLimit ? { text: { value: refused }, arrayBuffer: { value: refused } } : {})
+  }) as HttpServerRequest.HttpServerRequest
+}
+
+/** What a failed body read was, from the defect HttpApi makes of it (`Effect.orDie(request.json)`). */
+const bodyFailure = (cause: Cause.Cause<unknown>): "too large" | SyntaxError | undefined => {
+  for (const defect of Cause.defects(cause)) {
+    if (defect instanceof HttpServerError.RequestError && defect.reason === "Decode") {
+      const inner = defect.cause
+      if (inner instanceof SyntaxError) return inner
+      if (inner instanceof Error && inner.message === maxBytesExceeded) return "too large"
+    }
+  }
+  return undefined
+}
+
+const answer = (
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>,
+  request: HttpServerRequest.HttpServerRequest,
+  maxBodyBytes: number
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
+  app.pipe(
+    Effect.provideService(HttpServerRequest.HttpServerRequest, view(request, maxBodyBytes)),
+    HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
+    Effect.catchAllCause((cause) => {
+      const body = bodyFailure(cause)
+      if (body === "too large") return Effect.succeed(json(413, tooLargeBody(maxBodyBytes)))
+      if (body !== undefined) return Effect.succeed(json(400, invalidJsonBody(body)))
+      return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
+        response.status === 404 && Cause.isFailType(cause) &&
+          (cause.error as unknown as { readonly _tag?: unknown })._tag === "RouteNotFound"
+          ? Effect.succeed(json(404, { _tag: "NotFound", message: `no route for ${request.method} ${request.url.split("?")[0]}` }))
+          : response.status >= 500
+          ? Effect.as(Effect.logError("request failed", rest), json(500, internalErrorBody))
+          : Effect.succeed(response))
+    }),
+    Effect.map((response) =>
+      response.status === 401 ? HttpServerResponse.setHeader(response, "www-authenticate", Auth.challenge) : response
+    )
+  )
 
 export const layer = (options: GateOptions) =>
   HttpLayerRouter.middleware(
@@ -54,80 +112,17 @@ export const layer = (options: GateOptions) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = performance.now()
-        const route = Metrics.routeLabel(request.url)
-        let response: HttpServerResponse.HttpServerResponse
-        if (
-          Option.isSome(options.apiToken) && guarded(request.url) &&
-          !tokenMatches(options.apiToken.value, request.headers["authorization"])
-        ) {
-          response = json(401, unauthorizedBody)
-        } else if (Number(request.headers["content-length"] ?? 0) > options.maxBodyBytes) {
-          response = tooLargeResponse(options.maxBodyBytes)
-        } else {
-          response = yield* handle(app, request, options.maxBodyBytes)
-        }
-        const seconds = (performance.now() - started) / 1000
-        yield* Metrics.record(request.method, route, response.status, seconds)
+        const response = yield* answer(app, request, options.maxBodyBytes)
+        Metrics.recordNow(
+          Routes.methodLabel(request.method),
+          Routes.label(request.method, request.url),
+          response.status,
+          (performance.now() - started) / 1000
+        )
         return response
       }),
     { global: true }
   )
-
-const tooLargeResponse = (maxBodyBytes: number) => json(413, tooLargeBody(maxBodyBytes))
-
-/** Whether the method carries a body the gate reads. */
-export const hasBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS"
-
-// JSON in any of its media types (application/json, application/merge-patch+json, ...).
-const isJson = (contentType: string | undefined) =>
-  contentType === undefined || /^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType.trim())
-
-/**
- * The request seen as `application/json` (for `application/merge-patch+json` and the like),
- * carrying the body already read: `modify` would lose the platform's cached body.
- */
-const asJsonRequest = (request: HttpServerRequest.HttpServerRequest, text: string): HttpServerRequest.HttpServerRequest =>
-  Object.create(request, {
-    headers: { value: { ...request.headers, "content-type": "application/json" } },
-    text: { value: Effect.succeed(text) }
-  }) as HttpServerRequest.HttpServerRequest
-
-const handle = (
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>,
-  request: HttpServerRequest.HttpServerRequest,
-  maxBodyBytes: number
-): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    let forwarded = request
-    if (hasBody(request.method) && isJson(request.headers["content-type"])) {
-      // Read the body once, under the limit; the platform caches it for the handler.
-      const text = yield* Effect.either(HttpIncomingMessage.withMaxBodySize(request.text, Option.some(maxBodyBytes)))
-      if (text._tag === "Left") return tooLargeResponse(maxBodyBytes)
-      if (text.right !== "") {
-        try {
-          JSON.parse(text.right)
-        } catch (error) {
-          return json(400, invalidJsonBody(error))
-        }
-      }
-      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "application/json")) {
-        forwarded = asJsonRequest(request, text.right)
-      }
-    }
-    return yield* app.pipe(
-      Effect.provideService(HttpServerRequest.HttpServerRequest, forwarded),
-      HttpIncomingMessage.withMaxBodySize(Option.some(maxBodyBytes)),
-      Effect.catchAllCause((cause) =>
-        Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-          response.status === 404 && Cause.isFailType(cause) &&
-            (cause.error as unknown as { readonly _tag?: unknown })._tag === "RouteNotFound"
-            ? Effect.succeed(json(404, { _tag: "NotFound", message: `no route for ${request.method} ${request.url.split("?")[0]}` }))
-            : response.status >= 500
-            ? Effect.as(Effect.logError("request failed", rest), json(500, internalErrorBody))
-            : Effect.succeed(response))
-      )
-    )
-  })
 
 /**
  * Around the whole exchange, response sending included: a stop lets a write already accepted
@@ -138,4 +133,6 @@ export const finishWrites = <E, R>(
   exchange: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    hasBody(request.method) && !request.url.startsWith("/mcp") ? Effect.uninterruptible(exchange) : exchange)
+    hasBody(request.method) && Routes.find(request.method, request.url)?.path !== Routes.service.mcp.path
+      ? Effect.uninterruptible(exchange)
+      : exchange)

@@ -9,13 +9,10 @@ import { DeixisToolkit } from "@deixis/tools"
 import * as Layer from "effect/Layer"
 import * as McpEdge from "./McpEdge.js"
 
-/** Where the endpoint is served. */
-export const path = "/mcp"
-
-export const layer = (options: { readonly version: string }) =>
+export const layer = (options: { readonly version: string; readonly path: `/${string}` }) =>
   McpServer.toolkit(DeixisToolkit.toolkit).pipe(
     Layer.provideMerge(DeixisToolkit.layerConfig()),
     Layer.provide(McpServer.layer({ name: "deixis", version: options.version }).pipe(
-      Layer.provide(McpEdge.layerProtocol({ path }))
+      Layer.provide(McpEdge.layerProtocol({ path: options.path }))
     ))
   )

@@ -231,11 +231,11 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
         400
       )
     }
-    const text = yield* Effect.either(request.text)
-    if (text._tag === "Left") return json(failure(null, ErrorCode.ParseError, "Parse error: the body could not be read"), 400)
+    // A body that cannot be read (over the limit) is the gate's to answer (413), as for every route.
+    const text = yield* Effect.orDie(request.text)
     let body: unknown
     try {
-      body = JSON.parse(text.right)
+      body = JSON.parse(text)
     } catch {
       return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
     }

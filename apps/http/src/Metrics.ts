@@ -33,9 +33,10 @@ const label = MetricLabel.make
 const noLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
 
 /**
- * Counts one request and records its latency, synchronously: the fast path calls it outside
- * any fiber, and the gate wraps it in `Effect.sync`. (The service sets no fiber-level metric
- * labels, so this is what `Metric.update` would record.)
+ * Counts one request and records its latency, synchronously: the fast path and the edge call
+ * it outside any fiber. (The service sets no fiber-level metric labels, so this is what
+ * `Metric.update` would record.) `method` and `route` must be bounded labels — `Routes.label`
+ * and `Routes.methodLabel` — never raw request values.
  */
 export const recordNow = (method: string, route: string, status: number, seconds: number): void => {
   const counterKey = `${method} ${route} ${status}`
@@ -55,31 +56,6 @@ export const recordNow = (method: string, route: string, status: number, seconds
   counter.unsafeUpdate(1, noLabels)
   histogram.unsafeUpdate(seconds, noLabels)
 }
-
-/** Counts one request and records its latency. */
-export const record = (method: string, route: string, status: number, seconds: number): Effect.Effect<void> =>
-  Effect.sync(() => recordNow(method, route, status, seconds))
-
-/** A route label with bounded cardinality: ids in paths become parameters. */
-export const routeLabel = (path: string): string => {
-  const bare = path.split("?")[0] ?? path
-  if (bare.startsWith("/v1/chats/")) {
-    const rest = bare.slice("/v1/chats/".length).split("/")
-    return rest.length === 2 ? `/v1/chats/:chat_id/${rest[1]}` : "unmatched"
-  }
-  return known.has(bare) ? bare : bare.startsWith("/mcp") ? "/mcp" : "unmatched"
-}
-const known = new Set([
-  "/v1/events",
-  "/v1/telegram/updates",
-  "/v1/tools/resolve_reference_target",
-  "/v1/tools/list_active_context_objects",
-  "/openapi.json",
-  "/docs",
-  "/healthz",
-  "/readyz",
-  "/metrics"
-])
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"").replace(/\n/g, "\\n")
 const labels = (tags: ReadonlyArray<{ readonly key: string; readonly value: string }>, extra = "") => {

@@ -1,56 +1,112 @@
 /**
  * The service, composed: every feature a layer, the store chosen by configuration. Nothing
  * starts on import; `main.ts` launches it.
+ *
+ * A request's path: the edge (`Edge.ts`: canonical target, connection bounds) → the fast path
+ * for the two tool routes (`FastPath.ts`) or the Effect router → the gate (`Gate.ts`: body limit,
+ * JSON errors, metrics) → the route, which authenticates (`Auth.ts`) before it reads the body.
  */
 import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { ContextStore, ConversationState, Deixis } from "@deixis/core"
 import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import * as Redacted from "effect/Redacted"
+import { ConfigKeys } from "@deixis/core"
+import { createServer } from "node:http"
+import { isIP } from "node:net"
 import { Api } from "./Api.js"
+import * as Auth from "./Auth.js"
+import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
 import * as Gate from "./Gate.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
+import * as Routes from "./Routes.js"
 import * as Store from "./Store.js"
 
 export const version = "0.1.0"
 
-export interface ServerOptions {
+export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
   readonly port: number
   readonly host: string
-  readonly apiToken: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
   readonly telegram: TelegramOptions
   /** Serve the two tool routes from the Node listener (see `FastPath.ts`); default true. */
   readonly fastPath?: boolean | undefined
 }
 
+/** Whether an address is reachable from this machine only. */
+export const isLoopback = (host: string): boolean => {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true
+  if (isIP(h) === 4) return h.startsWith("127.")
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)
+  return mapped !== null && mapped[1]!.startsWith("127.")
+}
+
+const secret = (name: string, rule: RegExp, what: string) =>
+  Config.option(Config.redacted(name)).pipe(
+    Config.mapOrFail((value) =>
+      Option.isNone(value) || rule.test(Redacted.value(value.value))
+        ? Either.right(value)
+        : Either.left(ConfigError.InvalidData([name], `${name} must be ${what}`))
+    )
+  )
+
 /**
- * PORT, HOST, DEIXIS_API_TOKEN, DEIXIS_HTTP_MAX_BODY_BYTES, DEIXIS_HTTP_FAST_PATH, and the
- * bot's identity for the Telegram mapper (DEIXIS_TELEGRAM_BOT_ID, DEIXIS_TELEGRAM_BOT_USERNAME),
- * with their defaults.
+ * Every key of the service, with its default (see README, "Configuration"). Without
+ * DEIXIS_API_TOKEN the service listens on 127.0.0.1 unless HOST says otherwise; a HOST that
+ * is not a loopback address then needs DEIXIS_ALLOW_UNAUTHENTICATED=true, or it refuses to
+ * start.
  */
 export const config: Config.Config<ServerOptions> = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
-  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0")),
-  apiToken: Config.option(Config.redacted("DEIXIS_API_TOKEN")),
-  maxBodyBytes: Config.integer("DEIXIS_HTTP_MAX_BODY_BYTES").pipe(
-    Config.withDefault(1024 * 1024),
-    Config.validate({ message: "DEIXIS_HTTP_MAX_BODY_BYTES must be positive", validation: (n) => n > 0 })
-  ),
+  host: Config.option(Config.string("HOST")),
+  apiToken: secret("DEIXIS_API_TOKEN", /^\S+$/, "a non-empty token without spaces"),
+  metricsToken: secret("DEIXIS_METRICS_TOKEN", /^\S+$/, "a non-empty token without spaces"),
+  // Telegram's own rule for setWebhook's secret_token.
+  telegramSecret: secret("DEIXIS_TELEGRAM_SECRET", /^[A-Za-z0-9_-]{1,256}$/, "1-256 characters A-Z, a-z, 0-9, _ and -"),
+  allowUnauthenticated: Config.boolean("DEIXIS_ALLOW_UNAUTHENTICATED").pipe(Config.withDefault(false)),
+  maxBodyBytes: ConfigKeys.positiveInt("DEIXIS_HTTP_MAX_BODY_BYTES", 1024 * 1024),
   fastPath: Config.boolean("DEIXIS_HTTP_FAST_PATH").pipe(Config.withDefault(true)),
+  headersTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_HEADERS_TIMEOUT", "10 seconds"),
+  requestTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_REQUEST_TIMEOUT", "30 seconds"),
+  keepAliveTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_KEEP_ALIVE_TIMEOUT", "5 seconds"),
+  maxConnections: ConfigKeys.positiveInt("DEIXIS_HTTP_MAX_CONNECTIONS", 1024),
+  shutdownTimeoutMs: ConfigKeys.millis("DEIXIS_SHUTDOWN_TIMEOUT", "10 seconds"),
   telegram: Config.all({
     botId: Config.string("DEIXIS_TELEGRAM_BOT_ID").pipe(Config.option, Config.map(Option.getOrUndefined)),
     botUsername: Config.string("DEIXIS_TELEGRAM_BOT_USERNAME").pipe(Config.option, Config.map(Option.getOrUndefined))
   })
-})
+}).pipe(
+  Config.mapOrFail(({ allowUnauthenticated, host, ...options }): Either.Either<ServerOptions, ConfigError.ConfigError> => {
+    const open = Option.isNone(options.apiToken)
+    const chosen = Option.getOrElse(host, () => (open ? "127.0.0.1" : "0.0.0.0"))
+    if (open && !isLoopback(chosen) && !allowUnauthenticated) {
+      return Either.left(ConfigError.InvalidData(
+        ["HOST"],
+        `refusing to listen on ${chosen} without authentication: set DEIXIS_API_TOKEN (clients then send ` +
+          `Authorization: Bearer <token>), or set DEIXIS_ALLOW_UNAUTHENTICATED=true to serve anyone who can reach it`
+      ))
+    }
+    if (options.headersTimeoutMs > options.requestTimeoutMs) {
+      return Either.left(ConfigError.InvalidData(
+        ["DEIXIS_HTTP_HEADERS_TIMEOUT"],
+        "DEIXIS_HTTP_HEADERS_TIMEOUT must not exceed DEIXIS_HTTP_REQUEST_TIMEOUT"
+      ))
+    }
+    return Either.right({ ...options, host: chosen })
+  })
+)
+
+/** Every default, as the service reads them with no keys set (for tests and embedders). */
+export const defaults: ServerOptions = ConfigKeys.defaultsOf(config)
 
 /** The core's services and the history side, over the given stores (built once: layers memoize). */
 export const services = <E, R>(stores: Layer.Layer<Store.Stores, E, R>) =>
@@ -58,11 +114,13 @@ export const services = <E, R>(stores: Layer.Layer<Store.Stores, E, R>) =>
     Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
   )
 
-const health = HttpLayerRouter.add("GET", "/healthz", HttpServerResponse.unsafeJson({ status: "ok" }))
+const { healthz, metrics, readyz } = Routes.service
+
+const health = HttpLayerRouter.add(healthz.method, healthz.path, HttpServerResponse.unsafeJson({ status: "ok" }))
 
 const ready = HttpLayerRouter.add(
-  "GET",
-  "/readyz",
+  readyz.method,
+  readyz.path,
   Effect.gen(function*() {
     const context = yield* ContextStore.ContextStore
     const history = yield* HistoryStore.HistoryStore
@@ -73,68 +131,80 @@ const ready = HttpLayerRouter.add(
   })
 )
 
-const metrics = HttpLayerRouter.add("GET", "/metrics", Metrics.handler)
+const metricsRoute = HttpLayerRouter.add(metrics.method, metrics.path, Metrics.handler).pipe(
+  Layer.provide(Auth.routeMiddleware(Auth.metricsAllowed).layer)
+)
 
-/** Every route of the service. */
-export const routes = (options: Pick<ServerOptions, "apiToken" | "maxBodyBytes" | "telegram">) =>
+/** Every route of the service (the route table's, `Routes.ts`), behind the gate. */
+export const routes = (options: Pick<ServerOptions, "maxBodyBytes" | "telegram">) =>
   Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(ApiLive(options.telegram))),
-    HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: "/docs" }),
-    Mcp.layer({ version }),
+    HttpLayerRouter.addHttpApi(Api, { openapiPath: Routes.service.openapi.path }).pipe(
+      Layer.provide(ApiLive(options.telegram)),
+      Layer.provide(Auth.layer)
+    ),
+    HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: Routes.service.docs.path }),
+    Mcp.layer({ version, path: Routes.service.mcp.path }).pipe(Layer.provide(Auth.routeMiddleware(Auth.bearerAllowed).layer)),
     health,
     ready,
-    metrics,
+    metricsRoute,
     Gate.layer(options)
   )
-
-/**
- * Answers requests that arrive once a stop has begun — after the Effect handler is detached
- * and before the server has closed — with a 503 and `connection: close`, instead of leaving
- * them (and so the server's close) hanging.
- */
-const refuseWhileStopping = (server: Server) =>
-  Layer.scopedDiscard(Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
-        // The service's own handler is still attached: it answers.
-        if (server.listenerCount("request") > 1) return
-        const body = JSON.stringify({ _tag: "ShuttingDown", message: "the service is stopping" })
-        response.writeHead(503, { "content-type": "application/json", connection: "close" })
-        response.end(body)
-      })
-      server.closeIdleConnections()
-    })
-  ))
 
 /** The whole service on a Node HTTP server, over the given stores. */
 export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
   Layer.suspend(() => {
-    const server = createServer()
+    // Timeouts are checked every second rather than Node's default 30 (slow clients go sooner).
+    const server = createServer({ connectionsCheckingInterval: 1_000 })
     const listen = { port: options.port, host: options.host }
+    const credentials = Layer.succeed(Auth.Credentials, options)
     // One value, so the service and the fast path share one build of it.
-    const core = services(stores)
+    const core = Layer.merge(services(stores), credentials)
+    const edge = Edge.layerServer(server, listen, options)
     const http = options.fastPath === false
-      ? NodeHttpServer.layer(() => server, listen)
-      : FastPath.layerServer(server, listen).pipe(Layer.provideMerge(FastPath.layer(options)), Layer.provide(core))
-    // Acquired after the server and its handler, so released first: late requests get an answer.
-    return refuseWhileStopping(server).pipe(
-      Layer.provideMerge(
-        HttpLayerRouter.serve(routes(options), { disableLogger: true, middleware: Gate.finishWrites }).pipe(
-          // No tracer is exported by the service: a server span per request (URL parsing,
-          // header redaction, a dozen attributes) would be built only to be dropped.
-          HttpMiddleware.withTracerDisabledWhen(() => true),
-          Layer.provide(core),
-          Layer.provideMerge(http)
-        )
-      )
+      ? edge.pipe(Layer.provide(Layer.succeed(FastPath.FastPath, () => false)))
+      : edge.pipe(Layer.provideMerge(FastPath.layer(options).pipe(Layer.provide(core))))
+    return HttpLayerRouter.serve(routes(options), {
+      disableLogger: true,
+      // The service announces itself, with how it is protected (layerConfig).
+      disableListenLog: true,
+      middleware: Gate.finishWrites,
+      routerConfig: Routes.routerConfig
+    }).pipe(
+      // No tracer is exported by the service: a server span per request (URL parsing,
+      // header redaction, a dozen attributes) would be built only to be dropped.
+      HttpMiddleware.withTracerDisabledWhen(() => true),
+      Layer.provideMerge(core),
+      Layer.provideMerge(http)
     )
   })
 
-/** The service configured from the environment. */
+/** The service configured from the environment, saying where it listens and how it is protected. */
 export const layerConfig = Layer.unwrapEffect(
   Effect.gen(function*() {
     const options = yield* config
     const choice = yield* Store.config
-    return layer(options, Store.layer(choice))
+    const protection = Option.isSome(options.apiToken)
+      ? "bearer token required"
+      : isLoopback(options.host)
+      ? "no authentication (DEIXIS_API_TOKEN unset): reachable from this machine only"
+      : "NO AUTHENTICATION (DEIXIS_ALLOW_UNAUTHENTICATED=true): anyone who can reach this address can read and write"
+    const address = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`
+    const announce = Layer.effectDiscard(
+      (Option.isNone(options.apiToken) && !isLoopback(options.host) ? Effect.logWarning : Effect.logInfo)(
+        `deixis ${version} listening on ${address}`
+      ).pipe(Effect.annotateLogs({ store: choice._tag, auth: protection, docs: Routes.service.docs.path }))
+    )
+    // Started last, so stopped first: if the stop itself hangs (a store that never closes),
+    // the process still exits, a little after the drain's own bound.
+    const backstop = Layer.scopedDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        setTimeout(() => {
+          process.stderr.write(`deixis: the stop did not finish within ${options.shutdownTimeoutMs + 5_000} ms; exiting\n`)
+          process.exit(1)
+        }, options.shutdownTimeoutMs + 5_000).unref()
+      })
+    ))
+    // Built in this order: the service, then the announcement, then the backstop.
+    return backstop.pipe(Layer.provideMerge(announce.pipe(Layer.provideMerge(layer(options, Store.layer(choice))))))
   })
 )

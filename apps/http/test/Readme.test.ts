@@ -1,5 +1,7 @@
+import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
 import { checkConfigDocumentation } from "deixis-test-support/readme"
+import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
 import * as Store from "../src/Store.js"
 
@@ -9,5 +11,12 @@ describe("README", () => {
   it("documents every configuration key of the service with its real default", () => {
     expect(checkConfigDocumentation(readme, [Server.config, Store.config]))
       .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
+  })
+
+  it("lists exactly the route table, each route with its access", () => {
+    const section = fs.readFileSync(readme, "utf8").split("## Endpoints (v1)")[1]!.split("\n## ")[0]!
+    const documented = [...section.matchAll(/^\| `([A-Z]+) ([^`?]+)(?:\?[^`]*)?` \| ([a-z ]+) \|/gm)]
+      .map(([, method, path, access]) => `${method} ${path!.replace(/\{(\w+)\}/g, ":$1")} ${access}`)
+    expect(documented.sort()).toEqual(Routes.table.map((r) => `${r.method} ${r.path} ${r.access}`).sort())
   })
 })

@@ -48,6 +48,13 @@ const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> =
   { name: "schema failure: null", path, headers: json, body: "null", status: 400, fast: true },
   { name: "missing token", path, headers: { "content-type": "application/json" }, body: "{}", status: 401, fast: true },
   { name: "wrong token", path, headers: { ...json, authorization: "Bearer nope" }, body: "{}", status: 401, fast: true },
+  // Every spelling of the header is read alike by the fast path and by HttpApiSecurity.bearer.
+  { name: "scheme in lower case", path, headers: { ...json, authorization: `bearer ${token}` }, body: "{}", status: 400, fast: true },
+  { name: "two spaces", path, headers: { ...json, authorization: `Bearer  ${token}` }, body: "{}", status: 401, fast: true },
+  // Field values lose surrounding whitespace on the wire (RFC 9110 §5.5).
+  { name: "trailing space", path, headers: { ...json, authorization: `Bearer ${token} ` }, body: "{}", status: 400, fast: true },
+  { name: "token alone", path, headers: { ...json, authorization: token }, body: "{}", status: 401, fast: true },
+  { name: "empty header", path, headers: { ...json, authorization: "" }, body: "{}", status: 401, fast: true },
   { name: "oversized", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1, raw_user_text: "x".repeat(maxBodyBytes) }), status: 413, fast: true },
   { name: "text/plain body", path, headers: { ...json, "content-type": "text/plain" }, body: "{}", status: 400, fast: false },
   { name: "query string", path: path + "?x=1", headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 13 }), status: 200, fast: false }

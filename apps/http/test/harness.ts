@@ -17,17 +17,28 @@ export interface Running {
   readonly json: (path: string, body: unknown, init?: RequestInit) => Promise<Response>
 }
 
+const secret = (value: string | undefined) => (value === undefined ? Option.none() : Option.some(Redacted.make(value)))
+
 /** Starts the service on an ephemeral loopback port for the current scope. */
 export const start = (
-  options: { readonly token?: string; readonly maxBodyBytes?: number; readonly fastPath?: boolean } = {}
+  options: {
+    readonly token?: string
+    readonly metricsToken?: string
+    readonly telegramSecret?: string
+    readonly maxBodyBytes?: number
+    readonly fastPath?: boolean
+  } = {}
 ) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
       Server.layer(
         {
+          ...Server.defaults,
           port: 0,
           host: "127.0.0.1",
-          apiToken: options.token === undefined ? Option.none() : Option.some(Redacted.make(options.token)),
+          apiToken: secret(options.token),
+          metricsToken: secret(options.metricsToken),
+          telegramSecret: secret(options.telegramSecret),
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
           telegram: { botId: "999", botUsername: "deixis_bot" },
           fastPath: options.fastPath ?? true

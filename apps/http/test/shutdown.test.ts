@@ -1,40 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
+import { exited, freePort, launch as start, ready } from "./process.js"
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-const launch = (port: number, file: string): ChildProcess =>
-  spawn(process.execPath, ["--conditions=@deixis/source", "--import", "tsx", "src/main.ts"], {
-    cwd: join(import.meta.dirname, ".."),
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DEIXIS_STORE: `sqlite:${file}` },
-    stdio: "ignore"
-  })
-
-const ready = async (port: number) => {
-  for (let attempt = 0; attempt < 900; attempt++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
-    if (ok) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error("the service did not become ready")
-}
-
-const exited = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code)))
+const launch = (port: number, file: string) => start(port, file).child
 
 const batch = (n: number) =>
   Array.from({ length: 50 }, (_, i) => ({ type: "message_observed", chat_id: 77, message_id: n * 50 + i + 1, topic_id: 1 }))

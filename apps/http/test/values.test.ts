@@ -130,10 +130,9 @@ describe("values at the HTTP entrances", () => {
   it.scoped("a path or query parameter that is not a valid id is a 400 naming it", () =>
     Effect.gen(function*() {
       const api = yield* start()
-      // (Ids of 101-128 characters in the path: the router's default maxParamLength, 100,
-      // answers 404 before the Schema sees them; `HttpLayerRouter.serve` in Server.ts needs
-      // `routerConfig: { maxParamLength: 2 * Ids.MAX_ID_LENGTH }`.)
       for (const [path, field] of [
+        [`/v1/chats/${"x".repeat(129)}/state`, "chat_id"],
+        [`/v1/chats/${"%F0%9F%98%80".repeat(129)}/state`, "chat_id"],
         ["/v1/chats/a%00b/state", "chat_id"],
         ["/v1/chats/a%0Ab/context", "chat_id"],
         ["/v1/chats/a%E2%80%A8b/state", "chat_id"],
@@ -152,6 +151,10 @@ describe("values at the HTTP entrances", () => {
       const fine = yield* send(api, `/v1/chats/${encodeURIComponent("чат-😀")}/state?topic_id=${"7".repeat(128)}`)
       assert.strictEqual(fine.status, 200)
       assert.include(fine.text, "чат-😀")
+      // 128 characters, each percent-encoded as four UTF-8 bytes, is still an id.
+      const longest = yield* send(api, `/v1/chats/${"%F0%9F%98%80".repeat(128)}/state`)
+      assert.strictEqual(longest.status, 200)
+      assert.include(longest.text, "😀".repeat(128))
     }))
 
   it.scoped("Telegram updates with ids core refuses are skipped, never a 500, and nothing is written", () =>
@@ -259,7 +262,16 @@ describe("values at the HTTP entrances", () => {
       const instance = Effect.gen(function*() {
         const context = yield* Layer.build(
           Server.layer(
-            { port: 0, host: "127.0.0.1", apiToken: Option.none(), maxBodyBytes: 1024 * 1024, telegram: {} },
+            {
+              ...Server.defaults,
+              port: 0,
+              host: "127.0.0.1",
+              apiToken: Option.none(),
+              metricsToken: Option.none(),
+              telegramSecret: Option.none(),
+              maxBodyBytes: 1024 * 1024,
+              telegram: {}
+            },
             SqlStore.layerPg({ url, schema, max_connections: 4, sweep_interval: 0 })
           ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
         )

@@ -7,9 +7,9 @@ const readme = new URL("../README.md", import.meta.url)
 
 describe("README", () => {
   it("documents every configuration key with its real default", () => {
-    const { ContextStore, ConversationState, Scoring, TtlPolicy } = Core
+    const { ContextStore, ConversationState, Logging, Scoring, TtlPolicy } = Core
     expect(
-      checkConfigDocumentation(readme, [TtlPolicy.config, Scoring.config, ContextStore.memoryConfig, ConversationState.MaxBytesConfig])
+      checkConfigDocumentation(readme, [TtlPolicy.config, Scoring.config, ContextStore.memoryConfig, ConversationState.MaxBytesConfig, Logging.config])
     ).toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
   })
 

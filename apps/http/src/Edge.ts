@@ -1,0 +1,209 @@
+/**
+ * The edge: the one Node request listener of the server, which every request passes before
+ * anything else sees it.
+ *
+ * - It makes the request target canonical, once (`RequestTarget.ts`), rewriting `request.url`
+ *   so that the fast path, the router, authentication, the body limit and the metric label all
+ *   read the same string; a target with no single meaning is answered 400.
+ * - It then hands the request to the fast path (`FastPath.ts`) or to the Effect handler.
+ * - A response sent before its request's body was read to the end (a 401, a 413) closes the
+ *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
+ *   time — so that the client, still sending, reads the answer instead of a reset.
+ * - Connections are bounded in number and time (headers, whole request, keep-alive).
+ * - A stop closes the listening socket, closes idle connections and those whose request has not
+ *   fully arrived (nothing of theirs was accepted), lets requests being handled finish and
+ *   answer with `connection: close`, and after `shutdownTimeoutMs` closes whatever is left.
+ *
+ * @since 0.2.0
+ */
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import { IncomingMessage, type Server, ServerResponse } from "node:http"
+import type { ListenOptions, Socket } from "node:net"
+import { FastPath } from "./FastPath.js"
+import * as Metrics from "./Metrics.js"
+import * as RequestTarget from "./RequestTarget.js"
+import * as Routes from "./Routes.js"
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface EdgeOptions {
+  /** Time to receive a request's headers (Node's `headersTimeout`). */
+  readonly headersTimeoutMs: number
+  /** Time to receive a whole request, body included (Node's `requestTimeout`). */
+  readonly requestTimeoutMs: number
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number
+  /** Open connections at most; more are refused. */
+  readonly maxConnections: number
+  /** How long a stop waits for requests being handled before closing every connection. */
+  readonly shutdownTimeoutMs: number
+}
+
+/** How long a closing connection keeps reading (and dropping) a body its answer refused. */
+const lingerMs = 2_000
+
+const send = (response: ServerResponse, status: number, body: Record<string, unknown>, close = false) => {
+  const text = JSON.stringify(body)
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...(close ? { connection: "close" } : {})
+  })
+  response.end(text)
+}
+
+/**
+ * Whether some of the request's body has not arrived yet. (`complete` alone is not enough: a
+ * request without a body is not marked complete until someone reads its empty stream.)
+ */
+const bodyPending = (request: IncomingMessage) =>
+  !request.complete &&
+  (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
+
+/** The exchange a connection is in, if any. */
+interface Exchange {
+  readonly request: IncomingMessage
+  readonly response: ServerResponse
+}
+
+/**
+ * The Node HTTP server (as `NodeHttpServer.layer`) with the edge as its only request listener:
+ * canonical targets, then the fast path, then the Effect handler while one is attached.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerServer = (server: Server, listen: ListenOptions, options: EdgeOptions): Layer.Layer<
+  Layer.Layer.Success<ReturnType<typeof NodeHttpServer.layer>>,
+  Layer.Layer.Error<ReturnType<typeof NodeHttpServer.layer>>,
+  FastPath
+> =>
+  Layer.merge(
+    Layer.scoped(
+      HttpServer.HttpServer,
+      Effect.gen(function*() {
+        const fast = yield* FastPath
+        server.headersTimeout = options.headersTimeoutMs
+        server.requestTimeout = options.requestTimeoutMs
+        server.keepAliveTimeout = options.keepAliveTimeoutMs
+        server.maxConnections = options.maxConnections
+
+        const sockets = new Set<Socket>()
+        const exchanges = new Map<Socket, Exchange>()
+        let handler: ((request: IncomingMessage, response: ServerResponse) => void) | undefined
+        let stopping = false
+
+        server.on("connection", (socket: Socket) => {
+          sockets.add(socket)
+          socket.once("close", () => {
+            sockets.delete(socket)
+            exchanges.delete(socket)
+          })
+          // Node ends a `connection: close` exchange with destroySoon(), which resets the
+          // connection if the client is still sending a body nobody read: linger instead.
+          const destroySoon = socket.destroySoon.bind(socket)
+          socket.destroySoon = () => {
+            const exchange = exchanges.get(socket)
+            if (exchange === undefined || !bodyPending(exchange.request)) return destroySoon()
+            exchange.request.resume()
+            socket.end()
+            const timer = setTimeout(() => socket.destroy(), lingerMs)
+            timer.unref()
+            socket.once("close", () => clearTimeout(timer))
+          }
+        })
+
+        // Installed on each exchange (plain functions, no allocation per request):
+        // an answer given before the body has arrived ends the connection (see destroySoon)...
+        function writeHead(this: ServerResponse) {
+          if (stopping || bodyPending(this.req)) this.shouldKeepAlive = false
+          // eslint-disable-next-line prefer-rest-params
+          return ServerResponse.prototype.writeHead.apply(this, arguments as unknown as Parameters<ServerResponse["writeHead"]>)
+        }
+        // ...and a reader that gives up on an oversized body destroys the request, which would
+        // reset the connection before the 413 is sent: the rest of the body is dropped instead.
+        function destroy(this: IncomingMessage, error?: Error) {
+          if (error !== undefined || exchanges.get(this.socket)?.response.headersSent !== false) {
+            return IncomingMessage.prototype.destroy.call(this, error)
+          }
+          this.removeAllListeners("data")
+          this.resume()
+          return this
+        }
+
+        const listener = (request: IncomingMessage, response: ServerResponse) => {
+          const started = performance.now()
+          const socket = request.socket
+          exchanges.set(socket, { request, response })
+          response.writeHead = writeHead as ServerResponse["writeHead"]
+          request.destroy = destroy
+
+          const target = RequestTarget.canonical(request.url ?? "")
+          if (Either.isLeft(target)) {
+            Metrics.recordNow(Routes.methodLabel(request.method ?? ""), "unmatched", 400, (performance.now() - started) / 1000)
+            return send(response, 400, { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${target.left.reason}` })
+          }
+          request.url = target.right
+          if (handler === undefined || stopping) {
+            const message = stopping ? "the service is stopping" : "the service is starting"
+            return send(response, 503, { _tag: "ShuttingDown", message }, true)
+          }
+          if (!fast(request, response)) handler(request, response)
+        }
+        server.on("request", listener)
+
+        const node = yield* NodeHttpServer.make(() => server, listen)
+
+        // Released before the server itself (acquired after it): drain, then close.
+        yield* Effect.addFinalizer(() =>
+          Effect.async<void>((resume) => {
+            stopping = true
+            let done = false
+            const finish = () => {
+              if (done) return
+              done = true
+              clearTimeout(timer)
+              resume(Effect.void)
+            }
+            const timer = setTimeout(() => {
+              server.closeAllConnections()
+              for (const socket of sockets) socket.destroy()
+              finish()
+            }, options.shutdownTimeoutMs)
+            timer.unref()
+            if (server.listening) server.close(finish)
+            for (const socket of sockets) {
+              const exchange = exchanges.get(socket)
+              if (exchange === undefined || exchange.response.writableFinished || bodyPending(exchange.request)) {
+                // Idle, mid-headers, or a body still arriving: nothing of it was accepted.
+                socket.destroy()
+              } else {
+                // Being handled: it finishes, and then its connection ends (its headers may be
+                // out already, keep-alive and all).
+                exchange.response.once("finish", () => socket.end())
+              }
+            }
+            if (sockets.size === 0 && !server.listening) finish()
+          })
+        )
+
+        return HttpServer.make({
+          address: node.address,
+          serve: (app, middleware) =>
+            Effect.gen(function*() {
+              handler = yield* (middleware === undefined
+                ? NodeHttpServer.makeHandler(app)
+                : NodeHttpServer.makeHandler(app, middleware as never))
+              yield* Effect.addFinalizer(() => Effect.sync(() => (handler = undefined)))
+            })
+        })
+      })
+    ),
+    NodeHttpServer.layerContext
+  )

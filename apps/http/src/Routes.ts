@@ -1,0 +1,137 @@
+/**
+ * The one route table: every route the service answers, with who may call it. The API's
+ * routes come from the HttpApi definition itself (`HttpApi.reflect`); the few routes outside
+ * it (`/mcp`, `/metrics`, health, docs) are declared here once and registered from here by
+ * `Server.ts`. Metric labels and the fast path's routes are read from this table, and it is
+ * matched with the same router and the same settings as the server's, on the same canonical
+ * target (`RequestTarget.ts`), so a label never disagrees with the route that answered.
+ *
+ * @since 0.2.0
+ */
+import { HttpApi } from "@effect/platform"
+import type { HttpMethod } from "@effect/platform/HttpMethod"
+import * as FindMyWay from "find-my-way-ts"
+import { Api } from "./Api.js"
+import * as Auth from "./Auth.js"
+
+/**
+ * Who may call a route: anyone; the API token; the API token or Telegram's webhook secret;
+ * the metrics token (or the API token).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Access = "public" | "token" | "token or telegram secret" | "metrics token"
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface Route {
+  readonly method: HttpMethod
+  /** The path template, as the router reads it (`/v1/chats/:chat_id/state`); also the metric label. */
+  readonly path: string
+  readonly access: Access
+  /** The HttpApi endpoint, `group.name`, for API routes. */
+  readonly endpoint?: string | undefined
+}
+
+/**
+ * The router settings of the server and of this table: case-sensitive, no folding of `//` or a
+ * trailing slash (the canonical target has none to fold), ids up to 128 characters even when
+ * every one is percent-encoded.
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const routerConfig = {
+  caseSensitive: true,
+  ignoreTrailingSlash: false,
+  ignoreDuplicateSlashes: false,
+  maxParamLength: 2048
+} as const satisfies Partial<FindMyWay.RouterConfig>
+
+/**
+ * The routes outside the HttpApi definition, registered by `Server.ts` from these entries.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const service = {
+  mcp: { method: "POST", path: "/mcp", access: "token" },
+  metrics: { method: "GET", path: "/metrics", access: "metrics token" },
+  healthz: { method: "GET", path: "/healthz", access: "public" },
+  readyz: { method: "GET", path: "/readyz", access: "public" },
+  openapi: { method: "GET", path: "/openapi.json", access: "public" },
+  docs: { method: "GET", path: "/docs", access: "public" }
+} as const satisfies Record<string, Route>
+
+const accessOf = (middleware: ReadonlySet<unknown>): Access =>
+  middleware.has(Auth.TelegramAuthorization)
+    ? "token or telegram secret"
+    : middleware.has(Auth.Authorization)
+    ? "token"
+    : "public"
+
+const apiRoutes = (): ReadonlyArray<Route> => {
+  const routes: Array<Route> = []
+  HttpApi.reflect(Api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, group, middleware }) => {
+      routes.push({ method: endpoint.method, path: endpoint.path, access: accessOf(middleware), endpoint: `${group.identifier}.${endpoint.name}` })
+    }
+  })
+  return routes
+}
+
+/**
+ * Every route, API routes first.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const table: ReadonlyArray<Route> = [...apiRoutes(), ...Object.values(service)]
+
+/**
+ * The route of an API endpoint, by `group.name`.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const endpoint = (name: string): Route => {
+  const route = table.find((r) => r.endpoint === name)
+  if (route === undefined) throw new Error(`no endpoint ${name} in the API`)
+  return route
+}
+
+const router = FindMyWay.make<Route>(routerConfig)
+for (const route of table) router.on(route.method, route.path as FindMyWay.PathInput, route)
+
+/**
+ * The route a canonical request would take (HEAD is answered by GET routes, as the server's
+ * router does), or undefined.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const find = (method: string, url: string): Route | undefined =>
+  (router.find(method as HttpMethod, url) ?? (method === "HEAD" ? router.find("GET", url) : undefined))?.handler
+
+/**
+ * The label under which a request is counted: its route's template, or `unmatched`. Bounded:
+ * one value per route plus one.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const label = (method: string, url: string): string => find(method, url)?.path ?? "unmatched"
+
+const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
+/**
+ * The method as a metric label: one of the methods HTTP defines for resources, or `OTHER`.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const methodLabel = (method: string): string => (methods.has(method) ? method : "OTHER")

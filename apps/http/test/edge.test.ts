@@ -1,0 +1,380 @@
+/**
+ * The service at its edge, tried as an attacker would: every spelling of every route over a
+ * raw socket, with and without the token; bodies past the limit; metrics under random paths;
+ * the Telegram webhook secret; the listening defaults.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { ContextStore, ConversationState } from "@deixis/core"
+import { HistoryStore } from "@deixis/chathistory"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as fc from "fast-check"
+import * as RequestTarget from "../src/RequestTarget.js"
+import * as Routes from "../src/Routes.js"
+import * as Server from "../src/Server.js"
+import { type Running, start } from "./harness.js"
+import { raw, type RawRequest } from "./raw.js"
+
+const token = "edge-s3cret"
+const chat = "edge"
+const json = { "content-type": "application/json" }
+const mcpHeaders = { ...json, accept: "application/json, text/event-stream" }
+
+/** A request per route of the table that would write (or read) chat `edge` if it got through. */
+const samples: Record<string, { readonly path: string; readonly body?: unknown; readonly headers?: Record<string, string> }> = {
+  "POST /v1/events": { path: "/v1/events", body: [{ type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 1 }] },
+  "POST /v1/telegram/updates": {
+    path: "/v1/telegram/updates",
+    body: { update_id: 1, message: { message_id: 5, date: 1_700_000_000, chat: { id: -777, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "hi" } }
+  },
+  "POST /v1/tools/resolve_reference_target": { path: "/v1/tools/resolve_reference_target", body: { chat_id: chat, current_message_id: 1 } },
+  "POST /v1/tools/list_active_context_objects": { path: "/v1/tools/list_active_context_objects", body: { chat_id: chat, current_message_id: 1 } },
+  "GET /v1/chats/:chat_id/context": { path: `/v1/chats/${chat}/context` },
+  "GET /v1/chats/:chat_id/state": { path: `/v1/chats/${chat}/state` },
+  "PATCH /v1/chats/:chat_id/state": { path: `/v1/chats/${chat}/state`, body: { k: 1 } },
+  "POST /mcp": {
+    path: "/mcp",
+    headers: mcpHeaders,
+    body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "update_conversation_state", arguments: { chat_id: chat, patch: { k: 1 } } } }
+  },
+  "GET /metrics": { path: "/metrics" }
+}
+
+const guarded = Routes.table.filter((r) => r.access !== "public")
+
+const request = (method: string, target: string, sample: (typeof samples)[string], auth: boolean): RawRequest => ({
+  method,
+  target,
+  headers: { ...json, ...sample.headers, connection: "close", ...(auth ? { authorization: `Bearer ${token}` } : {}) },
+  ...(sample.body === undefined || method === "HEAD" || method === "OPTIONS" ? {} : { body: JSON.stringify(sample.body) })
+})
+
+/** Every other spelling of a path that some router, proxy or decoder reads as the same path. */
+const variants = (path: string, port: number): ReadonlyArray<string> => {
+  const out = new Set<string>([
+    path.toUpperCase(),
+    "/" + path[1]!.toUpperCase() + path.slice(2),
+    "/" + path,
+    path + "/",
+    path + "/.",
+    "/." + path,
+    "/x/.." + path,
+    path.replace(/\/([^/]+)$/, "/./$1"),
+    path.replace(/\/([^/]+)$/, "/x/../$1"),
+    path + ";x",
+    path.replace(/^\/([^/]+)/, "/$1;x"),
+    path + "#x",
+    path + "?x=1",
+    path + "%00",
+    path.replaceAll("/", "\\"),
+    path.replace(/\/([^/]+)$/, "%2F$1"),
+    `http://127.0.0.1:${port}${path}`,
+    `http://evil.example${path}`,
+    `HTTP://127.0.0.1:${port}${path}`,
+    `https://127.0.0.1:${port}/${path}`,
+    `ftp://127.0.0.1${path}`,
+    "*"
+  ])
+  for (let i = 1; i < path.length; i++) {
+    if (path[i] === "/") {
+      out.add(path.slice(0, i) + "/" + path.slice(i))
+      continue
+    }
+    const hex = path.charCodeAt(i).toString(16).padStart(2, "0")
+    out.add(`${path.slice(0, i)}%${hex.toUpperCase()}${path.slice(i + 1)}`)
+    out.add(`${path.slice(0, i)}%${hex.toLowerCase()}${path.slice(i + 1)}`)
+    out.add(`${path.slice(0, i)}%25${hex}${path.slice(i + 1)}`)
+  }
+  out.delete(path)
+  return [...out]
+}
+
+/** Nothing of chat `edge` (or the Telegram chat) reached a store. */
+const assertNothingWritten = (api: Running) =>
+  Effect.gen(function*() {
+    const context = Context.unsafeGet(api.context, ContextStore.ContextStore)
+    const history = Context.unsafeGet(api.context, HistoryStore.HistoryStore)
+    const state = Context.unsafeGet(api.context, ConversationState.ConversationState)
+    assert.deepInclude(yield* context.stats, { chats: 0, messages: 0, objects: 0 })
+    assert.strictEqual((yield* history.stats).items, 0)
+    assert.strictEqual((yield* Effect.orDie(state.get({ chat_id: chat, topic_id: null }))).revision, 0)
+  })
+
+const portOf = (api: Running) => Number(new URL(api.url).port)
+const methodsOf = (route: Routes.Route) => [route.method, "HEAD", "OPTIONS"]
+const sampleOf = (route: Routes.Route) => {
+  const sample = samples[`${route.method} ${route.path}`]
+  assert.isDefined(sample, `a sample request for ${route.method} ${route.path}`)
+  return sample!
+}
+
+describe("the edge", () => {
+  it.effect("every guarded route of the table has a sample here (the table is what is tested)", () =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(guarded.map((r) => `${r.method} ${r.path}`).sort(), Object.keys(samples).sort())
+    }))
+
+  it.scoped("no spelling of any route is answered 2xx without the token, and nothing is written", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const port = portOf(api)
+      let sent = 0
+      for (const route of guarded) {
+        const sample = sampleOf(route)
+        for (const target of [sample.path, ...variants(sample.path, port)]) {
+          for (const method of methodsOf(route)) {
+            const response = yield* Effect.promise(() => raw(port, request(method, target, sample, false)))
+            sent++
+            assert.isFalse(response.status >= 200 && response.status < 300, `${method} ${target}: ${response.status} without a token`)
+            assert.isBelow(response.status, 500, `${method} ${target}: ${response.status} ${response.body.slice(0, 200)}`)
+            if (response.status === 401) assert.strictEqual(response.headers["www-authenticate"], "Bearer realm=\"deixis\"")
+          }
+        }
+      }
+      assert.isAbove(sent, 1000)
+      yield* assertNothingWritten(api)
+    }), 120_000)
+
+  it.scoped("with the token, each route answers its canonical target, and a target that is not canonical is a 400 naming why", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const port = portOf(api)
+      for (const route of guarded) {
+        const sample = sampleOf(route)
+        const ok = yield* Effect.promise(() => raw(port, request(route.method, sample.path, sample, true)))
+        assert.isTrue(ok.status >= 200 && ok.status < 300, `${route.method} ${sample.path}: ${ok.status} ${ok.body.slice(0, 200)}`)
+        for (const target of variants(sample.path, port)) {
+          const response = yield* Effect.promise(() => raw(port, request(route.method, target, sample, true)))
+          const canonical = RequestTarget.canonical(target)
+          if (Either.isLeft(canonical)) {
+            assert.strictEqual(response.status, 400, `${route.method} ${target}`)
+            // Node's own parser refuses some targets (a backslash, a NUL) with an empty 400.
+            if (response.body !== "") assert.deepInclude(JSON.parse(response.body), { _tag: "BadRequest", path: "request-target" })
+          } else if (Routes.find(route.method, canonical.right.split("?")[0]!) === undefined) {
+            assert.strictEqual(response.status, 404, `${route.method} ${target} → ${canonical.right}`)
+          }
+        }
+      }
+      const state = Context.unsafeGet(api.context, ConversationState.ConversationState)
+      assert.isAbove((yield* Effect.orDie(state.get({ chat_id: chat, topic_id: null }))).revision, 0)
+    }), 120_000)
+
+  it.scoped("property: generated spellings of the routes never pass without the token", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const port = portOf(api)
+      type Edit = { readonly at: number; readonly op: "encode" | "upper" | "slash" | "dot" | "semicolon" | "absolute" }
+      const arbitrary = fc.record({
+        route: fc.constantFrom(...guarded),
+        method: fc.constantFrom("GET", "POST", "PATCH", "HEAD", "OPTIONS"),
+        edits: fc.array(
+          fc.record({ at: fc.nat(), op: fc.constantFrom("encode", "upper", "slash", "dot", "semicolon", "absolute") }),
+          { minLength: 1, maxLength: 4 }
+        )
+      })
+      const apply = (path: string, edit: Edit) => {
+        const i = 1 + (edit.at % Math.max(1, path.length - 1))
+        switch (edit.op) {
+          case "encode":
+            return path[i] === "%" ? path : `${path.slice(0, i)}%${path.charCodeAt(i).toString(16).toUpperCase()}${path.slice(i + 1)}`
+          case "upper":
+            return path.slice(0, i) + path.slice(i, i + 1).toUpperCase() + path.slice(i + 1)
+          case "slash":
+            return path.slice(0, i) + "/" + path.slice(i)
+          case "dot":
+            return path.slice(0, i) + "/./" + path.slice(i)
+          case "semicolon":
+            return path.slice(0, i) + ";" + path.slice(i)
+          case "absolute":
+            return path.startsWith("/") ? `http://127.0.0.1:${port}${path}` : path
+        }
+      }
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(arbitrary, async ({ edits, method, route }) => {
+            const sample = samples[`${route.method} ${route.path}`]!
+            const target = edits.reduce(apply, sample.path)
+            const response = await raw(port, request(method, target, sample, false))
+            return !(response.status >= 200 && response.status < 300) && response.status < 500
+          }),
+          { numRuns: 300 }
+        )
+      )
+      yield* assertNothingWritten(api)
+    }), 120_000)
+
+  it.scoped("10,000 requests to distinct paths leave /metrics within a fixed size: labels are route templates", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const random = () => Math.random().toString(36).slice(2)
+      const burst = (n: number) =>
+        Effect.promise(async () => {
+          let next = 0
+          const worker = async () => {
+            while (next < n) {
+              const i = next++
+              const path = i % 3 === 0 ? `/v1/chats/${random()}/${random()}` : i % 3 === 1 ? `/v1/chats/${random()}/state` : `/${random()}`
+              await api.fetch(path, i % 2 === 0 ? { headers: { authorization: "" } } : {}).then((r) => r.arrayBuffer())
+            }
+          }
+          await Promise.all(Array.from({ length: 16 }, worker))
+        })
+      const series = (text: string) => text.split("\n").filter((l) => l !== "" && !l.startsWith("#")).map((l) => l.slice(0, l.lastIndexOf(" "))).sort()
+      yield* burst(300)
+      const before = yield* Effect.promise(() => api.fetch("/metrics").then((r) => r.text()))
+      yield* burst(10_000)
+      const after = yield* Effect.promise(() => api.fetch("/metrics").then((r) => r.text()))
+      const added = series(after).filter((line) => !series(before).includes(line))
+      assert.deepStrictEqual(added, [])
+      assert.isBelow(after.length, 64 * 1024)
+      assert.notInclude(after, "/v1/chats/" + "x")
+      assert.include(after, "route=\"/v1/chats/:chat_id/state\"")
+      assert.include(after, "route=\"unmatched\"")
+    }), 120_000)
+
+  it.scoped("/metrics and /mcp need the token; /metrics also takes its own token; health and docs stay public", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, metricsToken: "scraper" })
+      const status = (path: string, authorization?: string) =>
+        Effect.promise(() => api.fetch(path, { headers: { authorization: authorization ?? "" } }).then(async (r) => (await r.arrayBuffer(), r.status)))
+      assert.strictEqual(yield* status("/metrics"), 401)
+      assert.strictEqual(yield* status("/metrics", "Bearer nope"), 401)
+      assert.strictEqual(yield* status("/metrics", "Bearer scraper"), 200)
+      assert.strictEqual(yield* status("/metrics", `Bearer ${token}`), 200)
+      assert.strictEqual(yield* status("/v1/chats/x/state", "Bearer scraper"), 401)
+      for (const path of ["/healthz", "/readyz", "/openapi.json", "/docs"]) assert.strictEqual(yield* status(path), 200, path)
+      const mcp = yield* Effect.promise(() => api.fetch("/mcp", { method: "POST", headers: { ...mcpHeaders, authorization: "" }, body: JSON.stringify(samples["POST /mcp"]!.body) }))
+      assert.strictEqual(mcp.status, 401)
+      assert.strictEqual(mcp.headers.get("www-authenticate"), "Bearer realm=\"deixis\"")
+      yield* Effect.promise(() => mcp.arrayBuffer())
+      yield* assertNothingWritten(api)
+    }))
+
+  it.scoped("a Telegram webhook authenticates with X-Telegram-Bot-Api-Secret-Token on its own route only", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, telegramSecret: "tg-Secret_1" })
+      const update = JSON.stringify(samples["POST /v1/telegram/updates"]!.body)
+      const post = (path: string, headers: Record<string, string>) =>
+        Effect.promise(() => fetch(api.url + path, { method: "POST", headers: { ...json, ...headers }, body: update }).then(async (r) => (await r.arrayBuffer(), r.status)))
+      assert.strictEqual(yield* post("/v1/telegram/updates", {}), 401)
+      assert.strictEqual(yield* post("/v1/telegram/updates", { "x-telegram-bot-api-secret-token": "tg-Secret_2" }), 401)
+      assert.strictEqual(yield* post("/v1/events", { "x-telegram-bot-api-secret-token": "tg-Secret_1" }), 401)
+      assert.strictEqual(yield* post("/v1/telegram/updates", { "x-telegram-bot-api-secret-token": "tg-Secret_1" }), 200)
+      assert.strictEqual(yield* post("/v1/telegram/updates", { authorization: `Bearer ${token}` }), 200)
+    }))
+
+  it.scoped("without an API token, a configured Telegram secret is what opens the Telegram route", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ telegramSecret: "only-telegram" })
+      const update = JSON.stringify(samples["POST /v1/telegram/updates"]!.body)
+      const post = (headers: Record<string, string>) =>
+        Effect.promise(() => fetch(api.url + "/v1/telegram/updates", { method: "POST", headers: { ...json, ...headers }, body: update }).then(async (r) => (await r.arrayBuffer(), r.status)))
+      assert.strictEqual(yield* post({}), 401)
+      assert.strictEqual(yield* post({ "x-telegram-bot-api-secret-token": "only-telegram" }), 200)
+    }))
+})
+
+describe("bodies past the limit", () => {
+  const maxBodyBytes = 64 * 1024
+  const big = (bytes: number) => JSON.stringify({ pad: "x".repeat(bytes) })
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`a chunked body of 2 MiB gets a 413 that reaches the client, and the connection is closed (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, maxBodyBytes, fastPath })
+        const port = portOf(api)
+        for (const route of guarded.filter((r) => r.method !== "GET")) {
+          const sample = sampleOf(route)
+          const response = yield* Effect.promise(() =>
+            raw(port, { ...request(route.method, sample.path, sample, true), body: big(2 * 1024 * 1024), chunked: 16 * 1024 })
+          )
+          assert.strictEqual(response.status, 413, `${route.method} ${route.path}: ${response.body.slice(0, 200)}`)
+          assert.deepInclude(JSON.parse(response.body), { _tag: "PayloadTooLarge", max_bytes: maxBodyBytes })
+          assert.isTrue(response.closed, `${route.path}: the connection is closed after a 413`)
+        }
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("the 413 comes after limit + 1 bytes, before the rest of the body is sent", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      const port = portOf(api)
+      for (const path of ["/v1/events", "/v1/tools/resolve_reference_target", "/mcp"]) {
+        // limit + 1 bytes in chunks, and then nothing: the request never ends.
+        const response = yield* Effect.promise(() =>
+          raw(port, {
+            method: "POST",
+            target: path,
+            headers: { ...mcpHeaders, authorization: `Bearer ${token}` },
+            body: "x".repeat(maxBodyBytes + 1),
+            chunked: 4096,
+            unfinished: true
+          })
+        )
+        assert.strictEqual(response.status, 413, path)
+        assert.isTrue(response.closed, path)
+      }
+    }))
+
+  it.scoped("a declared Content-Length over the limit is refused before the body is read; without the token it is a 401 first", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      const port = portOf(api)
+      for (const path of ["/v1/events", "/v1/tools/list_active_context_objects"]) {
+        const declared = (auth: boolean) =>
+          raw(port, {
+            method: "POST",
+            target: path,
+            headers: { ...json, "content-length": String(10 * 1024 * 1024), ...(auth ? { authorization: `Bearer ${token}` } : {}) }
+          })
+        const refused = yield* Effect.promise(() => declared(true))
+        assert.strictEqual(refused.status, 413, path)
+        assert.isTrue(refused.closed)
+        const anonymous = yield* Effect.promise(() => declared(false))
+        assert.strictEqual(anonymous.status, 401, path)
+        assert.isTrue(anonymous.closed, "an answer before the body ends the connection")
+      }
+    }))
+})
+
+describe("listening defaults", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.either(Effect.withConfigProvider(Server.config, ConfigProvider.fromMap(new Map(Object.entries(env)))))
+
+  it.effect("without a token the service listens on 127.0.0.1", () =>
+    Effect.gen(function*() {
+      const options = yield* read({})
+      assert.isTrue(Either.isRight(options) && options.right.host === "127.0.0.1")
+      assert.isTrue(Either.isRight(options) && Option.isNone(options.right.apiToken))
+    }))
+
+  it.effect("without a token, a non-loopback HOST refuses to start, naming both ways out", () =>
+    Effect.gen(function*() {
+      for (const host of ["0.0.0.0", "::", "192.168.1.5", "example.com"]) {
+        const refused = yield* read({ HOST: host })
+        assert.isTrue(Either.isLeft(refused), host)
+        const message = String(Either.isLeft(refused) ? refused.left : "")
+        assert.include(message, "DEIXIS_API_TOKEN")
+        assert.include(message, "DEIXIS_ALLOW_UNAUTHENTICATED=true")
+      }
+      for (const host of ["127.0.0.1", "127.1.2.3", "::1", "localhost", "[::1]"]) {
+        assert.isTrue(Either.isRight(yield* read({ HOST: host })), host)
+      }
+      assert.isTrue(Either.isRight(yield* read({ HOST: "0.0.0.0", DEIXIS_ALLOW_UNAUTHENTICATED: "true" })))
+    }))
+
+  it.effect("with a token the default is every interface; empty or malformed secrets are refused", () =>
+    Effect.gen(function*() {
+      const options = yield* read({ DEIXIS_API_TOKEN: "t0ken" })
+      assert.isTrue(Either.isRight(options) && options.right.host === "0.0.0.0")
+      assert.isTrue(Either.isLeft(yield* read({ DEIXIS_API_TOKEN: "" })))
+      assert.isTrue(Either.isLeft(yield* read({ DEIXIS_API_TOKEN: "two words" })))
+      assert.isTrue(Either.isLeft(yield* read({ DEIXIS_TELEGRAM_SECRET: "has space" })))
+      assert.isTrue(Either.isLeft(yield* read({ DEIXIS_TELEGRAM_SECRET: "x".repeat(257) })))
+      assert.isTrue(Either.isLeft(yield* read({ DEIXIS_HTTP_HEADERS_TIMEOUT: "1 minute", DEIXIS_HTTP_REQUEST_TIMEOUT: "30 seconds" })))
+    }))
+})
