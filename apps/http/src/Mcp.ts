@@ -8,11 +8,16 @@ import { McpServer } from "@effect/ai"
 import { DeixisToolkit } from "@deixis/tools"
 import * as Layer from "effect/Layer"
 import * as McpEdge from "./McpEdge.js"
+import * as Routes from "./Routes.js"
 
-export const layer = (options: { readonly version: string; readonly path: `/${string}` }) =>
+export const layer = (options: { readonly version: string }) =>
   McpServer.toolkit(DeixisToolkit.toolkit).pipe(
     Layer.provideMerge(DeixisToolkit.layerConfig()),
     Layer.provide(McpServer.layer({ name: "deixis", version: options.version }).pipe(
-      Layer.provide(McpEdge.layerProtocol({ path: options.path }))
+      Layer.provide(McpEdge.layerProtocol({
+        post: Routes.service.mcp,
+        get: Routes.service.mcpStream,
+        delete: Routes.service.mcpSession
+      }))
     ))
   )

@@ -41,6 +41,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type * as Routes from "./Routes.js"
 
 /** The revision the library answers `initialize` with when the client's is not one it knows. */
 export const LATEST_PROTOCOL_VERSION = "2025-06-18"
@@ -298,15 +299,21 @@ const methodNotAllowed = HttpServerResponse.text(
  *
  * @since 0.1.0
  */
-export const layerProtocol = (options: { readonly path: HttpRouter.PathInput }) =>
+export const layerProtocol = (options: {
+  readonly post: Routes.Route
+  readonly get: Routes.Route
+  readonly delete: Routes.Route
+}) =>
   Layer.effect(
     RpcServer.Protocol,
     Effect.gen(function*() {
       const router = yield* HttpLayerRouter.HttpRouter
       const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp
-      yield* router.add("POST", options.path, makeEdge(Effect.scoped(httpApp)))
-      yield* router.add("GET", options.path, methodNotAllowed)
-      yield* router.add("DELETE", options.path, methodNotAllowed)
+      type Method = Exclude<Routes.Route["method"], "HEAD">
+      const path = (route: Routes.Route) => route.path as HttpRouter.PathInput
+      yield* router.add(options.post.method as Method, path(options.post), makeEdge(Effect.scoped(httpApp)))
+      yield* router.add(options.get.method as Method, path(options.get), methodNotAllowed)
+      yield* router.add(options.delete.method as Method, path(options.delete), methodNotAllowed)
       return protocol
     })
   ).pipe(Layer.provide(RpcSerialization.layerJsonRpc()))

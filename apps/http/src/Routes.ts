@@ -59,6 +59,9 @@ export const routerConfig = {
  */
 export const service = {
   mcp: { method: "POST", path: "/mcp", access: "token" },
+  // No event stream and no sessions: both answer 405 (the streamable HTTP transport's rule).
+  mcpStream: { method: "GET", path: "/mcp", access: "token" },
+  mcpSession: { method: "DELETE", path: "/mcp", access: "token" },
   metrics: { method: "GET", path: "/metrics", access: "metrics token" },
   healthz: { method: "GET", path: "/healthz", access: "public" },
   readyz: { method: "GET", path: "/readyz", access: "public" },

@@ -143,7 +143,7 @@ export const routes = (options: Pick<ServerOptions, "maxBodyBytes" | "telegram">
       Layer.provide(Auth.layer)
     ),
     HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: Routes.service.docs.path }),
-    Mcp.layer({ version, path: Routes.service.mcp.path }).pipe(Layer.provide(Auth.routeMiddleware(Auth.bearerAllowed).layer)),
+    Mcp.layer({ version }).pipe(Layer.provide(Auth.routeMiddleware(Auth.bearerAllowed).layer)),
     health,
     ready,
     metricsRoute,

@@ -15,8 +15,10 @@ describe("README", () => {
 
   it("lists exactly the route table, each route with its access", () => {
     const section = fs.readFileSync(readme, "utf8").split("## Endpoints (v1)")[1]!.split("\n## ")[0]!
-    const documented = [...section.matchAll(/^\| `([A-Z]+) ([^`?]+)(?:\?[^`]*)?` \| ([a-z ]+) \|/gm)]
-      .map(([, method, path, access]) => `${method} ${path!.replace(/\{(\w+)\}/g, ":$1")} ${access}`)
+    // A row names one route or several (`GET /mcp`, `DELETE /mcp`), then their access.
+    const documented = [...section.matchAll(/^\| ((?:`[A-Z]+ [^`]+`(?:, )?)+) \| ([a-z ]+) \|/gm)].flatMap(([, routes, access]) =>
+      [...routes!.matchAll(/`([A-Z]+) ([^`?]+)(?:\?[^`]*)?`/g)].map(([, method, path]) =>
+        `${method} ${path!.replace(/\{(\w+)\}/g, ":$1")} ${access}`))
     expect(documented.sort()).toEqual(Routes.table.map((r) => `${r.method} ${r.path} ${r.access}`).sort())
   })
 })

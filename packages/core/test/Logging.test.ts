@@ -2,7 +2,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as LogLevel from "effect/LogLevel"
 import * as Logging from "../src/Logging.js"
 
