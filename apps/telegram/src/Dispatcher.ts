@@ -83,7 +83,8 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
 
     // On close: the tasks get `shutdownTimeout` to finish, then the FiberSet interrupts them.
     yield* Effect.addFinalizer(() =>
-      room.withPermits(capacity)(Effect.void).pipe(
+      // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
+      Effect.interruptible(room.withPermits(capacity)(Effect.void)).pipe(
         Effect.timeout(options.shutdownTimeout),
         Effect.catchAll(() =>
           Effect.logWarning("shutdown timeout: interrupting updates still being handled").pipe(

@@ -135,6 +135,10 @@ export const buttonsOf = (payload: Record<string, unknown>) =>
 export const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
   Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(StoreConfig.layerMemory)))
 
+/** The memory stores on the real clock (`it.live` tests). */
+export const withMemoryLive = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(effect, App.services(StoreConfig.layerMemory))
+
 /** Real-time polling until `check` holds (bounded: fails the test after ~4 s). */
 export const eventually = (what: string, check: () => boolean) =>
   Effect.gen(function*() {
