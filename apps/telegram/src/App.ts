@@ -10,6 +10,7 @@ import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as Deixis from "@deixis/core/Deixis"
 import { StoreConfig } from "@deixis/store-sql"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -78,7 +79,8 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
     return yield* live.wait
   })).pipe(
     Effect.provide(services(StoreConfig.layer(choice))),
-    Logger.withMinimumLogLevel(config.logLevel)
+    Logger.withMinimumLogLevel(config.logLevel),
+    Effect.provide(config.logFormat === "json" ? Logger.json : config.logFormat === "pretty" ? Logger.pretty : Logger.logFmt)
   )
 
 /**
@@ -90,4 +92,9 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
 export const program = Effect.flatMap(
   Effect.all([BotConfig.config, BotConfig.storeConfig]),
   ([config, choice]) => run(config, choice)
+).pipe(
+  // A configuration error is reported on one line, as logfmt, before the non-zero exit.
+  Effect.tapErrorCause((cause) =>
+    Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logFatal("the bot cannot run", cause).pipe(Effect.provide(Logger.logFmt))
+  )
 )

@@ -88,6 +88,8 @@ export interface BotConfig {
   /** The health and metrics server: port (0: any free port) and host. */
   readonly ops: { readonly port: number; readonly host: string }
   readonly logLevel: LogLevel.LogLevel
+  /** `logfmt` (one `key=value` line per entry), `json`, or `pretty` (for a terminal). */
+  readonly logFormat: "logfmt" | "json" | "pretty"
   /** How long shutdown waits for updates being handled before interrupting them. */
   readonly shutdownTimeout: Duration.Duration
   /** LLM mode: on when `LLM_BASE_URL` is set (see `Llm.config`). */
@@ -112,19 +114,23 @@ export const defaults = {
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
   reminderRetryDelay: Duration.minutes(1),
-  reminderLease: Duration.minutes(2),
+  reminderLease: Duration.minutes(5),
   reminderPollInterval: Duration.seconds(5),
   timeZone: "UTC",
   opsPort: 9464,
   opsHost: "0.0.0.0",
   logLevel: LogLevel.Info,
+  logFormat: "logfmt",
   shutdownTimeout: Duration.seconds(10)
 } as const
 
 const transport: Config.Config<Transport> = Config.all({
   url: Config.option(Config.string("BOT_WEBHOOK_URL")),
   secret: Config.option(Config.redacted("BOT_WEBHOOK_SECRET")),
-  port: Config.port("BOT_WEBHOOK_PORT").pipe(Config.withDefault(defaults.webhookPort)),
+  port: Config.integer("BOT_WEBHOOK_PORT").pipe(
+    Config.withDefault(defaults.webhookPort),
+    Config.validate({ message: "BOT_WEBHOOK_PORT must be 0..65535", validation: (n) => n >= 0 && n <= 65535 })
+  ),
   host: Config.string("BOT_WEBHOOK_HOST").pipe(Config.withDefault(defaults.webhookHost))
 }).pipe(Config.map(({ url, ...rest }): Transport =>
   url._tag === "None" ? { _tag: "polling" } : { _tag: "webhook", url: url.value, ...rest }
@@ -161,7 +167,7 @@ export const storeConfig: Config.Config<StoreConfig.StoreChoice> = StoreConfig.c
 )
 
 /**
- * Every `BOT_*` key, `DEIXIS_LOG_LEVEL`, `DEIXIS_SHUTDOWN_TIMEOUT`, and the LLM mode's
+ * Every `BOT_*` key, `DEIXIS_LOG_LEVEL`, `DEIXIS_LOG_FORMAT`, `DEIXIS_SHUTDOWN_TIMEOUT`, and the LLM mode's
  * `LLM_*` keys (`Llm.config`).
  *
  * @since 0.1.0
@@ -201,6 +207,7 @@ export const config: Config.Config<BotConfig> = Config.all({
     host: Config.string("BOT_OPS_HOST").pipe(Config.withDefault(defaults.opsHost))
   }),
   logLevel: Config.logLevel("DEIXIS_LOG_LEVEL").pipe(Config.withDefault(defaults.logLevel)),
+  logFormat: Config.literal("logfmt", "json", "pretty")("DEIXIS_LOG_FORMAT").pipe(Config.withDefault(defaults.logFormat)),
   shutdownTimeout: Config.duration("DEIXIS_SHUTDOWN_TIMEOUT").pipe(Config.withDefault(defaults.shutdownTimeout)),
   llm: Llm.config
 })

@@ -9,4 +9,5 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { program } from "./App.js"
 
-NodeRuntime.runMain(program)
+// The log format is the bot's own choice (DEIXIS_LOG_FORMAT); runMain still reports a failure and sets the exit code.
+NodeRuntime.runMain(program, { disablePrettyLogger: true, disableErrorReporting: true })

@@ -42,6 +42,7 @@ export const config = (apiRoot: string, overrides: Partial<BotConfig> = {}): Bot
   timeZone: "UTC",
   ops: { port: 0, host: "127.0.0.1" },
   logLevel: defaults.logLevel,
+  logFormat: "logfmt",
   shutdownTimeout: Duration.seconds(10),
   llm: Option.none(),
   ...overrides
