@@ -7,8 +7,8 @@ import { StoreConfig } from "@deixis/store-sql"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as LogLevel from "effect/LogLevel"
-import type * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Llm from "./Llm.js"
@@ -124,9 +124,18 @@ export const defaults = {
   shutdownTimeout: Duration.seconds(10)
 } as const
 
+/** An optional key where an empty value (`KEY=` in a compose file) means unset. */
+const optional = <A>(config: Config.Config<A>, isEmpty: (a: A) => boolean) =>
+  Config.option(config).pipe(Config.map(Option.filter((a) => !isEmpty(a))))
+
 const transport: Config.Config<Transport> = Config.all({
-  url: Config.option(Config.string("BOT_WEBHOOK_URL")),
-  secret: Config.option(Config.redacted("BOT_WEBHOOK_SECRET")),
+  url: optional(Config.string("BOT_WEBHOOK_URL"), (s) => s.trim() === "").pipe(
+    Config.validate({
+      message: "BOT_WEBHOOK_URL must be an https:// URL",
+      validation: Option.match({ onNone: () => true, onSome: (url) => URL.canParse(url) && url.startsWith("https://") })
+    })
+  ),
+  secret: optional(Config.redacted("BOT_WEBHOOK_SECRET"), (r) => Redacted.value(r) === ""),
   port: Config.integer("BOT_WEBHOOK_PORT").pipe(
     Config.withDefault(defaults.webhookPort),
     Config.validate({ message: "BOT_WEBHOOK_PORT must be 0..65535", validation: (n) => n >= 0 && n <= 65535 })
