@@ -129,6 +129,19 @@ export const launch = (
       { discard: true }
     ).pipe(Effect.catchAll((error) => Effect.logWarning("commands not registered", error)))
 
+    // Handled ids are marked done in batches (one write per 50 ms, not one per update). An id
+    // not yet written when the process dies is handled again after the next start.
+    const handled: Array<number> = []
+    const flushDone = Effect.suspend(() => {
+      const ids = handled.splice(0, handled.length)
+      return ids.length === 0 ? Effect.void : inbox.done(source, ids).pipe(
+        Effect.catchAll((error) => Effect.logWarning("updates not marked done; they may be handled again", error))
+      )
+    })
+    // Registered before the dispatcher, so it runs after the dispatcher has drained on shutdown.
+    yield* Effect.addFinalizer(() => flushDone)
+    yield* flushDone.pipe(Effect.repeat(Schedule.spaced(Duration.millis(50))), Effect.forkScoped)
+
     // Acquired before the transports, so it is released after them: on shutdown the
     // transports stop taking updates first, then the dispatcher drains (bounded).
     const dispatcher = yield* Dispatcher.make({
@@ -139,45 +152,59 @@ export const launch = (
 
     const task = (update: unknown, arrived: number) =>
       bot.handle(update).pipe(
-        Effect.zipRight(inbox.done(source, (update as { update_id: number }).update_id).pipe(
-          Effect.catchAll((error) => Effect.logWarning("update not marked done; it may be handled again", error))
-        )),
         Effect.zipRight(Effect.sync(() => {
+          handled.push((update as { update_id: number }).update_id)
           Metrics.updates.inc({ outcome: "handled" })
           Metrics.updateSeconds.observe((performance.now() - arrived) / 1000)
         }))
       )
 
-    const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
+    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
       Effect.gen(function*() {
         const arrived = performance.now()
-        if (!isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
-          Metrics.updates.inc({ outcome: "malformed" })
-          yield* Effect.logWarning("malformed update ignored")
-          return "malformed" as const
+        const results: Array<IntakeResult> = items.map(() => "queued")
+        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly raw?: string | undefined }> = []
+        for (const [index, { raw, update }] of items.entries()) {
+          if (!isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
+            Metrics.updates.inc({ outcome: "malformed" })
+            yield* Effect.logWarning("malformed update ignored")
+            results[index] = "malformed"
+          } else valid.push({ index, update, id: update["update_id"] as number, raw })
         }
-        const id = update["update_id"] as number
-        if (dispatcher.depth().queued >= options.queueCapacity) return "busy" as const
+        if (valid.length === 0) return results
+        if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
+          for (const v of valid) results[v.index] = "busy"
+          return results
+        }
         const fresh = yield* inbox.receive({
           source,
-          update_id: id,
-          payload: raw ?? JSON.stringify(update),
+          updates: valid.map((v) => ({ update_id: v.id, payload: v.raw ?? JSON.stringify(v.update) })),
           owner: options.owner,
           now: yield* Clock.currentTimeMillis,
           lease
         }).pipe(Effect.either)
         if (fresh._tag === "Left") {
-          yield* Effect.logError("update not recorded", fresh.left).pipe(Effect.annotateLogs({ update_id: id }))
-          return "unrecorded" as const
+          yield* Effect.logError("updates not recorded", fresh.left).pipe(Effect.annotateLogs({ updates: valid.length }))
+          for (const v of valid) results[v.index] = "unrecorded"
+          return results
         }
-        if (!fresh.right) {
-          Metrics.updates.inc({ outcome: "duplicate" })
-          yield* Effect.logDebug("redelivered update skipped").pipe(Effect.annotateLogs({ update_id: id }))
-          return "duplicate" as const
+        const recorded = new Set(fresh.right)
+        for (const v of valid) {
+          if (!recorded.has(v.id)) {
+            Metrics.updates.inc({ outcome: "duplicate" })
+            yield* Effect.logDebug("redelivered update skipped").pipe(Effect.annotateLogs({ update_id: v.id }))
+            results[v.index] = "duplicate"
+            continue
+          }
+          // An id repeated in one batch is handled once.
+          recorded.delete(v.id)
+          yield* dispatcher.submit(Dispatcher.keyOf(v.update), task(v.update, arrived))
         }
-        yield* dispatcher.submit(Dispatcher.keyOf(update), task(update, arrived))
-        return "queued" as const
+        return results
       })
+
+    const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
+      Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
 
     // Updates received (here or by a process that died) but never marked done.
     yield* Effect.gen(function*() {
@@ -191,7 +218,7 @@ export const launch = (
           update = null
         }
         if (!isRecord(update)) {
-          yield* inbox.done(source, s.update_id)
+          yield* inbox.done(source, [s.update_id])
           continue
         }
         yield* Effect.logInfo("handling an update left unfinished").pipe(Effect.annotateLogs({ update_id: s.update_id }))
@@ -229,7 +256,7 @@ export const launch = (
 
     if (options.transport._tag === "polling") {
       yield* bot.call("deleteWebhook", { drop_pending_updates: false })
-      const loop = poll(bot, options, intake, (h) => (healthy = h)).pipe(
+      const loop = poll(bot, options, intakeAll, dispatcher.depth, (h) => (healthy = h)).pipe(
         Effect.tapError((error) => Effect.logError("long polling stopped", error)),
         Effect.catchAll((error) => Deferred.fail(stopped, error))
       )
@@ -247,7 +274,8 @@ export const launch = (
 const poll = (
   bot: Bot.Bot,
   options: LaunchOptions,
-  intake: (update: unknown) => Effect.Effect<IntakeResult>,
+  intakeAll: (items: ReadonlyArray<{ readonly update: unknown }>) => Effect.Effect<ReadonlyArray<IntakeResult>>,
+  dispatcher: () => { readonly queued: number },
   setHealthy: (healthy: boolean) => void
 ): Effect.Effect<never, PollingStopped> =>
   Effect.gen(function*() {
@@ -255,13 +283,15 @@ const poll = (
     let failures = 0
     let conflictSince: number | null = null
     const timeout = Math.max(0, Math.round(Duration.toSeconds(options.polling.timeout)))
+    // A batch always fits in an empty dispatcher.
+    const limit = Math.max(1, Math.min(100, options.queueCapacity))
     // The HTTP call may take the long poll's timeout, plus the usual per-call limit.
     const policy = { ...options.send, maxAttempts: 1, timeout: Duration.sum(options.polling.timeout, options.send.timeout) }
     while (true) {
       const result = yield* TelegramSend.send(
         "getUpdates",
         (signal) =>
-          bot.telegraf.telegram.callApi("getUpdates", { timeout, offset, allowed_updates: [...Bot.allowedUpdates] }, {
+          bot.telegraf.telegram.callApi("getUpdates", { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] }, {
             signal: signal as unknown as CallApiSignal
           }),
         policy
@@ -297,25 +327,23 @@ const poll = (
       failures = 0
       conflictSince = null
       setHealthy(true)
-      const updates = Array.isArray(result.right) ? (result.right as ReadonlyArray<unknown>) : []
-      let blocked = false
+      const updates = (Array.isArray(result.right) ? (result.right as ReadonlyArray<unknown>) : []).filter((update) => {
+        const id = isRecord(update) ? update["update_id"] : undefined
+        return !(typeof id === "number" && Number.isSafeInteger(id) && id < offset)
+      })
+      if (updates.length === 0) continue
+      // Full: wait for room rather than drop anything (the offset is not moved past the batch).
+      while (dispatcher().queued + updates.length > options.queueCapacity) yield* Effect.sleep(Duration.millis(50))
+      const outcomes = yield* intakeAll(updates.map((update) => ({ update })))
+      if (outcomes.some((o) => o === "unrecorded" || o === "busy")) {
+        // The store is failing: do not confirm the batch; it comes again with the next poll.
+        yield* Effect.sleep(options.send.baseDelay)
+        continue
+      }
       for (const update of updates) {
         const id = isRecord(update) ? update["update_id"] : undefined
-        if (typeof id === "number" && Number.isSafeInteger(id) && id < offset) continue
-        let outcome = yield* intake(update)
-        while (outcome === "busy") {
-          // Full: wait for room rather than drop anything (the offset is not moved past it).
-          yield* Effect.sleep(Duration.millis(50))
-          outcome = yield* intake(update)
-        }
-        if (outcome === "unrecorded") {
-          // The store is failing: do not confirm this update; it comes again with the next poll.
-          blocked = true
-          break
-        }
-        if (typeof id === "number" && Number.isSafeInteger(id)) offset = id + 1
+        if (typeof id === "number" && Number.isSafeInteger(id) && id >= offset) offset = id + 1
       }
-      if (blocked) yield* Effect.sleep(options.send.baseDelay)
     }
   }).pipe(Effect.annotateLogs({ component: "polling" }))
 

@@ -4,8 +4,9 @@
  * its id remembered, so that a redelivered update (Telegram delivers at least once) is skipped
  * and an update whose handler died with its process is handled by the next one.
  *
- * - `receive` records an update unless its id was seen before, claimed by the receiver for a
- *   lease; `done` marks it handled (its payload dropped, its id kept until swept).
+ * - `receive` records a batch of updates (one write), those whose ids were not seen before,
+ *   claimed by the receiver for a lease; `done` marks them handled (payloads dropped, ids kept
+ *   until swept).
  * - `claimStale` hands out updates received but never marked done whose lease expired
  *   (`FOR UPDATE SKIP LOCKED` on PostgreSQL: each to one process).
  *
@@ -20,16 +21,18 @@ import * as Layer from "effect/Layer"
 import { StoreError } from "./ContextStore.js"
 
 /**
- * An update to record.
+ * Updates to record, as one write.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Incoming {
   readonly source: string
-  readonly update_id: number
-  /** The update as received (JSON text). */
-  readonly payload: string
+  readonly updates: ReadonlyArray<{
+    readonly update_id: number
+    /** The update as received (JSON text). */
+    readonly payload: string
+  }>
   /** The receiver (unique per process), which holds the claim. */
   readonly owner: string
   readonly now: number
@@ -53,10 +56,13 @@ export interface Stale {
  * @category models
  */
 export interface UpdateInboxShape {
-  /** Records the update; true when new, false when its id was seen before (nothing written). */
-  readonly receive: (incoming: Incoming) => Effect.Effect<boolean, StoreError>
-  /** The update was handled (or given up): its payload is dropped, its id remembered. */
-  readonly done: (source: string, updateId: number) => Effect.Effect<void, StoreError>
+  /**
+   * Records the updates whose ids were not seen before, in one write (one transaction); returns
+   * those ids. An id seen before — or twice in the batch — is recorded once.
+   */
+  readonly receive: (incoming: Incoming) => Effect.Effect<ReadonlyArray<number>, StoreError>
+  /** The updates were handled (or given up): their payloads are dropped, their ids remembered. */
+  readonly done: (source: string, updateIds: ReadonlyArray<number>) => Effect.Effect<void, StoreError>
   /** Updates received, not done, whose claim expired: claimed for `owner`, oldest id first. */
   readonly claimStale: (request: {
     readonly source: string
@@ -95,17 +101,23 @@ export const makeMemory = (): UpdateInboxShape => {
   const rows = new Map<string, Row>()
   const key = (source: string, id: number) => `${source}\u0000${id}`
   return {
-    receive: ({ lease, now, owner: _, payload, source, update_id }) =>
+    receive: ({ lease, now, source, updates }) =>
       Effect.sync(() => {
-        const k = key(source, update_id)
-        if (rows.has(k)) return false
-        rows.set(k, { source, update_id, payload, received_at: now, lease_until: now + lease })
-        return true
+        const fresh: Array<number> = []
+        for (const { payload, update_id } of updates) {
+          const k = key(source, update_id)
+          if (rows.has(k)) continue
+          rows.set(k, { source, update_id, payload, received_at: now, lease_until: now + lease })
+          fresh.push(update_id)
+        }
+        return fresh
       }),
-    done: (source, updateId) =>
+    done: (source, updateIds) =>
       Effect.sync(() => {
-        const row = rows.get(key(source, updateId))
-        if (row !== undefined) row.payload = null
+        for (const id of updateIds) {
+          const row = rows.get(key(source, id))
+          if (row !== undefined) row.payload = null
+        }
       }),
     claimStale: ({ lease, limit, now, source }) =>
       Effect.sync(() =>

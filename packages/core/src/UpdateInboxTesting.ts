@@ -19,14 +19,18 @@ import * as UpdateInbox from "./UpdateInbox.js"
 
 const t0 = Date.UTC(2026, 10, 22, 10, 0, 0)
 
-const incoming = (update_id: number, overrides: Partial<UpdateInbox.Incoming> = {}): UpdateInbox.Incoming => ({
+const payload = (update_id: number) => JSON.stringify({ update_id, message: { text: `naïve 🧮 "${update_id}"` } })
+
+const incoming = (
+  ids: number | ReadonlyArray<number>,
+  overrides: Partial<Omit<UpdateInbox.Incoming, "updates">> & { readonly payload?: string } = {}
+): UpdateInbox.Incoming => ({
   source: "bot-1",
-  update_id,
-  payload: JSON.stringify({ update_id, message: { text: `naïve 🧮 "${update_id}"` } }),
   owner: "a",
   now: t0,
   lease: 10_000,
-  ...overrides
+  ...overrides,
+  updates: (typeof ids === "number" ? [ids] : ids).map((update_id) => ({ update_id, payload: overrides.payload ?? payload(update_id) }))
 })
 
 /**
@@ -42,17 +46,29 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
   describe(`UpdateInbox contract: ${name}`, () => {
     test("an update is new once; its id again is a duplicate, for another source it is new", (inbox) =>
       Effect.gen(function*() {
-        assert.isTrue(yield* inbox.receive(incoming(5)))
-        assert.isFalse(yield* inbox.receive(incoming(5, { owner: "b", payload: "{}" })))
-        assert.isTrue(yield* inbox.receive(incoming(5, { source: "bot-2" })))
-        assert.isTrue(yield* inbox.receive(incoming(6)))
+        assert.deepStrictEqual(yield* inbox.receive(incoming(5)), [5])
+        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { owner: "b", payload: "{}" })), [])
+        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { source: "bot-2" })), [5])
+        assert.deepStrictEqual(yield* inbox.receive(incoming(6)), [6])
+      }))
+
+    test("a batch records its new ids once, skipping ids seen before or repeated in it", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(3))
+        const fresh = yield* inbox.receive(incoming([1, 2, 3, 2, 4]))
+        assert.deepStrictEqual([...fresh].sort(), [1, 2, 4])
+        assert.deepStrictEqual(yield* inbox.receive(incoming([])), [])
+        const stale = yield* inbox.claimStale({ source: "bot-1", owner: "b", lease: 1, limit: 10, now: t0 + 10_000 })
+        assert.deepStrictEqual(stale.map((s) => s.update_id), [1, 2, 3, 4])
+        assert.strictEqual(stale[1]!.payload, payload(2))
       }))
 
     test("a handled update stays a duplicate", (inbox) =>
       Effect.gen(function*() {
-        yield* inbox.receive(incoming(5))
-        yield* inbox.done("bot-1", 5)
-        assert.isFalse(yield* inbox.receive(incoming(5, { now: t0 + 1_000_000 })))
+        yield* inbox.receive(incoming([5, 6]))
+        yield* inbox.done("bot-1", [5, 6])
+        yield* inbox.done("bot-1", [])
+        assert.deepStrictEqual(yield* inbox.receive(incoming([5, 6], { now: t0 + 1_000_000 })), [])
       }))
 
     test("an update never marked done comes back once its claim expired, with its payload", (inbox) =>
@@ -60,13 +76,13 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         yield* inbox.receive(incoming(7))
         yield* inbox.receive(incoming(5))
         yield* inbox.receive(incoming(6))
-        yield* inbox.done("bot-1", 6)
+        yield* inbox.done("bot-1", [6])
         const request = { source: "bot-1", owner: "b", lease: 10_000, limit: 10 }
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, now: t0 + 9_999 }), [])
         const stale = yield* inbox.claimStale({ ...request, now: t0 + 10_000 })
         assert.deepStrictEqual(stale, [
-          { update_id: 5, payload: incoming(5).payload },
-          { update_id: 7, payload: incoming(7).payload }
+          { update_id: 5, payload: payload(5) },
+          { update_id: 7, payload: payload(7) }
         ])
         // Claimed anew: not handed out again until this claim expires too.
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, owner: "c", now: t0 + 19_999 }), [])
@@ -74,19 +90,19 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, source: "bot-2", now: t0 + 99_000 }), [])
       }))
 
-    test("of concurrent receivers of one update exactly one gets it", (inbox) =>
+    test("of concurrent receivers of one batch each id is recorded by exactly one", (inbox) =>
       Effect.gen(function*() {
         const results = yield* Effect.forEach(
           Array.from({ length: 12 }, (_, i) => `owner-${i}`),
-          (owner) => inbox.receive(incoming(9, { owner })),
+          (owner) => inbox.receive(incoming([9, 10], { owner })),
           { concurrency: "unbounded" }
         )
-        assert.strictEqual(results.filter((r) => r).length, 1)
+        assert.deepStrictEqual([...results.flat()].sort((a, b) => a - b), [9, 10])
       }))
 
     test("concurrent claimants of stale updates never get the same one", (inbox) =>
       Effect.gen(function*() {
-        yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => incoming(i + 1)), inbox.receive, { discard: true })
+        yield* inbox.receive(incoming(Array.from({ length: 40 }, (_, i) => i + 1)))
         const claims = yield* Effect.forEach(
           Array.from({ length: 6 }, (_, i) => `owner-${i}`),
           (owner) =>
@@ -109,12 +125,9 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         yield* inbox.receive(incoming(1))
         yield* inbox.receive(incoming(2))
         yield* inbox.receive(incoming(3, { now: t0 + 5_000 }))
-        yield* inbox.done("bot-1", 1)
-        yield* inbox.done("bot-1", 3)
+        yield* inbox.done("bot-1", [1, 3])
         assert.strictEqual(yield* inbox.sweep(t0 + 1_000, 100), 1)
-        assert.isTrue(yield* inbox.receive(incoming(1, { now: t0 + 6_000 })))
-        assert.isFalse(yield* inbox.receive(incoming(2, { now: t0 + 6_000 })))
-        assert.isFalse(yield* inbox.receive(incoming(3, { now: t0 + 6_000 })))
+        assert.deepStrictEqual(yield* inbox.receive(incoming([1, 2, 3], { now: t0 + 6_000 })), [1])
       }))
   })
 }

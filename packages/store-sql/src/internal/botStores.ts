@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type Db, describe, num, type Row, str, topicKey } from "./db.js"
+import { chunks, type Db, describe, marks, num, type Row, str, topicKey, tuples } from "./db.js"
 
 const fail = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
@@ -118,15 +118,33 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
 export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
   const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
   return {
-    receive: ({ lease, now, payload, source, update_id }) =>
-      db.query(
-        `INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`,
-        [source, update_id, now, now + lease, payload]
-      ).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("update receive"))),
-    done: (source, updateId) =>
-      db.query(`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ? AND update_id = ?`, [source, updateId])
-        .pipe(Effect.asVoid, Effect.mapError(fail("update done"))),
+    receive: ({ lease, now, source, updates }) => {
+      // One id once, even when the batch repeats it.
+      const unique = [...new Map(updates.map((u) => [u.update_id, u] as const)).values()]
+      if (unique.length === 0) return Effect.succeed([])
+      return db.transaction(Effect.gen(function*() {
+        const fresh: Array<number> = []
+        for (const chunk of chunks(unique, 5)) {
+          const rows = yield* db.query(
+            `INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES ${tuples(chunk.length, 5)}
+             ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`,
+            chunk.flatMap((u) => [source, u.update_id, now, now + lease, u.payload])
+          )
+          for (const row of rows) fresh.push(num(row["update_id"]))
+        }
+        return fresh
+      })).pipe(Effect.mapError(fail("update receive")))
+    },
+    done: (source, updateIds) =>
+      updateIds.length === 0 ? Effect.void : Effect.forEach(
+        chunks(updateIds, 1),
+        (chunk) =>
+          db.query(
+            `UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ? AND update_id IN ${marks(chunk.length)}`,
+            [source, ...chunk]
+          ),
+        { discard: true }
+      ).pipe(Effect.mapError(fail("update done"))),
     claimStale: ({ lease, limit, now, source }) =>
       db.transaction(Effect.gen(function*() {
         const rows = yield* db.query(
