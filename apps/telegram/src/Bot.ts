@@ -139,6 +139,20 @@ export const make = (
 
     telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
 
+    // A group upgraded to a supergroup: its reminders follow the chat to its new id.
+    telegraf.use((ctx, next) => {
+      const upgraded = ctx.message !== undefined && "migrate_to_chat_id" in ctx.message ? ctx.message.migrate_to_chat_id : undefined
+      if (upgraded === undefined || ctx.chat === undefined) return next()
+      return run(ctx)(
+        store.migrateChat(String(ctx.chat.id), String(upgraded)).pipe(
+          Effect.tap((moved) =>
+            Effect.logInfo("group upgraded to a supergroup; reminders moved").pipe(Effect.annotateLogs({ to: String(upgraded), moved }))
+          ),
+          Effect.catchAll((error) => Effect.logError("reminders not moved to the supergroup", error))
+        )
+      ).then(next)
+    })
+
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(
         method,

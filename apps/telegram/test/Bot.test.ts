@@ -361,6 +361,16 @@ describe("apps/telegram: time zones and reminders", () => {
       assert.strictEqual(api.delivered().filter((c) => c.payload["text"] === "⏰ Reminder: retry me").length, 1)
     }).pipe(withMemory))
 
+  it.scoped("when a group is upgraded to a supergroup (migrate_to_chat_id) its reminders move to the new id", () =>
+    Effect.gen(function*() {
+      const { feed } = yield* setup()
+      yield* feed(message("/remind in 1 hour upgrade", { thread: null }))
+      yield* feed(message("", { thread: null, extra: { text: undefined, migrate_to_chat_id: -1007777 } }))
+      assert.deepStrictEqual(yield* reminders, [])
+      const moved = yield* Effect.flatMap(ReminderStore.ReminderStore, (s) => s.list("-1007777", { topic_id: null, limit: 10 }))
+      assert.deepStrictEqual(moved.map((r) => r.text), ["upgrade"])
+    }).pipe(withMemory))
+
   it.scoped("a reminder for a group upgraded to a supergroup moves to the new chat id and is sent there", () =>
     Effect.gen(function*() {
       const { api, bot, feed } = yield* setup()

@@ -7,12 +7,15 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
+import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
 import { StoreConfig } from "@deixis/store-sql"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
+import * as Runner from "../src/Runner.js"
+import * as Harness from "./utils/harness.js"
 import type { BotConfig } from "../src/BotConfig.js"
 import * as Llm from "../src/Llm.js"
 import * as FakeLlm from "./utils/FakeLlm.js"
@@ -218,4 +221,27 @@ describe("apps/telegram: LLM mode", () => {
     assert.isFalse(Llm.mentionsAlias("deixies everywhere", ["deixie"]))
     assert.isFalse(Llm.mentionsAlias("anything", []))
   })
+
+  it.live("shutdown cancels an LLM turn in progress within DEIXIS_SHUTDOWN_TIMEOUT, without a reply after it", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const llm = yield* FakeLlm.make(() => "hang")
+      const scope = yield* Scope.make()
+      yield* Effect.gen(function*() {
+        const settings = Harness.config(api.apiRoot, {
+          shutdownTimeout: Duration.millis(100),
+          llm: Option.some(llmConfig(llm.baseUrl, { timeout: Duration.minutes(10) }))
+        })
+        const bot = yield* Bot.make(settings)
+        yield* Runner.launch(bot, { ...settings, owner: "llm-test" })
+        api.pushUpdates({
+          update_id: 77,
+          message: { message_id: 77, from: F.alice, chat: { id: F.alice.id, type: "private", first_name: "Alice" }, date: Math.floor(now / 1000), text: "what is in focus?" }
+        })
+        yield* llm.waitForRequests(1)
+      }).pipe(Effect.provide(App.services(StoreConfig.layerMemory)), Scope.extend(scope))
+      // The model never answers; closing returns once the turn is interrupted.
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(api.callsOf("sendMessage").length, 0)
+    }).pipe(Effect.scoped), 20_000)
 })
