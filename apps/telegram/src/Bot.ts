@@ -493,7 +493,12 @@ export const make = (
     }
 
     telegraf.catch((error, ctx) =>
-      runDefault(Effect.logError("update handler failed", error).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id })))
+      runDefault(
+        // Shutdown interrupting an update is not a failure: the update is handled after the next start.
+        (Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
+          ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
+          : Effect.logError("update handler failed", error)).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id }))
+      )
     )
 
     const handle = (update: unknown): Effect.Effect<void> =>
