@@ -10,11 +10,14 @@ import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as Deixis from "@deixis/core/Deixis"
 import { StoreConfig } from "@deixis/store-sql"
+import { ReminderStore } from "@deixis/core/ReminderStore"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as crypto from "node:crypto"
 import * as os from "node:os"
 import * as Bot from "./Bot.js"
@@ -59,9 +62,15 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
     const opsPort = yield* Ops.serve(config.ops, { ready: () => running !== undefined, healthy: () => running?.healthy() ?? true })
     running = yield* Runner.launch(bot, { ...config, owner: processOwner() })
     const live = running
+    const reminders = yield* ReminderStore
+    const runtime = yield* Effect.runtime<never>()
     Metrics.setProbes({
       queue: () => live.dispatcher.depth(),
-      reminders: () => Effect.runPromise(Effect.succeed(null))
+      // Read at scrape time; a failing store shows as no value rather than failing the scrape.
+      reminders: () =>
+        Runtime.runPromise(runtime)(
+          Clock.currentTimeMillis.pipe(Effect.flatMap(reminders.stats), Effect.orElseSucceed(() => null))
+        )
     })
     yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)).pipe(Effect.zipRight(Effect.logInfo("bot stopped"))))
     yield* Effect.logInfo("bot started").pipe(Effect.annotateLogs({

@@ -207,6 +207,8 @@ describe("the compiled bot in real processes", () => {
       assert.strictEqual(health, 200)
       const metrics = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()))
       assert.include(metrics, "deixis_bot_updates_total")
+      assert.include(metrics, `deixis_bot_reminders_pending{state="pending"} 0`)
+      assert.include(metrics, "deixis_bot_process_cpu_user_seconds_total")
       api.pushUpdates({
         update_id: 1,
         message: { message_id: 1, from: { id: 5, is_bot: false, first_name: "A" }, chat: { id: 5, type: "private", first_name: "A" }, date: 1, text: "/help", entities: [{ type: "bot_command", offset: 0, length: 5 }] }
