@@ -12,6 +12,7 @@
  */
 import type { ClaimedReminder } from "@deixis/core/ReminderStore"
 import { ReminderStore } from "@deixis/core/ReminderStore"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -138,7 +139,12 @@ export const start = (
     yield* Effect.gen(function*() {
       while (true) {
         const more = yield* round.pipe(
-          Effect.catchAll((error) => Effect.as(Effect.logWarning("due reminders not claimed; trying again", error), false))
+          // A failure, or a bug, costs one round, never the sender.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(Effect.logWarning("due reminders not claimed; trying again", cause), false)
+          )
         )
         if (!more) yield* nap
       }

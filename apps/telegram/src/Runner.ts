@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import { UpdateInbox } from "@deixis/core/UpdateInbox"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
@@ -257,8 +258,13 @@ export const launch = (
     if (options.transport._tag === "polling") {
       yield* bot.call("deleteWebhook", { drop_pending_updates: false })
       const loop = poll(bot, options, intakeAll, dispatcher.depth, (h) => (healthy = h)).pipe(
-        Effect.tapError((error) => Effect.logError("long polling stopped", error)),
-        Effect.catchAll((error) => Deferred.fail(stopped, error))
+        // Whatever ends the loop but shutdown — a failure or a bug — ends `wait` too: never a
+        // process that stays up without polling.
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : Effect.logError("long polling stopped", cause).pipe(Effect.zipRight(Deferred.failCause(stopped, cause)))
+        )
       )
       yield* Effect.forkScoped(loop)
       return { me, port: null, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
