@@ -150,6 +150,27 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       assert.isFalse(running.healthy())
     }).pipe(withMemoryLive, Effect.scoped))
 
+  it.live("a webhook set by another deployment while polling: 409 Conflict, /healthz unhealthy, then polling stops with an error", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot, {
+        send: { ...config("").send, baseDelay: Duration.millis(5), maxDelay: Duration.millis(20) },
+        polling: { timeout: Duration.seconds(1), conflictTimeout: Duration.millis(300) }
+      })
+      api.pushUpdates(message("/help"))
+      yield* eventually("polling works", () => api.delivered().length === 1)
+      yield* Effect.promise(() =>
+        fetch(`${api.apiRoot}/bot123:OTHER/setWebhook`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ url: "https://elsewhere.example.com/hook" })
+        })
+      )
+      yield* eventually("polling sees the conflict", () => !running.healthy())
+      const exit = yield* Effect.exit(running.wait)
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("webhook is active"))
+    }).pipe(withMemoryLive, Effect.scoped))
+
   it.live("a refused token stops polling with an error", () =>
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
