@@ -1,46 +1,51 @@
 /**
- * The deployable bot: a factory ({@link make}) that builds a Telegraf bot over the deixis
- * services and registers the commands, and {@link launch} / {@link layer} that connect it to
- * Telegram (long polling, or a webhook with its secret checked) for the lifetime of a scope.
- * Nothing starts on import.
+ * The bot: a factory ({@link make}) that builds a Telegraf bot over the deixis services and
+ * registers the commands. Nothing starts on import; `Runner.launch` connects a built bot to
+ * Telegram.
+ *
+ * Every answer is a reply to the message that asked, in its topic; every failure ends in an
+ * apology with a hint, never silence. Each update is handled in a scope of its own: the
+ * Effects its handlers start (an LLM turn included) are interrupted when that scope closes
+ * (shutdown), so nothing outlives the update.
  *
  * @since 0.1.0
  */
-import { ConversationState } from "@deixis/core/ConversationState"
-import { ContextIngest } from "@deixis/core/ContextIngest"
 import { objectIdFor } from "@deixis/core/ContextObject"
+import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore } from "@deixis/core/ContextStore"
+import { ConversationState, ConversationStateStore } from "@deixis/core/ConversationState"
 import { TargetKindHint } from "@deixis/core/ObjectKind"
+import type { ClaimedReminder, Reminder } from "@deixis/core/ReminderStore"
+import { ReminderStore } from "@deixis/core/ReminderStore"
+import type { UpdateInbox } from "@deixis/core/UpdateInbox"
 import { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberMap from "effect/FiberMap"
-import * as Layer from "effect/Layer"
+import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
-import * as crypto from "node:crypto"
-import * as http from "node:http"
 import { Telegraf } from "telegraf"
 import type { Types } from "telegraf"
 import type { Message, Update } from "telegraf/types"
-import type { BotConfig, SendPolicy, Transport } from "./BotConfig.js"
+import * as ChatSettings from "./ChatSettings.js"
+import type { BotConfig } from "./BotConfig.js"
 import * as Llm from "./Llm.js"
-import * as Reminders from "./Reminders.js"
+import type * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as TelegramSend from "./TelegramSend.js"
+import * as Times from "./Times.js"
 
 /**
- * What the bot needs: the deixis services and the reminder store.
+ * What the bot needs: the deixis services, the reminder store and the update inbox.
  *
  * @since 0.1.0
  * @category models
  */
-export type Services = DeixisTelegraf.Services | Reminders.ReminderStore
+export type Services = DeixisTelegraf.Services | ConversationStateStore | ReminderStore | UpdateInbox
 
 /**
  * The update types the bot asks Telegram for (`message_reaction` must be asked for by name).
@@ -60,6 +65,24 @@ export const allowedUpdates: ReadonlyArray<Types.UpdateType> = [
 ]
 
 /**
+ * The commands registered with `setMyCommands` (private chats and groups).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const commands: ReadonlyArray<{ readonly command: string; readonly description: string }> = [
+  { command: "help", description: "What I can do" },
+  { command: "context", description: "What is in focus in this topic" },
+  { command: "what", description: "Reply to a message: what does it refer to?" },
+  { command: "remind", description: "Remind: /remind in 10 minutes check the oven" },
+  { command: "reminders", description: "Pending reminders, with cancel buttons" },
+  { command: "poll", description: "A poll: /poll question | option | option" },
+  { command: "closepoll", description: "Reply to a poll: close it (its creator or an admin)" },
+  { command: "timezone", description: "This chat's time zone: /timezone Europe/Berlin" },
+  { command: "state", description: "This topic's saved conversation state" }
+]
+
+/**
  * A built bot.
  *
  * @since 0.1.0
@@ -67,10 +90,14 @@ export const allowedUpdates: ReadonlyArray<Types.UpdateType> = [
  */
 export interface Bot {
   readonly telegraf: Telegraf<DeixisTelegraf.DeixisContext>
-  /** Hands one update (untrusted JSON) to the bot; never fails. Malformed updates are logged and dropped. */
+  /** Handles one update (untrusted JSON) now; never fails. Malformed updates are logged and dropped. */
   readonly handle: (update: unknown) => Effect.Effect<void>
-  /** The reminders with a running timer. */
-  readonly scheduled: Effect.Effect<ReadonlyArray<string>>
+  /** Sends one claimed reminder (the reminder sender's `send`). */
+  readonly fireReminder: (reminder: ClaimedReminder) => Effect.Effect<Reminders.Outcome>
+  /** Called after `/remind` stored a reminder (the running sender wakes up). */
+  readonly onReminderAdded: { current: Effect.Effect<void> }
+  /** One Bot API call with the send policy (timeout, retries). */
+  readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
 }
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -78,148 +105,166 @@ const isHint = Schema.is(TargetKindHint)
 
 type CommandContext = DeixisTelegraf.DeixisContext & { readonly payload: string }
 
+type CallApiSignal = NonNullable<NonNullable<Parameters<Telegraf["telegram"]["callApi"]>[2]>["signal"]>
+
+const hintWords: Record<string, string> = { photo: "image", picture: "image", document: "file" }
+
 /**
- * Builds the bot: middleware, commands, buttons, and timers for every pending reminder.
- * Updates can be fed with `handle` right away; {@link launch} connects it to Telegram.
+ * Builds the bot: middleware, commands and buttons. Updates can be fed with `handle` right away.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (
-  options: Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "reminderRetryDelay"> & {
+  options: Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "timeZone"> & {
     /** LLM mode (off when absent or None). */
     readonly llm?: Option.Option<Llm.LlmConfig> | undefined
   }
-): Effect.Effect<Bot, never, Services | Scope.Scope> =>
+): Effect.Effect<Bot, never, Services> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<Services>()
-    const run = Runtime.runPromise(runtime)
-    const store = yield* Reminders.ReminderStore
-    const timers = yield* FiberMap.make<string>()
+    const runDefault = Runtime.runPromise(runtime)
+    const store = yield* ReminderStore
+    const llmOn = options.llm !== undefined && Option.isSome(options.llm)
     const telegraf = new Telegraf<DeixisTelegraf.DeixisContext>(Redacted.value(options.token), {
-      telegram: { apiRoot: options.apiRoot, webhookReply: false }
+      telegram: { apiRoot: options.apiRoot, webhookReply: false },
+      // Bounded by the per-call timeouts and by shutdown, not by a timer that leaves the handler running.
+      handlerTimeout: Number.POSITIVE_INFINITY
     })
+    const onReminderAdded = { current: Effect.void as Effect.Effect<void> }
 
-    // Every update is recorded first; the commands below then read ctx.deixis.
+    // The Effects of one update run in that update's FiberSet (see `handle`).
+    const runners = new WeakMap<object, <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>>()
+    const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
+
     telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
 
-    const call = <A>(method: string, f: () => Promise<A>) => TelegramSend.send(method, f, options.send)
-    const recordOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), mode: options.mode })
+    // A group upgraded to a supergroup: its reminders follow the chat to its new id.
+    telegraf.use((ctx, next) => {
+      const upgraded = ctx.message !== undefined && "migrate_to_chat_id" in ctx.message ? ctx.message.migrate_to_chat_id : undefined
+      if (upgraded === undefined || ctx.chat === undefined) return next()
+      return run(ctx)(
+        store.migrateChat(String(ctx.chat.id), String(upgraded)).pipe(
+          Effect.tap((moved) =>
+            Effect.logInfo("group upgraded to a supergroup; reminders moved").pipe(Effect.annotateLogs({ to: String(upgraded), moved }))
+          ),
+          Effect.catchAll((error) => Effect.logError("reminders not moved to the supergroup", error))
+        )
+      ).then(next)
+    })
+
+    const call = <A>(method: string, payload: Record<string, unknown>) =>
+      TelegramSend.send<A>(
+        method,
+        (signal) => telegraf.telegram.callApi(method as never, payload as never, { signal: signal as unknown as CallApiSignal }) as Promise<A>,
+        options.send
+      )
+    const recordOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username, mode: options.mode })
     const recordSent = (message: Message) => DeixisTelegraf.recordSent(message, recordOptions())
     const ingest = (events: ReadonlyArray<unknown>) =>
       Effect.flatMap(ContextIngest, (i) => i.ingest(events)).pipe(
         Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
         Effect.option
       )
-    const markup = (reply: Replies.Reply) =>
-      reply.buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: reply.buttons.map((row) => row.map((b) => ({ ...b }))) } }
-    const reply = (ctx: DeixisTelegraf.DeixisContext, r: Replies.Reply) =>
-      call("sendMessage", () => ctx.reply(r.text, markup(r))).pipe(
-        Effect.flatMap(recordSent),
-        Effect.asVoid,
-        Effect.catchAll((error) => Effect.logError("reply not sent", error))
-      )
-    const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => reply(ctx, { text: t, buttons: [] })
+    const markup = (buttons: Replies.Reply["buttons"]) =>
+      buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: buttons.map((row) => row.map((b) => ({ ...b }))) } }
 
-    // Reminders: a timer per pending reminder; the send is retried, the bookkeeping after it
-    // is not interrupted, and a reminder leaves the store only once its message is out.
-    const fire = (r: Reminders.Reminder): Effect.Effect<void, never, Services> =>
-      call("sendMessage", () => {
-        const thread = UpdateMapper.threadIdFor(r.topic_id)
-        return telegraf.telegram.sendMessage(Number(r.chat_id), Replies.fired(r), {
-          ...(thread === undefined ? {} : { message_thread_id: thread }),
-          reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true }
+    const where = (chatId: number | string, topicId: string | null) => {
+      const thread = UpdateMapper.threadIdFor(topicId)
+      return { chat_id: chatId, ...(thread === undefined ? {} : { message_thread_id: thread }) }
+    }
+
+    /** Sends `reply` as a reply to the update's message, in its topic, and records it. */
+    const answer = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =>
+      Effect.gen(function*() {
+        const scope = ctx.deixis.scope
+        const chat = ctx.chat?.id
+        if (chat === undefined) return
+        const messageId = scope === undefined ? ctx.msgId : Number(scope.message_id)
+        const sent = yield* call<Message>("sendMessage", {
+          ...where(chat, scope?.topic_id ?? null),
+          text: reply.text,
+          ...(messageId === undefined ? {} : { reply_parameters: { message_id: messageId, allow_sending_without_reply: true } }),
+          ...markup(reply.buttons)
         })
-      }).pipe(
-        Effect.flatMap((sent) =>
-          Effect.uninterruptible(Effect.all([
-            recordSent(sent),
-            ingest([{ type: "reminder_fired", event_id: `telegram:reminder_fired:${r.object_id}`, chat_id: r.chat_id, object_id: r.object_id }]),
-            store.remove(r.object_id).pipe(Effect.catchAll((error) => Effect.logError("fired reminder not removed", error)))
-          ]))
-        ),
-        Effect.asVoid,
-        Effect.catchAll((error) =>
-          TelegramSend.isRetryable(error)
-            ? Effect.logWarning("reminder not sent; trying again later", error).pipe(
-              Effect.zipRight(Effect.sleep(options.reminderRetryDelay)),
-              Effect.zipRight(Effect.suspend(() => fire(r)))
-            )
-            : Effect.logError("reminder cannot be delivered; dropped", error).pipe(
-              Effect.zipRight(Effect.ignore(store.remove(r.object_id)))
-            )
-        ),
-        Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id })
-      )
-    const schedule = (r: Reminders.Reminder) =>
-      FiberMap.run(
-        timers,
-        r.object_id,
-        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, r.due_at - now)))).pipe(
-          Effect.zipRight(fire(r))
-        )
+        yield* recordSent(sent)
+      }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
+    const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => answer(ctx, { text: t, buttons: [] })
+
+    const zoneOf = (chatId: string) => ChatSettings.timeZone(chatId, options.timeZone)
+
+    const isAdmin = (chatId: number | string, userId: number) =>
+      call<{ readonly status: string }>("getChatMember", { chat_id: chatId, user_id: userId }).pipe(
+        Effect.map((member) => member.status === "creator" || member.status === "administrator"),
+        Effect.catchAll((error) => Effect.as(Effect.logWarning("chat member not read", error), false))
       )
 
     const command = (
       name: string,
-      f: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, never, Services>
+      f: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, unknown, Services>
     ) =>
       telegraf.command(name, (ctx) => {
         const scope = ctx.deixis.scope
-        return run(
+        return run(ctx)(
           scope === undefined ? Effect.void : f(ctx, scope).pipe(
+            // Whatever failed, the person who asked gets an answer.
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause)
+                : Effect.logError(`/${name} failed`, cause).pipe(Effect.zipRight(text(ctx, Replies.sorry(name))))
+            ),
             Effect.annotateLogs({ command: name, chat_id: scope.chat_id, topic_id: scope.topic_id ?? "none" })
           )
         )
       })
 
-    command("context", (ctx, scope) =>
-      DeixisTelegraf.listActive(scope, { max_results: 10 }).pipe(
-        Effect.flatMap((result) => reply(ctx, Replies.context(result))),
-        Effect.catchAll((error) => Effect.logError("/context failed", error))
-      ))
+    command("start", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
+    command("help", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
 
-    command("what", (ctx, scope) => {
-      const word = ctx.payload.trim().split(/\s+/)[0] ?? ""
-      if (word !== "" && !isHint(word)) return text(ctx, "usage: /what [poll|reminder|image|file|article|link|video|voice|pdf|summary|message], or reply to a message")
-      return DeixisTelegraf.resolve(scope, word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } }).pipe(
-        Effect.tap((result) =>
-          result.status === "resolved" && result.best_match !== null
-            ? ingest([{
-              type: "object_activated",
-              event_id: `telegram:touch:${scope.chat_id}:${scope.message_id}`,
-              chat_id: scope.chat_id,
-              reason: "resolver_touch",
-              object_id: result.best_match.object_id,
-              ...(scope.sender_user_id === null ? {} : { actor_user_id: scope.sender_user_id })
-            }])
-            : Effect.void
-        ),
-        Effect.flatMap((result) => reply(ctx, Replies.what(result))),
-        Effect.catchAll((error) => Effect.logError("/what failed", error))
-      )
-    })
+    command("context", (ctx, scope) =>
+      Effect.gen(function*() {
+        const result = yield* DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true })
+        yield* answer(ctx, Replies.context(result, yield* Clock.currentTimeMillis, yield* zoneOf(scope.chat_id)))
+      }))
+
+    command("what", (ctx, scope) =>
+      Effect.gen(function*() {
+        const raw = (ctx.payload.trim().split(/\s+/)[0] ?? "").toLowerCase()
+        const word = hintWords[raw] ?? raw
+        if (word !== "" && !isHint(word)) {
+          return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
+        }
+        const result = yield* DeixisTelegraf.resolve(scope, word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
+        if (result.status === "resolved" && result.best_match !== null) {
+          yield* ingest([{
+            type: "object_activated",
+            event_id: `telegram:touch:${scope.chat_id}:${scope.message_id}`,
+            chat_id: scope.chat_id,
+            reason: "resolver_touch",
+            object_id: result.best_match.object_id,
+            ...(scope.sender_user_id === null ? {} : { actor_user_id: scope.sender_user_id })
+          }])
+        }
+        yield* answer(ctx, Replies.what(result))
+      }))
 
     command("remind", (ctx, scope) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const parsed = Reminders.parseRemind(ctx.payload, now)
-        if (Either.isLeft(parsed)) return yield* text(ctx, parsed.left)
-        const reminder: Reminders.Reminder = {
+        const zone = yield* zoneOf(scope.chat_id)
+        const parsed = Times.parseWhen(ctx.payload, now, zone)
+        if (Either.isLeft(parsed)) return yield* text(ctx, Replies.remindProblem(parsed.left, zone))
+        const reminder: Reminder = {
           object_id: objectIdFor(scope.chat_id, scope.message_id, "reminder", 0),
           chat_id: scope.chat_id,
           topic_id: scope.topic_id,
           source_message_id: scope.message_id,
           created_by_user_id: scope.sender_user_id,
-          text: parsed.right.text,
+          text: Replies.short(parsed.right.text, 1000),
           due_at: parsed.right.due_at,
           created_at: now
         }
-        const saved = yield* Effect.either(store.add(reminder))
-        if (Either.isLeft(saved)) {
-          yield* Effect.logError("reminder not saved", saved.left)
-          return yield* text(ctx, "Could not save the reminder; try again.")
-        }
+        yield* store.add(reminder)
         yield* ingest([{
           type: "object_activated",
           event_id: `telegram:reminder_created:${reminder.object_id}`,
@@ -228,18 +273,26 @@ export const make = (
           reason: "reminder_created",
           source_message_id: scope.message_id,
           kind: "reminder",
-          title_or_label: reminder.text,
+          title_or_label: Replies.short(reminder.text, 200),
           due_at: new Date(reminder.due_at).toISOString(),
           created_by_bot: false,
           ...(scope.sender_user_id === null ? {} : { created_by_user_id: scope.sender_user_id, actor_user_id: scope.sender_user_id })
         }])
-        yield* schedule(reminder)
-        yield* text(ctx, Replies.reminderSet(reminder))
+        yield* onReminderAdded.current
+        yield* text(ctx, Replies.reminderSet(reminder, now, zone))
       }))
+
+    const listReminders = (chatId: string, topicId: string | null, senderId: string | null) =>
+      Effect.gen(function*() {
+        const list = yield* store.list(chatId, { topic_id: topicId, limit: 11 })
+        const now = yield* Clock.currentTimeMillis
+        const zone = yield* zoneOf(chatId)
+        return { list: list.slice(0, 10), reply: Replies.reminders(list.slice(0, 10), { senderId, topicId, now, zone, more: list.length > 10 }) }
+      })
 
     command("reminders", (ctx, scope) =>
       Effect.gen(function*() {
-        const list = yield* store.forChat(scope.chat_id)
+        const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
         if (list.length > 0) {
           yield* ingest(list.map((r) => ({
             type: "object_activated",
@@ -249,249 +302,243 @@ export const make = (
             object_id: r.object_id
           })))
         }
-        yield* reply(ctx, Replies.reminders(list, scope.sender_user_id))
-      }).pipe(Effect.catchAll((error) => Effect.logError("/reminders failed", error))))
+        yield* answer(ctx, reply)
+      }))
 
-    command("poll", (ctx, scope) => {
-      const parsed = Replies.parsePoll(ctx.payload)
-      if (typeof parsed === "string") return text(ctx, parsed)
-      return call("sendPoll", () => ctx.replyWithPoll(parsed.question, [...parsed.options], { is_anonymous: false })).pipe(
-        Effect.tap(recordSent),
-        Effect.flatMap((sent) =>
-          ingest([{
-            type: "object_activated",
-            event_id: `telegram:poll_created:${scope.chat_id}:${sent.message_id}`,
-            chat_id: scope.chat_id,
-            topic_id: scope.topic_id,
-            reason: "poll_created",
-            source_message_id: sent.message_id,
-            kind: "poll",
-            title_or_label: parsed.question,
-            created_by_bot: true,
-            poll_id: sent.poll.id
-          }])
-        ),
-        Effect.asVoid,
-        Effect.catchAll((error) => Effect.logError("/poll failed", error))
-      )
-    })
+    command("poll", (ctx, scope) =>
+      Effect.gen(function*() {
+        const parsed = Replies.parsePoll(ctx.payload)
+        if (typeof parsed === "string") return yield* text(ctx, parsed)
+        const creator = ctx.from?.id
+        const sent = yield* call<Message.PollMessage>("sendPoll", {
+          ...where(scope.chat_id, scope.topic_id),
+          question: parsed.question,
+          options: parsed.options.map((o) => ({ text: o })),
+          is_anonymous: false,
+          reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
+          ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
+        })
+        yield* recordSent(sent)
+        yield* ingest([{
+          type: "object_activated",
+          event_id: `telegram:poll_created:${scope.chat_id}:${sent.message_id}`,
+          chat_id: scope.chat_id,
+          topic_id: scope.topic_id,
+          reason: "poll_created",
+          source_message_id: sent.message_id,
+          kind: "poll",
+          title_or_label: parsed.question,
+          created_by_bot: true,
+          poll_id: sent.poll.id,
+          ...(scope.sender_user_id === null ? {} : { created_by_user_id: scope.sender_user_id, actor_user_id: scope.sender_user_id })
+        }])
+      }))
+
+    /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
+    const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null) =>
+      Effect.gen(function*() {
+        const allowed = creatorId === String(userId) || (yield* isAdmin(chatId, userId))
+        if (!allowed) return "Only the poll's creator or an admin can close it." as const
+        const poll = yield* call<{ readonly id: string }>("stopPoll", {
+          chat_id: chatId,
+          message_id: pollMessageId,
+          reply_markup: { inline_keyboard: [] }
+        }).pipe(Effect.either)
+        if (Either.isLeft(poll)) {
+          return poll.left.code === 400 ? "That poll is already closed." as const : yield* Effect.fail(poll.left)
+        }
+        yield* ingest([{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }])
+        return "Poll closed." as const
+      })
+
+    command("closepoll", (ctx, scope) =>
+      Effect.gen(function*() {
+        const target = (ctx.message as Message.TextMessage | undefined)?.reply_to_message
+        const from = ctx.from?.id
+        if (target === undefined || !("poll" in target) || target.from?.id !== telegraf.botInfo?.id || from === undefined) {
+          return yield* text(ctx, "Reply to one of my polls with /closepoll to close it.")
+        }
+        const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
+          .pipe(Effect.orElseSucceed(() => Option.none()))
+        const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
+        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator))
+      }))
+
+    command("timezone", (ctx, scope) =>
+      Effect.gen(function*() {
+        const wanted = ctx.payload.trim()
+        const now = yield* Clock.currentTimeMillis
+        const current = yield* zoneOf(scope.chat_id)
+        if (wanted === "") {
+          return yield* text(ctx, `This chat's time zone is ${current} (${Times.formatLocal(now, now, current)} now). Change it with /timezone Europe/Berlin`)
+        }
+        if (!Times.isTimeZone(wanted)) {
+          return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
+        }
+        const from = ctx.from?.id
+        if (ctx.chat?.type !== "private" && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
+          return yield* text(ctx, "Only an admin can change this chat's time zone.")
+        }
+        const zone = Times.canonicalZone(wanted)
+        yield* ChatSettings.setTimeZone(scope.chat_id, zone, scope.sender_user_id)
+        yield* text(ctx, `Time zone set: ${zone}. It is ${Times.formatLocal(now, now, zone)} now.`)
+      }))
 
     command("state", (ctx, scope) =>
       Effect.flatMap(ConversationState, (state) => state.render({ chat_id: scope.chat_id, topic_id: scope.topic_id })).pipe(
-        Effect.flatMap((rendered) => text(ctx, rendered)),
-        Effect.catchAll((error) => Effect.logError("/state failed", error))
+        Effect.flatMap((rendered) => text(ctx, rendered))
       ))
 
-    const answer = (ctx: DeixisTelegraf.DeixisContext, t: string) =>
-      call("answerCallbackQuery", () => ctx.answerCbQuery(t)).pipe(Effect.catchAll((error) => Effect.logWarning("callback not answered", error)))
+    const answerCallback = (ctx: DeixisTelegraf.DeixisContext, t: string) =>
+      call("answerCallbackQuery", { callback_query_id: ctx.callbackQuery?.id, text: t }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("callback not answered", error))
+      )
+    const action = (pattern: RegExp, f: (ctx: DeixisTelegraf.DeixisContext, match: RegExpExecArray) => Effect.Effect<void, unknown, Services>) =>
+      telegraf.action(pattern, (ctx) =>
+        run(ctx)(f(ctx, ctx.match).pipe(
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.logError("button failed", cause).pipe(Effect.zipRight(answerCallback(ctx, "Sorry — that did not work. Please try again.")))
+          )
+        )))
 
     // A candidate button of an ambiguous /what: resolve on press.
-    telegraf.action(/^w:(.+)$/, (ctx) =>
-      run(Effect.gen(function*() {
-        const chat = ctx.callbackQuery.message?.chat.id
-        const objectId = ctx.match[1] ?? ""
-        if (chat === undefined) return yield* answer(ctx, "Too old.")
-        const found = yield* Effect.flatMap(ContextStore, (s) => s.object(String(chat), objectId)).pipe(Effect.option, Effect.map(Option.flatten))
-        if (Option.isNone(found)) return yield* answer(ctx, "That one is gone.")
+    action(/^w:(.+)$/, (ctx, match) =>
+      Effect.gen(function*() {
+        const message = ctx.callbackQuery?.message
+        const objectId = match[1] ?? ""
+        if (message === undefined) return yield* answerCallback(ctx, "That message is too old.")
+        const chat = String(message.chat.id)
+        const found = yield* Effect.flatMap(ContextStore, (s) => s.object(chat, objectId))
+        if (Option.isNone(found)) return yield* answerCallback(ctx, "That one is no longer around.")
         yield* ingest([{
           type: "object_activated",
-          event_id: `telegram:touch:cb:${ctx.callbackQuery.id}`,
-          chat_id: String(chat),
+          event_id: `telegram:touch:cb:${ctx.callbackQuery!.id}`,
+          chat_id: chat,
           reason: "resolver_touch",
           object_id: objectId,
-          actor_user_id: String(ctx.from.id)
+          ...(ctx.from === undefined ? {} : { actor_user_id: String(ctx.from.id) })
         }])
-        yield* answer(ctx, "Resolved.")
-        yield* call("editMessageText", () => ctx.editMessageText(`Resolved: ${Replies.describe(found.value)}`)).pipe(
-          Effect.catchAll((error) => Effect.logWarning("message not edited", error))
-        )
-      })))
+        yield* answerCallback(ctx, "Got it.")
+        yield* call("editMessageText", { chat_id: message.chat.id, message_id: message.message_id, text: `You mean ${Replies.describe(found.value)}.` })
+          .pipe(Effect.catchAll((error) => Effect.logWarning("message not edited", error)))
+      }))
 
-    // A cancel button of /reminders: only the reminder's creator may cancel it.
-    telegraf.action(/^rc:(.+)$/, (ctx) =>
-      run(Effect.gen(function*() {
-        const objectId = ctx.match[1] ?? ""
-        const found = yield* Effect.orElseSucceed(store.get(objectId), () => undefined)
-        if (found === undefined) return yield* answer(ctx, "Already done or cancelled.")
-        if (found.created_by_user_id !== null && found.created_by_user_id !== String(ctx.from.id)) {
-          return yield* answer(ctx, "Only its creator can cancel it.")
+    // A cancel button of /reminders: its creator or an admin cancels; the list is edited in place.
+    action(/^rc:(.+)$/, (ctx, match) =>
+      Effect.gen(function*() {
+        const message = ctx.callbackQuery?.message
+        const from = ctx.from?.id
+        if (message === undefined || from === undefined) return yield* answerCallback(ctx, "That message is too old.")
+        const chat = String(message.chat.id)
+        const objectId = match[1] ?? ""
+        const found = yield* store.get(chat, objectId)
+        if (Option.isNone(found)) {
+          yield* answerCallback(ctx, "That reminder already went off or was cancelled.")
+        } else {
+          const r = found.value
+          if (r.created_by_user_id !== null && r.created_by_user_id !== String(from) && !(yield* isAdmin(chat, from))) {
+            return yield* answerCallback(ctx, "Only the reminder's creator or an admin can cancel it.")
+          }
+          yield* store.remove(chat, objectId)
+          yield* ingest([{
+            type: "reminder_cancelled",
+            event_id: `telegram:reminder_cancelled:${objectId}`,
+            chat_id: chat,
+            object_id: objectId,
+            actor_user_id: String(from)
+          }])
+          yield* answerCallback(ctx, `Cancelled: ${Replies.short(r.text, 100)}`)
         }
-        yield* FiberMap.remove(timers, objectId)
-        const removed = yield* Effect.either(store.remove(objectId))
-        if (Either.isLeft(removed)) {
-          yield* Effect.logError("reminder not cancelled", removed.left)
-          return yield* answer(ctx, "Could not cancel; try again.")
-        }
-        yield* ingest([{
-          type: "reminder_cancelled",
-          event_id: `telegram:reminder_cancelled:${objectId}`,
-          chat_id: found.chat_id,
-          object_id: objectId,
-          actor_user_id: String(ctx.from.id)
-        }])
-        yield* answer(ctx, "Cancelled.")
-        yield* text(ctx, `Cancelled: ${found.text}`)
-      })))
+        const topic = "is_topic_message" in message && message.is_topic_message === true && message.message_thread_id !== undefined
+          ? String(message.message_thread_id)
+          : null
+        const { reply } = yield* listReminders(chat, topic, String(from))
+        yield* call("editMessageText", {
+          chat_id: message.chat.id,
+          message_id: message.message_id,
+          text: reply.text,
+          ...markup(reply.buttons)
+        }).pipe(Effect.catchAll((error) => Effect.logWarning("reminder list not updated", error)))
+      }))
+
+    // The close button under a poll the bot sent: `pc:<creator user id>`.
+    action(/^pc:(\d+)$/, (ctx, match) =>
+      Effect.gen(function*() {
+        const message = ctx.callbackQuery?.message
+        const from = ctx.from?.id
+        if (message === undefined || from === undefined) return yield* answerCallback(ctx, "That poll is too old.")
+        yield* answerCallback(ctx, yield* closePoll(message.chat.id, message.message_id, from, match[1] ?? null))
+      }))
 
     // LLM mode: after the commands (they do not fall through), any message addressing the bot.
     if (options.llm !== undefined && Option.isSome(options.llm)) {
       const assistant = yield* Llm.make(options.llm.value)
       telegraf.on("message", (ctx) =>
-        run(assistant.answer(
+        run(ctx)(assistant.answer(
           ctx,
           (t, replyTo) =>
-            call("sendMessage", () => ctx.reply(t, { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } })).pipe(
-              Effect.flatMap(recordSent),
-              Effect.asVoid,
-              Effect.catchAll((error) => Effect.logError("reply not sent", error))
-            ),
+            Effect.gen(function*() {
+              const scope = ctx.deixis.scope
+              const sent = yield* call<Message>("sendMessage", {
+                ...where(ctx.chat.id, scope?.topic_id ?? null),
+                text: t,
+                reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
+              })
+              yield* recordSent(sent)
+            }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error))),
           options.mode
         )))
     }
 
     telegraf.catch((error, ctx) =>
-      run(Effect.logError("update handler failed", error).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id })))
+      runDefault(
+        // Shutdown interrupting an update is not a failure: the update is handled after the next start.
+        (Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
+          ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
+          : Effect.logError("update handler failed", error)).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id }))
+      )
     )
-
-    const pending = yield* store.all.pipe(
-      Effect.tapError((error) => Effect.logError("pending reminders not loaded", error)),
-      Effect.orElseSucceed((): ReadonlyArray<Reminders.Reminder> => [])
-    )
-    yield* Effect.forEach(pending, schedule, { discard: true })
-    if (pending.length > 0) yield* Effect.logInfo("pending reminders scheduled").pipe(Effect.annotateLogs({ count: pending.length }))
 
     const handle = (update: unknown): Effect.Effect<void> =>
       isRecord(update) && Number.isSafeInteger(update["update_id"])
-        ? Effect.tryPromise(() => telegraf.handleUpdate(update as unknown as Update)).pipe(
+        ? Effect.scoped(Effect.gen(function*() {
+          const fibers = yield* FiberSet.make<unknown, unknown>()
+          runners.set(update, yield* FiberSet.runtimePromise(fibers)<Services>())
+          yield* Effect.tryPromise({
+            try: () => telegraf.handleUpdate(update as unknown as Update),
+            catch: (error) => error
+          })
+        })).pipe(
           Effect.catchAll((error) => Effect.logWarning("update not handled", error)),
-          // An update being handled is finished, even when the bot is stopping.
-          Effect.uninterruptible
+          Effect.annotateLogs({ update_id: update["update_id"] as number }),
+          Effect.provide(runtime.context)
         )
         : Effect.logWarning("malformed update ignored")
 
-    return {
-      telegraf,
-      handle,
-      scheduled: Effect.sync(() => Array.from(timers, ([key]) => key))
-    }
-  })
-
-type CallApiSignal = NonNullable<NonNullable<Parameters<Telegraf["telegram"]["callApi"]>[2]>["signal"]>
-
-const pollingPolicy = (policy: SendPolicy): SendPolicy => ({ ...policy, maxAttempts: Number.MAX_SAFE_INTEGER })
-
-const longPoll = (bot: Bot, policy: SendPolicy) =>
-  Effect.gen(function*() {
-    let offset = 0
-    while (true) {
-      const updates = yield* TelegramSend.send(
-        "getUpdates",
-        (signal) =>
-          bot.telegraf.telegram.callApi("getUpdates", { timeout: 30, offset, allowed_updates: [...allowedUpdates] }, {
-            // Telegraf types the signal with its abort-controller polyfill; node-fetch takes the standard one.
-            signal: signal as unknown as CallApiSignal
-          }),
-        pollingPolicy(policy)
+    const fireReminder = (r: ClaimedReminder): Effect.Effect<Reminders.Outcome> =>
+      call<Message>("sendMessage", {
+        ...where(r.chat_id, r.topic_id),
+        text: Replies.fired(r),
+        reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true }
+      }).pipe(
+        Effect.flatMap((sent) =>
+          Effect.uninterruptible(Effect.all([
+            recordSent(sent),
+            ingest([{ type: "reminder_fired", event_id: `telegram:reminder_fired:${r.object_id}`, chat_id: r.chat_id, object_id: r.object_id }])
+          ]))
+        ),
+        Effect.as<Reminders.Outcome>({ _tag: "sent" }),
+        Effect.catchAll((error): Effect.Effect<Reminders.Outcome> =>
+          error.migrate_to_chat_id !== undefined && error.migrate_to_chat_id !== null
+            ? Effect.succeed({ _tag: "migrated", to: String(error.migrate_to_chat_id) })
+            : TelegramSend.isRetryable(error) || error.timed_out === true
+            ? Effect.as(Effect.logWarning("reminder not sent; trying again later", error), { _tag: "retry" })
+            : Effect.succeed({ _tag: "drop", reason: error.message })
+        ),
+        Effect.provide(runtime.context)
       )
-      for (const update of updates as ReadonlyArray<unknown>) {
-        const id = isRecord(update) ? update["update_id"] : undefined
-        if (typeof id === "number" && Number.isSafeInteger(id) && id >= offset) offset = id + 1
-        yield* bot.handle(update)
-      }
-    }
+
+    return { telegraf, handle, fireReminder, onReminderAdded, call: (method, payload) => call(method, payload) }
   })
-
-const secretHeader = "x-telegram-bot-api-secret-token"
-const maxBody = 1024 * 1024
-
-const sameSecret = (given: string | Array<string> | undefined, secret: string) => {
-  if (typeof given !== "string") return false
-  const a = Buffer.from(given)
-  const b = Buffer.from(secret)
-  return a.length === b.length && crypto.timingSafeEqual(a, b)
-}
-
-const webhookServer = (bot: Bot, path: string, secret: string, port: number, host: string) =>
-  Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<never>()
-    const server = http.createServer((req, res) => {
-      if (req.method !== "POST" || (req.url ?? "").split("?")[0] !== path) return void res.writeHead(404).end()
-      if (!sameSecret(req.headers[secretHeader], secret)) return void res.writeHead(401).end()
-      const chunks: Array<Buffer> = []
-      let size = 0
-      req.on("data", (chunk: Buffer) => {
-        size += chunk.length
-        if (size > maxBody) req.destroy()
-        else chunks.push(chunk)
-      })
-      req.on("end", () => {
-        let update: unknown
-        try {
-          update = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        } catch {
-          return void res.writeHead(400).end()
-        }
-        void Runtime.runPromise(runtime)(bot.handle(update)).then(() => res.writeHead(200).end())
-      })
-    })
-    yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => void server.listen(port, host, () => resume(Effect.void))),
-      () =>
-        Effect.async<void>((resume) => {
-          server.close(() => resume(Effect.void))
-          server.closeIdleConnections()
-        })
-    )
-    const address = server.address()
-    return typeof address === "object" && address !== null ? address.port : port
-  })
-
-/**
- * Connects a built bot to Telegram for the lifetime of the scope: `getMe`, then long polling
- * (after `deleteWebhook`), or a webhook server plus `setWebhook` with a secret token (the
- * configured one, or a random one). Closing the scope stops polling (an update being handled
- * is finished) or closes the server.
- *
- * @since 0.1.0
- * @category launching
- */
-export const launch = (
-  bot: Bot,
-  transport: Transport,
-  policy: SendPolicy
-): Effect.Effect<{ readonly port: number | null }, TelegramSend.SendError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const me = yield* TelegramSend.send("getMe", () => bot.telegraf.telegram.getMe(), policy)
-    bot.telegraf.botInfo = me
-    yield* Effect.addFinalizer(() => Effect.logInfo("bot stopped"))
-    if (transport._tag === "polling") {
-      yield* TelegramSend.send("deleteWebhook", () => bot.telegraf.telegram.deleteWebhook({ drop_pending_updates: false }), policy)
-      yield* Effect.forkScoped(
-        longPoll(bot, policy).pipe(Effect.tapErrorCause((cause) => Effect.logError("long polling stopped", cause)))
-      )
-      yield* Effect.logInfo("bot started with long polling").pipe(Effect.annotateLogs({ username: me.username }))
-      return { port: null }
-    }
-    const secret = Option.match(transport.secret, {
-      onNone: () => crypto.randomBytes(32).toString("hex"),
-      onSome: Redacted.value
-    })
-    const path = new URL(transport.url).pathname
-    const port = yield* webhookServer(bot, path, secret, transport.port, transport.host)
-    yield* TelegramSend.send(
-      "setWebhook",
-      () => bot.telegraf.telegram.setWebhook(transport.url, { secret_token: secret, allowed_updates: [...allowedUpdates] }),
-      policy
-    )
-    yield* Effect.logInfo("bot started with a webhook").pipe(Effect.annotateLogs({ username: me.username, port }))
-    return { port }
-  })
-
-/**
- * The bot as a layer: built and launched when the layer is, stopped when it is released.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layer = (config: BotConfig): Layer.Layer<never, TelegramSend.SendError, Services> =>
-  Layer.scopedDiscard(Effect.flatMap(make(config), (bot) => launch(bot, config.transport, config.send)))

@@ -3,11 +3,17 @@
  *
  * @since 0.1.0
  */
+import * as ConfigKeys from "@deixis/core/ConfigKeys"
+import * as Logging from "@deixis/core/Logging"
+import { StoreConfig } from "@deixis/store-sql"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
-import type * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as Llm from "./Llm.js"
+import * as Times from "./Times.js"
 
 /**
  * How updates arrive: long polling, or a webhook at `url` (Telegram sends the secret in
@@ -27,8 +33,9 @@ export type Transport =
   }
 
 /**
- * Retries of Bot API calls: 429 waits `retry_after` (at most `maxDelay`), 5xx and network
- * errors back off exponentially from `baseDelay`; `maxAttempts` bounds both.
+ * Bot API calls: each attempt is aborted after `timeout`; 429 waits `retry_after` (at most
+ * `maxDelay`), 5xx and network errors back off exponentially from `baseDelay`; `maxAttempts`
+ * bounds both.
  *
  * @since 0.1.0
  * @category models
@@ -37,6 +44,19 @@ export interface SendPolicy {
   readonly maxAttempts: number
   readonly baseDelay: Duration.Duration
   readonly maxDelay: Duration.Duration
+  readonly timeout: Duration.Duration
+}
+
+/**
+ * Long polling: the `getUpdates` long-poll timeout, and how long 409 Conflict (another
+ * instance polling, or a webhook set) is retried before the process exits non-zero.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PollingPolicy {
+  readonly timeout: Duration.Duration
+  readonly conflictTimeout: Duration.Duration
 }
 
 /**
@@ -49,8 +69,29 @@ export interface BotConfig {
   readonly mode: "talkative" | "strict" | "smart"
   readonly transport: Transport
   readonly send: SendPolicy
+  readonly polling: PollingPolicy
+  /** Updates handled at once (different chats); one chat's (topic's) are always in order. */
+  readonly concurrency: number
+  /** Updates waiting or being handled at most; polling waits and the webhook answers 503 beyond. */
+  readonly queueCapacity: number
+  /** How long an update being handled is held by its receiver before another process may take it over. */
+  readonly updateLease: Duration.Duration
+  /** How long handled update ids are remembered (redeliveries within it are skipped). */
+  readonly updateRetention: Duration.Duration
   /** How long a reminder whose message could not be sent waits before the next try. */
   readonly reminderRetryDelay: Duration.Duration
+  /** How long a process holds a due reminder it is sending before another may take it over. */
+  readonly reminderLease: Duration.Duration
+  /** The longest the reminder sender sleeps before looking for due reminders again. */
+  readonly reminderPollInterval: Duration.Duration
+  /** A chat's time zone until `/timezone` sets one. */
+  readonly timeZone: string
+  /** The health and metrics server: port (0: any free port) and host. */
+  readonly ops: { readonly port: number; readonly host: string }
+  /** The level and format of the logs (core's `Logging`: every value escaped). */
+  readonly logging: Logging.LoggingOptions
+  /** How long shutdown waits for updates being handled before interrupting them. */
+  readonly shutdownTimeout: Duration.Duration
   /** LLM mode: on when `LLM_BASE_URL` is set (see `Llm.config`). */
   readonly llm: Option.Option<Llm.LlmConfig>
 }
@@ -66,23 +107,75 @@ export const defaults = {
   mode: "smart",
   webhookPort: 8080,
   webhookHost: "0.0.0.0",
-  send: { maxAttempts: 5, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(60) },
-  reminderRetryDelay: Duration.minutes(1)
+  send: { maxAttempts: 5, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(60), timeout: Duration.seconds(15) },
+  polling: { timeout: Duration.seconds(30), conflictTimeout: Duration.minutes(5) },
+  concurrency: 32,
+  queueCapacity: 10_000,
+  updateLease: Duration.minutes(5),
+  updateRetention: Duration.days(2),
+  reminderRetryDelay: Duration.minutes(1),
+  reminderLease: Duration.minutes(5),
+  reminderPollInterval: Duration.seconds(5),
+  timeZone: "UTC",
+  opsPort: 9464,
+  opsHost: "0.0.0.0",
+  logging: ConfigKeys.defaultsOf(Logging.config),
+  shutdownTimeout: Duration.seconds(10)
 } as const
 
+/** An optional key where an empty value (`KEY=` in a compose file) means unset. */
+const optional = <A>(config: Config.Config<A>, isEmpty: (a: A) => boolean) =>
+  Config.option(config).pipe(Config.map(Option.filter((a) => !isEmpty(a))))
+
 const transport: Config.Config<Transport> = Config.all({
-  url: Config.option(Config.string("BOT_WEBHOOK_URL")),
-  secret: Config.option(Config.redacted("BOT_WEBHOOK_SECRET")),
-  port: Config.port("BOT_WEBHOOK_PORT").pipe(Config.withDefault(defaults.webhookPort)),
+  url: optional(Config.string("BOT_WEBHOOK_URL"), (s) => s.trim() === "").pipe(
+    Config.validate({
+      message: "BOT_WEBHOOK_URL must be an https:// URL",
+      validation: Option.match({ onNone: () => true, onSome: (url) => URL.canParse(url) && url.startsWith("https://") })
+    })
+  ),
+  secret: optional(Config.redacted("BOT_WEBHOOK_SECRET"), (r) => Redacted.value(r) === ""),
+  port: Config.integer("BOT_WEBHOOK_PORT").pipe(
+    Config.withDefault(defaults.webhookPort),
+    Config.validate({ message: "BOT_WEBHOOK_PORT must be 0..65535", validation: (n) => n >= 0 && n <= 65535 })
+  ),
   host: Config.string("BOT_WEBHOOK_HOST").pipe(Config.withDefault(defaults.webhookHost))
 }).pipe(Config.map(({ url, ...rest }): Transport =>
   url._tag === "None" ? { _tag: "polling" } : { _tag: "webhook", url: url.value, ...rest }
 ))
 
+const positive = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be at least 1`, validation: (n) => n >= 1 })
+  )
+
 /**
- * `BOT_TOKEN` (required, redacted), `BOT_API_ROOT`, `BOT_GROUP_MODE`, `BOT_WEBHOOK_URL`,
- * `BOT_WEBHOOK_SECRET`, `BOT_WEBHOOK_PORT`, `BOT_WEBHOOK_HOST`, `BOT_SEND_MAX_ATTEMPTS`,
- * `BOT_SEND_BASE_DELAY`, `BOT_SEND_MAX_DELAY`, `BOT_REMINDER_RETRY_DELAY`, and the LLM mode's
+ * The directory the bot keeps its data in (the SQLite file): `DEIXIS_DATA_DIR`, else
+ * `$XDG_DATA_HOME/deixis-telegram-bot`, else `~/.local/share/deixis-telegram-bot` — never the
+ * source tree. The container image sets `/data`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const dataDir: Config.Config<string> = Config.string("DEIXIS_DATA_DIR").pipe(
+  Config.orElse(() => Config.map(Config.string("XDG_DATA_HOME"), (dir) => path.join(dir, "deixis-telegram-bot"))),
+  Config.withDefault(path.join(os.homedir(), ".local", "share", "deixis-telegram-bot"))
+)
+
+/**
+ * The store choice: `StoreConfig` of `@deixis/store-sql` (the same parser as the HTTP
+ * service), its default SQLite file `deixis.sqlite` in {@link dataDir}.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const storeConfig: Config.Config<StoreConfig.StoreChoice> = StoreConfig.configWith(
+  Config.map(dataDir, (dir) => path.join(dir, "deixis.sqlite"))
+)
+
+/**
+ * Every `BOT_*` key, `DEIXIS_LOG_LEVEL`, `DEIXIS_LOG_FORMAT`, `DEIXIS_SHUTDOWN_TIMEOUT`, and the LLM mode's
  * `LLM_*` keys (`Llm.config`).
  *
  * @since 0.1.0
@@ -94,13 +187,34 @@ export const config: Config.Config<BotConfig> = Config.all({
   mode: Config.literal("talkative", "strict", "smart")("BOT_GROUP_MODE").pipe(Config.withDefault(defaults.mode)),
   transport,
   send: Config.all({
-    maxAttempts: Config.integer("BOT_SEND_MAX_ATTEMPTS").pipe(
-      Config.withDefault(defaults.send.maxAttempts),
-      Config.validate({ message: "BOT_SEND_MAX_ATTEMPTS must be at least 1", validation: (n) => n >= 1 })
-    ),
+    maxAttempts: positive("BOT_SEND_MAX_ATTEMPTS", defaults.send.maxAttempts),
     baseDelay: Config.duration("BOT_SEND_BASE_DELAY").pipe(Config.withDefault(defaults.send.baseDelay)),
-    maxDelay: Config.duration("BOT_SEND_MAX_DELAY").pipe(Config.withDefault(defaults.send.maxDelay))
+    maxDelay: Config.duration("BOT_SEND_MAX_DELAY").pipe(Config.withDefault(defaults.send.maxDelay)),
+    timeout: Config.duration("BOT_API_TIMEOUT").pipe(Config.withDefault(defaults.send.timeout))
   }),
+  polling: Config.all({
+    timeout: Config.duration("BOT_POLL_TIMEOUT").pipe(Config.withDefault(defaults.polling.timeout)),
+    conflictTimeout: Config.duration("BOT_POLL_CONFLICT_TIMEOUT").pipe(Config.withDefault(defaults.polling.conflictTimeout))
+  }),
+  concurrency: positive("BOT_CONCURRENCY", defaults.concurrency),
+  queueCapacity: positive("BOT_QUEUE_CAPACITY", defaults.queueCapacity),
+  updateLease: Config.duration("BOT_UPDATE_LEASE").pipe(Config.withDefault(defaults.updateLease)),
+  updateRetention: Config.duration("BOT_UPDATE_RETENTION").pipe(Config.withDefault(defaults.updateRetention)),
   reminderRetryDelay: Config.duration("BOT_REMINDER_RETRY_DELAY").pipe(Config.withDefault(defaults.reminderRetryDelay)),
+  reminderLease: Config.duration("BOT_REMINDER_LEASE").pipe(Config.withDefault(defaults.reminderLease)),
+  reminderPollInterval: Config.duration("BOT_REMINDER_POLL_INTERVAL").pipe(Config.withDefault(defaults.reminderPollInterval)),
+  timeZone: Config.string("BOT_TIMEZONE").pipe(
+    Config.withDefault(defaults.timeZone),
+    Config.validate({ message: "BOT_TIMEZONE must be an IANA time zone such as Europe/Berlin", validation: Times.isTimeZone })
+  ),
+  ops: Config.all({
+    port: Config.integer("BOT_OPS_PORT").pipe(
+      Config.withDefault(defaults.opsPort),
+      Config.validate({ message: "BOT_OPS_PORT must be 0..65535", validation: (n) => n >= 0 && n <= 65535 })
+    ),
+    host: Config.string("BOT_OPS_HOST").pipe(Config.withDefault(defaults.opsHost))
+  }),
+  logging: Logging.config,
+  shutdownTimeout: Config.duration("DEIXIS_SHUTDOWN_TIMEOUT").pipe(Config.withDefault(defaults.shutdownTimeout)),
   llm: Llm.config
 })

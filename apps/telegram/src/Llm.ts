@@ -84,7 +84,8 @@ export const defaults = {
  * @category config
  */
 export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
-  baseUrl: Config.option(Config.string("LLM_BASE_URL")),
+  // An empty value (`LLM_BASE_URL=` in a compose file) means unset.
+  baseUrl: Config.option(Config.string("LLM_BASE_URL")).pipe(Config.map(Option.filter((url) => url.trim() !== ""))),
   model: Config.option(Config.string("LLM_MODEL")),
   apiKey: Config.option(Config.redacted("LLM_API_KEY")),
   maxRounds: Config.integer("LLM_MAX_ROUNDS").pipe(

@@ -1,219 +1,154 @@
 /**
- * Reminders: parsing `/remind`'s `<in>`, and the pending-reminder store the scheduler
- * reloads on start (so reminders survive a restart).
+ * The reminder sender: claims due reminders from the `ReminderStore` (a lease per claim, so N
+ * bot processes on one PostgreSQL send each reminder once, and one that dies mid-send leaves
+ * its claims to another), hands each to the dispatcher under its chat's key (a 429 or a hung
+ * send in one chat delays only that chat), and settles the claim by the outcome: sent →
+ * `complete`; retryable failure → `retryAt`; refused for good → dropped with an error log.
  *
- * Core keeps the reminder *object* (its activity, its `due_at`), but objects are swept a
- * while after they stop being active, and core has no "all due reminders" query; the
- * schedule itself therefore lives here. {@link layerPersistent} keeps it as one document in
- * whatever `ConversationStateStore` the deployment uses (SQLite by default), under a scope no
- * Telegram chat can have.
+ * It sleeps until the next reminder is due, at most `pollInterval` (other processes add
+ * reminders too), or until {@link Sender.wake} (this process added one).
  *
  * @since 0.1.0
  */
-import { Timestamp } from "@deixis/core/Ids"
-import * as ConversationState from "@deixis/core/ConversationState"
-import * as Context from "effect/Context"
-import * as Data from "effect/Data"
+import type { ClaimedReminder } from "@deixis/core/ReminderStore"
+import { ReminderStore } from "@deixis/core/ReminderStore"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import type * as Dispatcher from "./Dispatcher.js"
+import * as Metrics from "./Metrics.js"
 
 /**
- * A pending reminder.
+ * What sending one reminder came to.
  *
  * @since 0.1.0
- * @category schemas
+ * @category models
  */
-export const Reminder = Schema.Struct({
-  object_id: Schema.String,
-  chat_id: Schema.String,
-  topic_id: Schema.NullOr(Schema.String),
-  source_message_id: Schema.String,
-  created_by_user_id: Schema.NullOr(Schema.String),
-  text: Schema.String,
-  due_at: Schema.Number,
-  created_at: Schema.Number
-})
+export type Outcome =
+  | { readonly _tag: "sent" }
+  | { readonly _tag: "retry" }
+  | { readonly _tag: "drop"; readonly reason: string }
+  /** The chat became a supergroup: the reminder (and the chat's others) move and are sent there. */
+  | { readonly _tag: "migrated"; readonly to: string }
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type Reminder = typeof Reminder.Type
-
-/**
- * The longest reminder text kept (Telegram's message limit leaves room for the prefix).
- *
- * @since 0.1.0
- * @category constants
- */
-export const maxTextLength = 1000
-
-/**
- * The furthest a relative `<in>` may reach.
- *
- * @since 0.1.0
- * @category constants
- */
-export const maxAheadMillis = 366 * 24 * 60 * 60 * 1000
-
-const units = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const
-const decodeTimestamp = Schema.decodeUnknownEither(Timestamp)
-
-/**
- * `<in>` of `/remind`: `10m`, `2h`, `1d`, or an RFC 3339 date-time with offset
- * (`2026-12-01T09:00:00Z`), relative to `now` (epoch ms). The due time, or why not.
- *
- * @since 0.1.0
- * @category parsing
- */
-export const parseWhen = (input: string, now: number): Either.Either<number, string> => {
-  const relative = /^(\d{1,6})([mhd])$/.exec(input.trim())
-  if (relative !== null) {
-    const amount = Number(relative[1]) * units[relative[2] as keyof typeof units]
-    return amount <= 0
-      ? Either.left("the delay must be positive")
-      : amount > maxAheadMillis
-      ? Either.left("at most a year ahead")
-      : Either.right(now + amount)
-  }
-  const absolute = decodeTimestamp(input.trim())
-  if (Either.isLeft(absolute)) return Either.left("expected 10m, 2h, 1d or a date-time like 2026-12-01T09:00:00Z")
-  if (absolute.right <= now) return Either.left("that time has passed")
-  if (absolute.right - now > maxAheadMillis) return Either.left("at most a year ahead")
-  return Either.right(absolute.right)
+export interface SenderOptions {
+  /** This process's claim owner (unique per process). */
+  readonly owner: string
+  readonly lease: Duration.Duration
+  readonly retryDelay: Duration.Duration
+  readonly pollInterval: Duration.Duration
+  /** Claims held at once (being sent or waiting in the dispatcher). */
+  readonly maxInFlight: number
+  /** The dispatcher key of a chat (the reminder's topic is ordered with its chat's updates). */
+  readonly keyOf: (reminder: ClaimedReminder) => string
+  readonly send: (reminder: ClaimedReminder) => Effect.Effect<Outcome>
 }
 
 /**
- * `/remind <in> <text>`'s arguments: the due time and the text, or why not.
+ * A running sender.
  *
- * @since 0.1.0
- * @category parsing
- */
-export const parseRemind = (payload: string, now: number): Either.Either<{ readonly due_at: number; readonly text: string }, string> => {
-  const trimmed = payload.trim()
-  const space = trimmed.search(/\s/)
-  if (trimmed === "" || space < 0) return Either.left("usage: /remind <10m|2h|1d|date-time> <text>")
-  const text = trimmed.slice(space + 1).trim()
-  return Either.map(parseWhen(trimmed.slice(0, space), now), (due_at) => ({
-    due_at,
-    text: text.length > maxTextLength ? text.slice(0, maxTextLength) : text
-  }))
-}
-
-/**
- * The reminder store failed.
- *
- * @since 0.1.0
- * @category errors
- */
-export class ReminderStoreError extends Data.TaggedError("ReminderStoreError")<{ readonly cause: unknown }> {}
-
-/**
  * @since 0.1.0
  * @category models
  */
-export interface ReminderStoreShape {
-  readonly add: (reminder: Reminder) => Effect.Effect<void, ReminderStoreError>
-  /** Removes a reminder; whether it was there. */
-  readonly remove: (objectId: string) => Effect.Effect<boolean, ReminderStoreError>
-  readonly get: (objectId: string) => Effect.Effect<Reminder | undefined, ReminderStoreError>
-  readonly forChat: (chatId: string) => Effect.Effect<ReadonlyArray<Reminder>, ReminderStoreError>
-  readonly all: Effect.Effect<ReadonlyArray<Reminder>, ReminderStoreError>
+export interface Sender {
+  /** Makes the sender look for due reminders now (a reminder was just added). */
+  readonly wake: Effect.Effect<void>
+  /** Claims being sent. */
+  readonly inFlight: () => number
 }
 
 /**
- * @since 0.1.0
- * @category tags
- */
-export class ReminderStore extends Context.Tag("@deixis/telegram-bot/ReminderStore")<ReminderStore, ReminderStoreShape>() {}
-
-const fromList = (
-  load: Effect.Effect<ReadonlyArray<Reminder>, ReminderStoreError>,
-  save: (next: ReadonlyArray<Reminder>) => Effect.Effect<void, ReminderStoreError>
-): Effect.Effect<ReminderStoreShape> =>
-  Effect.map(Effect.makeSemaphore(1), (lock) => {
-    const modify = <A>(f: (list: ReadonlyArray<Reminder>) => readonly [A, ReadonlyArray<Reminder> | null]) =>
-      lock.withPermits(1)(
-        Effect.flatMap(load, (list) => {
-          const [result, next] = f(list)
-          return next === null ? Effect.succeed(result) : Effect.as(save(next), result)
-        })
-      )
-    return {
-      add: (reminder) => modify((list) => [undefined, [...list.filter((r) => r.object_id !== reminder.object_id), reminder]]),
-      remove: (objectId) =>
-        modify((list) => {
-          const next = list.filter((r) => r.object_id !== objectId)
-          return [next.length < list.length, next.length < list.length ? next : null]
-        }),
-      get: (objectId) => Effect.map(load, (list) => list.find((r) => r.object_id === objectId)),
-      forChat: (chatId) => Effect.map(load, (list) => list.filter((r) => r.chat_id === chatId)),
-      all: load
-    }
-  })
-
-/**
- * Pending reminders in memory (lost on restart).
+ * Starts the sender for the lifetime of the scope.
  *
  * @since 0.1.0
- * @category layers
+ * @category constructors
  */
-export const layerMemory: Layer.Layer<ReminderStore> = Layer.effect(
-  ReminderStore,
-  Effect.suspend(() => {
-    let list: ReadonlyArray<Reminder> = []
-    return fromList(Effect.sync(() => list), (next) => Effect.sync(() => void (list = next)))
-  })
-)
-
-/**
- * The scope of the pending-reminder document in the `ConversationStateStore`: Telegram chat
- * ids are integers, so no chat can collide with it.
- *
- * @since 0.1.0
- * @category constants
- */
-export const documentScope: ConversationState.ConversationScope = { chat_id: "deixis.telegram-bot", topic_id: "reminders" }
-
-const Document = Schema.Struct({ reminders: Schema.Array(Reminder) })
-const decodeDocument = Schema.decodeUnknownEither(Document)
-const encodeDocument = Schema.encodeSync(Document)
-
-/**
- * Pending reminders kept as one document in the `ConversationStateStore` in context, written
- * by compare-and-set: durable exactly when that store is.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerPersistent: Layer.Layer<ReminderStore, never, ConversationState.ConversationStateStore> = Layer.effect(
-  ReminderStore,
+export const start = (
+  dispatcher: Dispatcher.Dispatcher,
+  options: SenderOptions
+): Effect.Effect<Sender, never, ReminderStore | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* ConversationState.ConversationStateStore
-    let revision = 0
-    const load = store.get(documentScope).pipe(
-      Effect.mapError((cause) => new ReminderStoreError({ cause })),
-      Effect.map((found) => {
-        if (found._tag === "None") {
-          revision = 0
-          return []
-        }
-        revision = found.value.revision
-        return Either.getOrElse(Either.map(decodeDocument(found.value.state), (d) => d.reminders), () => [])
-      })
-    )
-    const save = (next: ReadonlyArray<Reminder>) =>
-      Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
-        store.put({
-          ...documentScope,
-          topic_id: documentScope.topic_id,
-          state: encodeDocument({ reminders: next }) as unknown as ConversationState.JsonObject,
-          revision: revision + 1,
-          updated_at: now,
-          updated_by: null
-        })).pipe(Effect.mapError((cause) => new ReminderStoreError({ cause })))
-    return yield* fromList(load, save)
+    const store = yield* ReminderStore
+    const signal = yield* Queue.sliding<void>(1)
+    let inFlight = 0
+
+    const settle = (r: ClaimedReminder) =>
+      options.send(r).pipe(
+        Effect.flatMap((outcome): Effect.Effect<void, unknown> => {
+          switch (outcome._tag) {
+            case "sent":
+              return Effect.zipRight(
+                Effect.sync(() => Metrics.remindersSent.inc()),
+                Effect.flatMap(store.complete(r.chat_id, r.object_id, options.owner), (held) =>
+                  held ? Effect.void : Effect.logWarning("reminder sent after its claim had expired; another process may send it too"))
+              )
+            case "retry":
+              return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                store.retryAt(r.chat_id, r.object_id, options.owner, now + Duration.toMillis(options.retryDelay)))
+            case "drop":
+              return Effect.logError("reminder cannot be delivered; dropped").pipe(
+                Effect.annotateLogs({ reason: outcome.reason }),
+                Effect.zipRight(Effect.sync(() => Metrics.remindersDropped.inc())),
+                Effect.zipRight(store.complete(r.chat_id, r.object_id, options.owner))
+              )
+            case "migrated":
+              return Effect.logInfo("chat upgraded to a supergroup; its reminders follow").pipe(
+                Effect.annotateLogs({ to: outcome.to }),
+                Effect.zipRight(store.migrateChat(r.chat_id, outcome.to)),
+                Effect.zipRight(signal.offer(undefined))
+              )
+          }
+        }),
+        Effect.catchAllCause((cause) => Effect.logError("reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
+        Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id }),
+        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight--), signal.offer(undefined)))
+      )
+
+    const round = Effect.gen(function*() {
+      const room = options.maxInFlight - inFlight
+      if (room <= 0) return false
+      const now = yield* Clock.currentTimeMillis
+      const claimed = yield* store.claimDue({ now, owner: options.owner, lease: Duration.toMillis(options.lease), limit: Math.min(room, 64) })
+      for (const r of claimed) {
+        inFlight++
+        Metrics.remindersClaimed.inc()
+        yield* dispatcher.submit(options.keyOf(r), settle(r))
+      }
+      return claimed.length === Math.min(room, 64)
+    })
+
+    const nap = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const next = yield* store.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
+      const wait = Math.min(
+        Duration.toMillis(options.pollInterval),
+        Option.match(next, { onNone: () => Number.POSITIVE_INFINITY, onSome: (at) => Math.max(0, at - now) })
+      )
+      // A claim held by this process is not due for anyone until its lease ends: poll then.
+      yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight > 0 && wait === 0 ? 50 : 0))), signal.take)
+    })
+
+    yield* Effect.gen(function*() {
+      while (true) {
+        const more = yield* round.pipe(
+          // A failure, or a bug, costs one round, never the sender.
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(Effect.logWarning("due reminders not claimed; trying again", cause), false)
+          )
+        )
+        if (!more) yield* nap
+      }
+    }).pipe(Effect.annotateLogs({ component: "reminders" }), Effect.forkScoped)
+
+    return { wake: Effect.asVoid(signal.offer(undefined)), inFlight: () => inFlight }
   })
-)

@@ -1,7 +1,9 @@
 /**
- * Bot API calls with bounded retries: a 429 waits the `retry_after` Telegram asked for, a 5xx
- * or a network error backs off exponentially, anything else fails at once. Delays are
- * `Effect.sleep`, so they run on the Clock (and on `TestClock` in tests).
+ * Bot API calls with a timeout on every attempt and bounded retries: a 429 waits the
+ * `retry_after` Telegram asked for, a 5xx or a network error backs off exponentially, anything
+ * else fails at once. A call that times out is aborted; it is retried only when repeating it
+ * cannot post twice (not `sendMessage` / `sendPoll`). Delays are `Effect.sleep`, so they run
+ * on the Clock (and on `TestClock` in tests). Every failure is counted by method and code.
  *
  * @since 0.1.0
  */
@@ -10,10 +12,11 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { SendPolicy } from "./BotConfig.js"
+import * as Metrics from "./Metrics.js"
 
 /**
  * A Bot API call failed: `code` is Telegram's `error_code` (or the HTTP status), null for a
- * network error.
+ * network error or a timeout.
  *
  * @since 0.1.0
  * @category errors
@@ -23,9 +26,12 @@ export class SendError extends Data.TaggedError("SendError")<{
   readonly code: number | null
   readonly description: string
   readonly retry_after: number | null
+  /** A supergroup's new id (`parameters.migrate_to_chat_id`), when the chat was upgraded. */
+  readonly migrate_to_chat_id?: number | null
+  readonly timed_out?: boolean
 }> {
   override get message() {
-    return `${this.method} failed: ${this.code ?? "network"} ${this.description}`
+    return `${this.method} failed: ${this.code ?? (this.timed_out === true ? "timeout" : "network")} ${this.description}`
   }
 }
 
@@ -42,12 +48,13 @@ export const classify = (method: string, error: unknown): SendError => {
   const code = response !== undefined && typeof response["error_code"] === "number" ? response["error_code"] : null
   const parameters = response !== undefined && isRecord(response["parameters"]) ? response["parameters"] : undefined
   const retryAfter = parameters !== undefined && typeof parameters["retry_after"] === "number" ? parameters["retry_after"] : null
+  const migrate = parameters !== undefined && typeof parameters["migrate_to_chat_id"] === "number" ? parameters["migrate_to_chat_id"] : null
   const description = response !== undefined && typeof response["description"] === "string"
     ? response["description"]
     : error instanceof Error
     ? error.message
     : String(error)
-  return new SendError({ method, code, description, retry_after: retryAfter })
+  return new SendError({ method, code, description, retry_after: retryAfter, migrate_to_chat_id: migrate })
 }
 
 /**
@@ -58,6 +65,9 @@ export const classify = (method: string, error: unknown): SendError => {
  */
 export const isRetryable = (error: SendError): boolean => error.code === null || error.code === 429 || error.code >= 500
 
+/** Methods that post something: a timed-out attempt may have posted, so it is not repeated. */
+const posting = new Set(["sendMessage", "sendPoll", "sendPhoto", "sendDocument", "forwardMessage", "copyMessage"])
+
 /**
  * The wait before attempt `attempt + 1` (attempt counts from 0), or none to give up.
  *
@@ -66,6 +76,7 @@ export const isRetryable = (error: SendError): boolean => error.code === null ||
  */
 export const retryDelay = (error: SendError, attempt: number, policy: SendPolicy): Option.Option<Duration.Duration> => {
   if (!isRetryable(error) || attempt + 1 >= policy.maxAttempts) return Option.none()
+  if (error.timed_out === true && posting.has(error.method)) return Option.none()
   const wanted = error.code === 429 && error.retry_after !== null
     ? Duration.seconds(Math.max(0, error.retry_after))
     : Duration.times(policy.baseDelay, 2 ** attempt)
@@ -73,7 +84,8 @@ export const retryDelay = (error: SendError, attempt: number, policy: SendPolicy
 }
 
 /**
- * Runs one Bot API call (`f`, given an abort signal) with the policy's retries.
+ * Runs one Bot API call (`f`, given an abort signal) with the policy's timeout per attempt and
+ * retries.
  *
  * @since 0.1.0
  * @category sending
@@ -83,14 +95,32 @@ export const send = <A>(
   f: (signal: AbortSignal) => Promise<A>,
   policy: SendPolicy
 ): Effect.Effect<A, SendError> => {
-  const attempt = Effect.tryPromise({ try: f, catch: (error) => classify(method, error) })
+  const attempt = Effect.tryPromise({ try: f, catch: (error) => classify(method, error) }).pipe(
+    Effect.timeoutFail({
+      duration: policy.timeout,
+      onTimeout: () =>
+        new SendError({
+          method,
+          code: null,
+          description: `no answer within ${Duration.format(policy.timeout)}`,
+          retry_after: null,
+          timed_out: true
+        })
+    }),
+    Effect.tapError((error) => Metrics.sendFailed(method, error.code === null ? (error.timed_out === true ? "timeout" : "network") : String(error.code)))
+  )
   const loop = (n: number): Effect.Effect<A, SendError> =>
     Effect.catchAll(attempt, (error) =>
       Option.match(retryDelay(error, n, policy), {
         onNone: () => Effect.fail(error),
         onSome: (delay) =>
           Effect.logInfo("Bot API call failed; retrying").pipe(
-            Effect.annotateLogs({ method, code: error.code ?? "network", retry_in_ms: Duration.toMillis(delay), attempt: n + 1 }),
+            Effect.annotateLogs({
+              method,
+              code: error.code ?? (error.timed_out === true ? "timeout" : "network"),
+              retry_in_ms: Duration.toMillis(delay),
+              attempt: n + 1
+            }),
             Effect.zipRight(Effect.sleep(delay)),
             Effect.zipRight(loop(n + 1))
           )

@@ -11,12 +11,22 @@ export * as Bot from "./Bot.js"
 /** @since 0.1.0 */
 export * as BotConfig from "./BotConfig.js"
 /** @since 0.1.0 */
+export * as ChatSettings from "./ChatSettings.js"
+/** @since 0.1.0 */
+export * as Dispatcher from "./Dispatcher.js"
+/** @since 0.1.0 */
 export * as Llm from "./Llm.js"
+/** @since 0.1.0 */
+export * as Metrics from "./Metrics.js"
+/** @since 0.1.0 */
+export * as Ops from "./Ops.js"
 /** @since 0.1.0 */
 export * as Reminders from "./Reminders.js"
 /** @since 0.1.0 */
 export * as Replies from "./Replies.js"
 /** @since 0.1.0 */
-export * as Stores from "./Stores.js"
+export * as Runner from "./Runner.js"
 /** @since 0.1.0 */
 export * as TelegramSend from "./TelegramSend.js"
+/** @since 0.1.0 */
+export * as Times from "./Times.js"

@@ -7,16 +7,19 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
+import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
-import * as F from "../../../packages/telegraf/test/fixtures/updates.js"
-import * as FakeBotApi from "../../../packages/telegraf/test/utils/FakeBotApi.js"
+import { StoreConfig } from "@deixis/store-sql"
+import * as FakeBotApi from "@deixis/telegraf/testing"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
+import * as Runner from "../src/Runner.js"
+import * as Harness from "./utils/harness.js"
 import type { BotConfig } from "../src/BotConfig.js"
 import * as Llm from "../src/Llm.js"
-import * as Stores from "../src/Stores.js"
 import * as FakeLlm from "./utils/FakeLlm.js"
+import * as F from "./utils/fixtures.js"
 
 const now = 1_771_000_100_000
 const chat = String(F.forum.id)
@@ -70,8 +73,8 @@ const setup = (
       token: Redacted.make("123:TEST"),
       apiRoot: api.apiRoot,
       mode: options.mode ?? "talkative",
-      send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30) },
-      reminderRetryDelay: Duration.minutes(1),
+      send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30), timeout: Duration.seconds(15) },
+      timeZone: "UTC",
       llm: Option.some(llmConfig(llm.baseUrl, options.llm))
     })
     // What launch does with getMe: the mapper needs the bot's id and username to see mentions.
@@ -80,7 +83,7 @@ const setup = (
   })
 
 const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
-  Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(Stores.layerMemory)))
+  Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(StoreConfig.layerMemory)))
 
 const sent = (api: FakeBotApi.FakeBotApi) => api.callsOf("sendMessage").map((c) => c.payload)
 const historyTexts = Effect.flatMap(HistoryStore.HistoryStore, (s) => s.recent({ chat_id: chat, topic_id: "7" }, 50)).pipe(
@@ -109,7 +112,7 @@ describe("apps/telegram: LLM mode", () => {
       assert.match(history, /^\{"type":"chat_history_context"/)
       assert.include(history, "lunch at noon?")
       assert.include(history, "/context")
-      assert.strictEqual(request!.messages[2]!["content"], "Nothing is active here.")
+      assert.match(String(request!.messages[2]!["content"]), /^Nothing is in focus here right now\./)
       const current = String(request!.messages[3]!["content"])
       assert.match(current, /^\{"type":"current_message"/)
       assert.include(current, "what did you just say?")
@@ -218,4 +221,27 @@ describe("apps/telegram: LLM mode", () => {
     assert.isFalse(Llm.mentionsAlias("deixies everywhere", ["deixie"]))
     assert.isFalse(Llm.mentionsAlias("anything", []))
   })
+
+  it.live("shutdown cancels an LLM turn in progress within DEIXIS_SHUTDOWN_TIMEOUT, without a reply after it", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const llm = yield* FakeLlm.make(() => "hang")
+      const scope = yield* Scope.make()
+      yield* Effect.gen(function*() {
+        const settings = Harness.config(api.apiRoot, {
+          shutdownTimeout: Duration.millis(100),
+          llm: Option.some(llmConfig(llm.baseUrl, { timeout: Duration.minutes(10) }))
+        })
+        const bot = yield* Bot.make(settings)
+        yield* Runner.launch(bot, { ...settings, owner: "llm-test" })
+        api.pushUpdates({
+          update_id: 77,
+          message: { message_id: 77, from: F.alice, chat: { id: F.alice.id, type: "private", first_name: "Alice" }, date: Math.floor(now / 1000), text: "what is in focus?" }
+        })
+        yield* llm.waitForRequests(1)
+      }).pipe(Effect.provide(App.services(StoreConfig.layerMemory)), Scope.extend(scope))
+      // The model never answers; closing returns once the turn is interrupted.
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(api.callsOf("sendMessage").length, 0)
+    }).pipe(Effect.scoped), 20_000)
 })

@@ -14,6 +14,8 @@ import { defaultsOf, millis, positiveInt } from "@deixis/core/ConfigKeys"
 import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
 import { httpStatus } from "@deixis/core/Errors"
+import { ReminderStore } from "@deixis/core/ReminderStore"
+import { UpdateInbox } from "@deixis/core/UpdateInbox"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
@@ -28,6 +30,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import { makeSqlReminderStore, makeSqlUpdateInbox } from "./internal/botStores.js"
 import { makeSqlContextStore } from "./internal/contextStore.js"
 import { describe, makeDb } from "./internal/db.js"
 import { makeSqlHistoryStore } from "./internal/historyStore.js"
@@ -231,7 +234,7 @@ export class Retention extends Context.Tag("@deixis/store-sql/Retention")<Retent
  * @since 0.1.0
  * @category models
  */
-export type Stores = ContextStore | HistoryStore | ConversationStateStore | Retention
+export type Stores = ContextStore | HistoryStore | ConversationStateStore | ReminderStore | UpdateInbox | Retention
 
 /**
  * Runs the migrations over the `SqlClient` in context (on PostgreSQL, in `schema`, created
@@ -290,7 +293,14 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
         Effect.all({ objects: context.sweep(now), history_items: history.sweep(now) }, { concurrency: 1 })
     }
     yield* scheduledSweep(retention.sweep, settings.sweep_interval)
-    return { context, history: history.store, state: makeSqlStateStore(db), retention }
+    return {
+      context,
+      history: history.store,
+      state: makeSqlStateStore(db),
+      reminders: makeSqlReminderStore(db),
+      inbox: makeSqlUpdateInbox(db),
+      retention
+    }
   })
 
 /**
@@ -309,6 +319,8 @@ export const layerStores = (
       Context.make(ContextStore, s.context).pipe(
         Context.add(HistoryStore, s.history),
         Context.add(ConversationStateStore, s.state),
+        Context.add(ReminderStore, s.reminders),
+        Context.add(UpdateInbox, s.inbox),
         Context.add(Retention, s.retention)
       ))
   )
@@ -373,6 +385,41 @@ export const layerConversationStateStore = (
     Effect.gen(function*() {
       yield* migrateSchema(options.schema)
       return makeSqlStateStore(makeDb(yield* SqlClient.SqlClient))
+    })
+  )
+
+/**
+ * The ReminderStore alone over the `SqlClient` in context (migrates on start): due reminders
+ * claimed with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerReminderStore = (
+  options: { readonly schema?: string | undefined } = {}
+): Layer.Layer<ReminderStore, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.effect(
+    ReminderStore,
+    Effect.gen(function*() {
+      yield* migrateSchema(options.schema)
+      return makeSqlReminderStore(makeDb(yield* SqlClient.SqlClient))
+    })
+  )
+
+/**
+ * The UpdateInbox alone over the `SqlClient` in context (migrates on start).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerUpdateInbox = (
+  options: { readonly schema?: string | undefined } = {}
+): Layer.Layer<UpdateInbox, SqlStoreError, SqlClient.SqlClient> =>
+  Layer.effect(
+    UpdateInbox,
+    Effect.gen(function*() {
+      yield* migrateSchema(options.schema)
+      return makeSqlUpdateInbox(makeDb(yield* SqlClient.SqlClient))
     })
   )
 

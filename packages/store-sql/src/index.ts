@@ -8,3 +8,11 @@
  * @since 0.1.0
  */
 export * as SqlStore from "./SqlStore.js"
+
+/**
+ * The one parser of `DEIXIS_STORE` (SQLite, memory or PostgreSQL) shared by every app, and
+ * the layer of every store port it names.
+ *
+ * @since 0.1.0
+ */
+export * as StoreConfig from "./StoreConfig.js"

@@ -7,8 +7,8 @@ const readme = new URL("../README.md", import.meta.url)
 
 describe("README", () => {
   it("documents every configuration key with its real default", () => {
-    const { SqlStore } = StoreSql
-    expect(checkConfigDocumentation(readme, [SqlStore.sqliteConfig, SqlStore.pgConfig, SqlStore.retentionConfig]))
+    const { SqlStore, StoreConfig } = StoreSql
+    expect(checkConfigDocumentation(readme, [StoreConfig.config, SqlStore.sqliteConfig, SqlStore.pgConfig, SqlStore.retentionConfig]))
       .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
   })
 

@@ -206,7 +206,7 @@ describe("published packages, as a consumer installs them", () => {
     const report = JSON.parse(await run(process.execPath, ["out/main.js"], consumer)) as Record<string, unknown>
     expect(report.core).toContain("Deixis")
     expect(report.chathistory).toContain("HistoryRenderer")
-    expect(report.storeSql).toEqual(["SqlStore"])
+    expect(report.storeSql).toEqual(["SqlStore", "StoreConfig"])
     expect(report.telegraf).toEqual(["DeixisTelegraf", "UpdateMapper"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
     expect(report.sameScoring).toBe(true)

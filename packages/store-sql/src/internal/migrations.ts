@@ -186,6 +186,43 @@ export const migrations: ReadonlyArray<Migration> = [
         ]
         : [])
     ]
+  },
+  {
+    version: 6,
+    name: "bot_schedules",
+    statements: (dialect) => {
+      const t = types(dialect)
+      return [
+        // The pending-reminder schedule (ReminderStore): `next_at` is when a reminder is next
+        // claimable — its due time, the end of a claim's lease, or a retry time — so one index
+        // answers "what is due now" whatever the reason.
+        `CREATE TABLE deixis_reminders (
+          chat_id TEXT NOT NULL,
+          object_id TEXT${t.C} NOT NULL,
+          topic TEXT NOT NULL,
+          due_at ${t.big} NOT NULL,
+          next_at ${t.big} NOT NULL,
+          owner TEXT,
+          attempts ${t.int} NOT NULL,
+          body TEXT NOT NULL,
+          PRIMARY KEY (chat_id, object_id)
+        )`,
+        `CREATE INDEX deixis_reminders_next ON deixis_reminders (next_at)`,
+        `CREATE INDEX deixis_reminders_list ON deixis_reminders (chat_id, topic, due_at)`,
+        // A bot's incoming updates (UpdateInbox): the payload is kept until the update is handled,
+        // the id afterwards (until swept) so a redelivery is recognised.
+        `CREATE TABLE deixis_updates (
+          source TEXT NOT NULL,
+          update_id ${t.big} NOT NULL,
+          received_at ${t.big} NOT NULL,
+          lease_until ${t.big},
+          payload TEXT,
+          PRIMARY KEY (source, update_id)
+        )`,
+        `CREATE INDEX deixis_updates_pending ON deixis_updates (source, lease_until) WHERE payload IS NOT NULL`,
+        `CREATE INDEX deixis_updates_done ON deixis_updates (received_at) WHERE payload IS NULL`
+      ]
+    }
   }
 ]
 

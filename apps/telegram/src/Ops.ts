@@ -1,0 +1,68 @@
+/**
+ * The operations server: `GET /healthz` (200 while the bot works; 503 while polling is stuck in
+ * a conflict or failing), `GET /readyz` (200 once the bot is connected), `GET /metrics`
+ * (Prometheus).
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+import * as http from "node:http"
+import * as Metrics from "./Metrics.js"
+
+/**
+ * The server could not listen.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OpsServerError extends Error {
+  readonly _tag = "OpsServerError"
+}
+
+/**
+ * Serves health and metrics for the lifetime of the scope; its port (useful with port 0).
+ *
+ * @since 0.1.0
+ * @category servers
+ */
+export const serve = (
+  options: { readonly port: number; readonly host: string },
+  state: { readonly ready: () => boolean; readonly healthy: () => boolean }
+): Effect.Effect<number, OpsServerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    const server = http.createServer((req, res) => {
+      const path = (req.url ?? "").split("?")[0]
+      if (req.method !== "GET") return void res.writeHead(405).end()
+      if (path === "/healthz") {
+        const ok = state.healthy()
+        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ok\n" : "unhealthy\n")
+      }
+      if (path === "/readyz") {
+        const ok = state.ready()
+        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "starting\n")
+      }
+      if (path === "/metrics") {
+        return void Runtime.runPromise(runtime)(Metrics.render).then(
+          ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(body),
+          () => res.writeHead(500).end()
+        )
+      }
+      res.writeHead(404).end()
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void, OpsServerError>((resume) => {
+        server.once("error", (error) => resume(Effect.fail(new OpsServerError(`health server cannot listen: ${error.message}`))))
+        server.listen(options.port, options.host, () => resume(Effect.void))
+      }),
+      () =>
+        Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
+    )
+    const address = server.address()
+    return typeof address === "object" && address !== null ? address.port : options.port
+  })

@@ -1,0 +1,336 @@
+import * as UpdateInbox from "@deixis/core/UpdateInbox"
+import { StoreConfig } from "@deixis/store-sql"
+import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as App from "../src/App.js"
+import * as Bot from "../src/Bot.js"
+import * as Dispatcher from "../src/Dispatcher.js"
+import * as Ops from "../src/Ops.js"
+import * as Metrics from "../src/Metrics.js"
+import { config, eventually, F, FakeBotApi, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
+
+const inChat = (chatId: number) => (p: Record<string, unknown>) => Number(p["chat_id"]) === chatId
+const deliveredTo = (api: FakeBotApi.FakeBotApi, chatId: number) => api.delivered().filter((c) => inChat(chatId)(c.payload))
+
+describe("apps/telegram: one chat's trouble never delays another", () => {
+  it.scoped("a 429 in chat A does not delay chat B; A is answered after retry_after", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      yield* launch(bot, api.apiRoot)
+      api.failNext("sendMessage", { error_code: 429, description: "Too Many Requests: retry after 30", parameters: { retry_after: 30 } }, 1, (c) =>
+        inChat(F.forum.id)(c.payload))
+      api.pushUpdates(message("/help"), message("/help", { chat: F.otherForum }))
+      yield* api.waitFor("sendMessage", inChat(F.otherForum.id))
+      yield* eventually("chat B is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 0)
+      assert.strictEqual(api.callsOf("sendMessage").filter((c) => inChat(F.forum.id)(c.payload)).length, 1)
+      yield* sleeperIn("30 seconds")
+      yield* TestClock.adjust("30 seconds")
+      yield* eventually("chat A is answered after retry_after", () => deliveredTo(api, F.forum.id).length === 1)
+    }).pipe(withMemory))
+
+  it.scoped("a hung send in chat A does not block chat B; A goes on once the call returns", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      yield* launch(bot, api.apiRoot)
+      const hang = api.hang("sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      api.pushUpdates(message("/help"), message("/help", { chat: F.otherForum }))
+      yield* eventually("chat B is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
+      yield* eventually("chat A's call is held", () => hang.held() === 1)
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 0)
+      hang.release()
+      yield* eventually("chat A is answered", () => deliveredTo(api, F.forum.id).length === 1)
+    }).pipe(withMemory))
+
+  it.scoped("a call that never returns times out (BOT_API_TIMEOUT) and the chat goes on", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup({ send: { ...config("").send, timeout: Duration.seconds(15) } })
+      yield* launch(bot, api.apiRoot)
+      api.hang("sendMessage", (c) => inChat(F.forum.id)(c.payload) && String(c.payload["text"]).startsWith("I keep track"))
+      api.pushUpdates(message("/help"), message("/remind in 5 minutes tea"))
+      yield* eventually("the /help reply hangs", () => api.callsOf("sendMessage").length === 1)
+      yield* sleeperIn("15 seconds")
+      yield* TestClock.adjust("15 seconds")
+      yield* eventually("the next update of the chat is answered", () => texts(api).some((t) => t.startsWith("Okay — I'll remind you")))
+      // A send that timed out is not repeated: it may have been posted.
+      assert.strictEqual(texts(api).filter((t) => t.startsWith("I keep track")).length, 1)
+    }).pipe(withMemory))
+
+  it.scoped("updates of one chat are handled in order while another chat goes on", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      yield* launch(bot, api.apiRoot)
+      const hang = api.hang("sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      // Update ids increase in the order Telegram sends them.
+      const a = (i: number) => message(`/remind in ${i} minutes task ${i}`)
+      api.pushUpdates(a(1), a(2), a(3), a(4), message("/help", { chat: F.otherForum }), a(5), a(6), a(7), a(8))
+      yield* eventually("chat B is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
+      // Chat A's first reply hangs, and none of its later updates overtook it.
+      assert.strictEqual(hang.held(), 1)
+      hang.release()
+      yield* eventually("chat A is answered", () => deliveredTo(api, F.forum.id).length === 8)
+      assert.deepStrictEqual(
+        deliveredTo(api, F.forum.id).map((c) => /task (\d+)/.exec(String(c.payload["text"]))![1]),
+        ["1", "2", "3", "4", "5", "6", "7", "8"]
+      )
+    }).pipe(withMemory))
+
+  it.scoped("the dispatcher bounds concurrency and capacity: offer says no when full", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 3, shutdownTimeout: "1 second" })
+      let running = 0
+      let peak = 0
+      const gate = yield* Effect.makeLatch(false)
+      const task = Effect.gen(function*() {
+        running++
+        peak = Math.max(peak, running)
+        yield* gate.await
+        running--
+      })
+      yield* dispatcher.submit("a", task)
+      yield* dispatcher.submit("b", task)
+      yield* dispatcher.submit("c", task)
+      assert.isFalse(yield* dispatcher.offer("d", task))
+      yield* eventually("two tasks run", () => running === 2)
+      assert.deepStrictEqual(dispatcher.depth().queued, 3)
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.strictEqual(peak, 2)
+      assert.isTrue(yield* dispatcher.offer("d", Effect.void))
+    }))
+
+  it("keys updates by chat and forum topic, polls by poll id", () => {
+    assert.strictEqual(Dispatcher.keyOf(message("x")), `${F.forum.id}/7`)
+    assert.strictEqual(Dispatcher.keyOf(message("x", { thread: null })), `${F.forum.id}`)
+    assert.strictEqual(Dispatcher.keyOf({ update_id: 1, poll_answer: { poll_id: "p1" } }), "poll:p1")
+    assert.strictEqual(Dispatcher.keyOf({ update_id: 1, message_reaction: { chat: { id: 5 } } }), "5")
+    assert.strictEqual(Dispatcher.keyOf(null), "other")
+  })
+})
+
+describe("apps/telegram: polling and webhook cannot die quietly", () => {
+  it.scoped("launch registers the commands for private chats and groups, and deletes a webhook before polling", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      yield* launch(bot, api.apiRoot)
+      assert.deepStrictEqual(api.calls().slice(0, 1).map((c) => c.method), ["getMe"])
+      assert.deepStrictEqual([...api.commands().keys()].sort(), ["all_group_chats", "all_private_chats", "default"])
+      assert.include(api.commands().get("all_group_chats")!.map((c) => c.command), "remind")
+      assert.strictEqual(api.callsOf("deleteWebhook").length, 1)
+    }).pipe(withMemory))
+
+  it.live("409 Conflict is logged and retried with back-off, and polling goes on", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      api.failNext("getUpdates", { error_code: 409, description: "Conflict: terminated by other getUpdates request" }, 3)
+      yield* launch(bot, api.apiRoot, { send: { ...config("").send, baseDelay: Duration.millis(5) } })
+      api.pushUpdates(message("/help"))
+      yield* eventually("the update is answered after the conflicts", () => api.delivered().length === 1)
+      assert.strictEqual(api.polls().conflicts, 3)
+    }).pipe(withMemoryLive, Effect.scoped))
+
+  it.live("a 409 Conflict lasting past BOT_POLL_CONFLICT_TIMEOUT stops polling with an error (the process exits non-zero)", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      api.failNext("getUpdates", { error_code: 409, description: "Conflict: can't use getUpdates method while webhook is active" }, 10_000)
+      const running = yield* launch(bot, api.apiRoot, {
+        send: { ...config("").send, baseDelay: Duration.millis(5), maxDelay: Duration.millis(20) },
+        polling: { timeout: Duration.seconds(1), conflictTimeout: Duration.millis(200) }
+      })
+      const exit = yield* Effect.exit(running.wait)
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) assert.include(String(exit.cause), "409 Conflict")
+      assert.isFalse(running.healthy())
+    }).pipe(withMemoryLive, Effect.scoped))
+
+  it.live("a webhook set by another deployment while polling: 409 Conflict, /healthz unhealthy, then polling stops with an error", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot, {
+        send: { ...config("").send, baseDelay: Duration.millis(5), maxDelay: Duration.millis(20) },
+        polling: { timeout: Duration.seconds(1), conflictTimeout: Duration.millis(300) }
+      })
+      api.pushUpdates(message("/help"))
+      yield* eventually("polling works", () => api.delivered().length === 1)
+      yield* Effect.promise(() =>
+        fetch(`${api.apiRoot}/bot123:OTHER/setWebhook`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ url: "https://elsewhere.example.com/hook" })
+        })
+      )
+      yield* eventually("polling sees the conflict", () => !running.healthy())
+      const exit = yield* Effect.exit(running.wait)
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("webhook is active"))
+    }).pipe(withMemoryLive, Effect.scoped))
+
+  it.live("a refused token stops polling with an error", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot)
+      api.failNext("getUpdates", { error_code: 401, description: "Unauthorized" })
+      const exit = yield* Effect.exit(running.wait)
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("refused the bot token"))
+    }).pipe(withMemoryLive, Effect.scoped))
+
+  it.scoped("long polling: malformed and unknown updates are ignored without a crash", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      api.pushUpdates(
+        null,
+        { update_id: "x" },
+        { update_id: 1, message: { message_id: "not a number", chat: {} } },
+        { update_id: 2, chat_boost: {} },
+        F.hugeText,
+        { ...message("/help"), update_id: 3000 }
+      )
+      yield* launch(bot, api.apiRoot)
+      yield* eventually("the good update is answered", () => api.delivered().length === 1)
+      assert.match(texts(api)[0]!, /^I keep track/)
+    }).pipe(withMemory))
+
+  it.scoped("a redelivered update is handled once, also by a restarted bot over the same store", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(now)
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const stores = yield* Layer.build(StoreConfig.layerMemory)
+      const services = App.services(Layer.succeedContext(stores))
+      const update = message("/help")
+      const first = yield* Scope.make()
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        const running = yield* launch(bot, api.apiRoot)
+        api.pushUpdates(update)
+        yield* eventually("the update is answered", () => api.delivered().length === 1)
+        assert.strictEqual(yield* running.intake(update), "duplicate")
+      }).pipe(Effect.provide(services), Scope.extend(first))
+      yield* Scope.close(first, Exit.void)
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        const running = yield* launch(bot, api.apiRoot)
+        // Telegram delivers it again (the offset was never confirmed to it), then something new.
+        api.pushUpdates(update, message("/help", { chat: F.otherForum }))
+        yield* eventually("the new update is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
+        assert.strictEqual(deliveredTo(api, F.forum.id).length, 1)
+        assert.strictEqual(yield* running.intake(update), "duplicate")
+      }).pipe(Effect.provide(services), Effect.scoped)
+    }))
+
+  it.scoped("webhook: setWebhook with a secret; refused without it; 200 once recorded; a repeated POST is handled once", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const { port } = yield* launch(bot, api.apiRoot, {
+        transport: { _tag: "webhook", url: "https://bot.example.com/telegram/hook", secret: Option.some(Redacted.make("s3cret_token")), port: 0, host: "127.0.0.1" }
+      })
+      const set = api.webhook()!
+      assert.deepStrictEqual([set.url, set.secret_token], ["https://bot.example.com/telegram/hook", "s3cret_token"])
+      assert.include(set.allowed_updates as Array<string>, "message_reaction")
+      const post = (body: string, headers: Record<string, string>, path = "/telegram/hook") =>
+        Effect.promise(() =>
+          fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } })
+            .then((r) => r.status)
+        )
+      const secret = { "x-telegram-bot-api-secret-token": "s3cret_token" }
+      const update = JSON.stringify(message("/help"))
+      assert.strictEqual(yield* post(update, {}), 401)
+      assert.strictEqual(yield* post(update, { "x-telegram-bot-api-secret-token": "wrong" }), 401)
+      assert.strictEqual(yield* post(update, secret, "/other"), 404)
+      assert.strictEqual(yield* post("{not json", secret), 400)
+      assert.strictEqual(yield* post("null", secret), 200)
+      assert.strictEqual(yield* post("x".repeat(1024 * 1024 + 10), secret).pipe(Effect.orElseSucceed(() => 413)), 413)
+      assert.strictEqual(yield* post(update, secret), 200)
+      assert.strictEqual(yield* post(update, secret), 200)
+      yield* eventually("the update is answered", () => api.delivered().length === 1)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      assert.strictEqual(api.delivered().length, 1)
+    }).pipe(withMemory))
+
+  it.scoped("webhook: when the bot is full it answers 503, and Telegram's retry is handled", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const hang = api.hang("sendMessage")
+      const { port } = yield* launch(bot, api.apiRoot, {
+        queueCapacity: 1,
+        transport: { _tag: "webhook", url: "https://bot.example.com/hook", secret: Option.some(Redacted.make("s")), port: 0, host: "127.0.0.1" }
+      })
+      const post = (body: unknown) =>
+        Effect.promise(() =>
+          fetch(`http://127.0.0.1:${port}/hook`, { method: "POST", body: JSON.stringify(body), headers: { "x-telegram-bot-api-secret-token": "s" } })
+            .then((r) => r.status)
+        )
+      const second = message("/help", { chat: F.otherForum })
+      assert.strictEqual(yield* post(message("/help")), 200)
+      yield* eventually("the first reply hangs", () => hang.held() === 1)
+      assert.strictEqual(yield* post(second), 503)
+      hang.release()
+      yield* eventually("the first is answered", () => api.delivered().length === 1)
+      assert.strictEqual(yield* post(second), 200)
+      yield* eventually("the retried one is answered", () => api.delivered().length === 2)
+    }).pipe(withMemory))
+})
+
+describe("apps/telegram: bounded shutdown and recovery", () => {
+  it.live("shutdown with a hung send ends within the shutdown timeout; the unfinished update is handled after the next start", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const stores = yield* Layer.build(StoreConfig.layerMemory)
+      const services = App.services(Layer.succeedContext(stores))
+      const settings = { shutdownTimeout: Duration.millis(100), updateLease: Duration.millis(300) }
+      // The first process's calls never return (its token is the default one).
+      const hang = api.hang("sendMessage", (c) => c.token === "123:TEST")
+      const first = yield* Scope.make()
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        yield* launch(bot, api.apiRoot, settings, "first")
+        api.pushUpdates(message("/help"))
+        yield* eventually("the reply hangs", () => hang.held() === 1)
+      }).pipe(Effect.provide(services), Scope.extend(first))
+      // Closing the scope returns although the call never does: the update is interrupted.
+      yield* Scope.close(first, Exit.void)
+      const inbox = yield* UpdateInbox.UpdateInbox.pipe(Effect.provide(Layer.succeedContext(stores)))
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot, { token: Redacted.make("123:SECOND") }))
+        const running = yield* launch(bot, api.apiRoot, settings, "second")
+        yield* eventually("the unfinished update is answered by the next start", () =>
+          api.delivered().some((c) => c.token === "123:SECOND" && String(c.payload["text"]).startsWith("I keep track")))
+        yield* running.dispatcher.idle
+      }).pipe(Effect.provide(services), Effect.scoped)
+      const stale = yield* inbox.claimStale({ source: String(F.botId), now: Date.now() + 10_000, owner: "x", lease: 1, limit: 10 })
+      assert.deepStrictEqual(stale, [])
+    }).pipe(Effect.scoped))
+})
+
+describe("apps/telegram: operations", () => {
+  it.scoped("health and Prometheus metrics: updates handled, latency, send failures by code, queue depth", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      let healthy = true
+      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: () => true, healthy: () => healthy })
+      const running = yield* launch(bot, api.apiRoot)
+      Metrics.setProbes({ queue: () => running.dispatcher.depth(), reminders: () => Promise.resolve({ pending: 2, due: 1 }) })
+      api.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" })
+      api.pushUpdates(message("/help"), message("/help"))
+      yield* eventually("both updates handled", () => api.callsOf("sendMessage").length === 2)
+      yield* running.dispatcher.idle
+      const get = (path: string) =>
+        Effect.promise(() => fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => ({ status: r.status, body: await r.text() })))
+      assert.strictEqual((yield* get("/healthz")).status, 200)
+      assert.strictEqual((yield* get("/readyz")).status, 200)
+      const metrics = (yield* get("/metrics")).body
+      assert.match(metrics, /deixis_bot_updates_total\{outcome="handled"\} [1-9]/)
+      assert.match(metrics, /deixis_bot_update_duration_seconds_count [1-9]/)
+      assert.match(metrics, /deixis_bot_send_failures_total\{method="sendMessage",code="400"\} [1-9]/)
+      assert.match(metrics, /deixis_bot_queued_updates 0/)
+      assert.match(metrics, /deixis_bot_reminders_pending\{state="due"\} 1/)
+      healthy = false
+      assert.strictEqual((yield* get("/healthz")).status, 503)
+      Metrics.setProbes(null)
+    }).pipe(withMemory))
+})

@@ -1,0 +1,172 @@
+/**
+ * The ReminderStore and the UpdateInbox over SQL. Claims are taken in one write transaction:
+ * on PostgreSQL the rows are picked with `FOR UPDATE SKIP LOCKED`, so concurrent claimants in
+ * any number of processes each take different rows without waiting on each other; on SQLite
+ * the transaction holds the database's write lock (`BEGIN IMMEDIATE`).
+ */
+import { StoreError } from "@deixis/core/ContextStore"
+import type { ClaimedReminder, Reminder, ReminderStoreShape } from "@deixis/core/ReminderStore"
+import { Reminder as ReminderSchema } from "@deixis/core/ReminderStore"
+import type { UpdateInboxShape } from "@deixis/core/UpdateInbox"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { chunks, type Db, describe, marks, num, type Row, str, topicKey, tuples } from "./db.js"
+
+const fail = (what: string) => (error: SqlError | string) =>
+  new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+
+const decodeReminder = Schema.decodeUnknownEither(Schema.parseJson(ReminderSchema))
+const encodeReminder = Schema.encodeSync(Schema.parseJson(ReminderSchema))
+
+/** The body as stored; the chat id is the row's (a migrated reminder keeps its body). */
+const reminderOf = (row: Row): Effect.Effect<Reminder, string> =>
+  Either.match(decodeReminder(str(row["body"])), {
+    onLeft: (e) => Effect.fail(`stored reminder unreadable: ${e.message}`),
+    onRight: (r) => Effect.succeed({ ...r, chat_id: str(row["chat_id"]) })
+  })
+
+export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
+  const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
+  const C = db.C
+  return {
+    add: (r) =>
+      db.query(
+        `INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
+         VALUES (?, ?, ?, ?, ?, NULL, 0, ?)
+         ON CONFLICT (chat_id, object_id) DO UPDATE SET topic = excluded.topic, due_at = excluded.due_at,
+           next_at = excluded.next_at, owner = NULL, attempts = 0, body = excluded.body`,
+        [r.chat_id, r.object_id, topicKey(r.topic_id), r.due_at, r.due_at, encodeReminder(r)]
+      ).pipe(Effect.asVoid, Effect.mapError(fail("reminder add"))),
+    get: (chatId, objectId) =>
+      db.query(`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
+        Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(reminderOf(rows[0]), Option.some)),
+        Effect.mapError(fail("reminder get"))
+      ),
+    remove: (chatId, objectId) =>
+      db.query(`DELETE FROM deixis_reminders WHERE chat_id = ? AND object_id = ? RETURNING object_id`, [chatId, objectId]).pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(fail("reminder remove"))
+      ),
+    list: (chatId, { limit, topic_id }) =>
+      db.query(
+        `SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ?
+         ORDER BY CASE WHEN topic = ? THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ?`,
+        [chatId, topicKey(topic_id), Math.max(0, Math.floor(limit))]
+      ).pipe(
+        Effect.flatMap((rows) => Effect.forEach(rows, reminderOf)),
+        Effect.mapError(fail("reminder list"))
+      ),
+    claimDue: ({ lease, limit, now, owner }) =>
+      db.transaction(Effect.gen(function*() {
+        const rows = yield* db.query(
+          `SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ?
+           ORDER BY next_at, due_at, object_id${C} LIMIT ?${lock}`,
+          [now, Math.max(0, Math.floor(limit))]
+        )
+        const out: Array<ClaimedReminder> = []
+        for (const row of rows) {
+          yield* db.query(
+            `UPDATE deixis_reminders SET owner = ?, next_at = ?, attempts = attempts + 1 WHERE chat_id = ? AND object_id = ?`,
+            [owner, now + lease, str(row["chat_id"]), str(row["object_id"])]
+          )
+          out.push({ ...(yield* reminderOf(row)), attempts: num(row["attempts"]) })
+        }
+        return out
+      })).pipe(Effect.mapError(fail("reminder claim"))),
+    complete: (chatId, objectId, owner) =>
+      db.query(`DELETE FROM deixis_reminders WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`, [
+        chatId,
+        objectId,
+        owner
+      ]).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder complete"))),
+    retryAt: (chatId, objectId, owner, at) =>
+      db.query(
+        `UPDATE deixis_reminders SET owner = NULL, next_at = ? WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`,
+        [at, chatId, objectId, owner]
+      ).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder retry"))),
+    nextDueAt: db.query(`SELECT MIN(next_at) AS m FROM deixis_reminders`).pipe(
+      Effect.map((rows) => {
+        const m = rows[0]?.["m"]
+        return m === null || m === undefined ? Option.none() : Option.some(num(m))
+      }),
+      Effect.mapError(fail("reminder next due"))
+    ),
+    stats: (now) =>
+      db.query(`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ? THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`, [now])
+        .pipe(
+          Effect.map((rows) => ({ pending: num(rows[0]?.["pending"] ?? 0), due: num(rows[0]?.["due"] ?? 0) })),
+          Effect.mapError(fail("reminder stats"))
+        ),
+    migrateChat: (from, to) =>
+      from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
+        // A reminder already under the new id wins; the claim does not move (it is due for anyone again).
+        const moved = yield* db.query(
+          `INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
+           SELECT ?, object_id, topic, due_at, due_at, NULL, attempts, body FROM deixis_reminders WHERE chat_id = ?
+           ON CONFLICT (chat_id, object_id) DO NOTHING RETURNING object_id`,
+          [to, from]
+        )
+        yield* db.query(`DELETE FROM deixis_reminders WHERE chat_id = ?`, [from])
+        return moved.length
+      })).pipe(Effect.mapError(fail("reminder chat migration")))
+  }
+}
+
+export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
+  const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
+  return {
+    receive: ({ lease, now, source, updates }) => {
+      // One id once, even when the batch repeats it.
+      const unique = [...new Map(updates.map((u) => [u.update_id, u] as const)).values()]
+      if (unique.length === 0) return Effect.succeed([])
+      return db.transaction(Effect.gen(function*() {
+        const fresh: Array<number> = []
+        for (const chunk of chunks(unique, 5)) {
+          const rows = yield* db.query(
+            `INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES ${tuples(chunk.length, 5)}
+             ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`,
+            chunk.flatMap((u) => [source, u.update_id, now, now + lease, u.payload])
+          )
+          for (const row of rows) fresh.push(num(row["update_id"]))
+        }
+        return fresh
+      })).pipe(Effect.mapError(fail("update receive")))
+    },
+    done: (source, updateIds) =>
+      updateIds.length === 0 ? Effect.void : Effect.forEach(
+        chunks(updateIds, 1),
+        (chunk) =>
+          db.query(
+            `UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ? AND update_id IN ${marks(chunk.length)}`,
+            [source, ...chunk]
+          ),
+        { discard: true }
+      ).pipe(Effect.mapError(fail("update done"))),
+    claimStale: ({ lease, limit, now, source }) =>
+      db.transaction(Effect.gen(function*() {
+        const rows = yield* db.query(
+          `SELECT update_id, payload FROM deixis_updates WHERE source = ? AND payload IS NOT NULL AND lease_until <= ?
+           ORDER BY update_id LIMIT ?${lock}`,
+          [source, now, Math.max(0, Math.floor(limit))]
+        )
+        for (const row of rows) {
+          yield* db.query(`UPDATE deixis_updates SET lease_until = ? WHERE source = ? AND update_id = ?`, [
+            now + lease,
+            source,
+            num(row["update_id"])
+          ])
+        }
+        return rows.map((row) => ({ update_id: num(row["update_id"]), payload: str(row["payload"]) }))
+      })).pipe(Effect.mapError(fail("update claim"))),
+    sweep: (before, limit) =>
+      db.query(
+        `DELETE FROM deixis_updates WHERE (source, update_id) IN (
+           SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ? LIMIT ?
+         ) RETURNING update_id`,
+        [before, Math.max(0, Math.floor(limit))]
+      ).pipe(Effect.map((rows) => rows.length), Effect.mapError(fail("update sweep")))
+  }
+}
