@@ -209,7 +209,8 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
             { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 7, reply_to_message_id: 1 },
             { type: "message_observed", chat_id: chat, message_id: 3, topic_id: 7, media: [{ kind: "media.image" }] },
             { type: "message_observed", chat_id: chat, message_id: 4, topic_id: 8, media: [{ kind: "media.image" }] },
-            { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 7, reply_to_message_id: 2 }
+            { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 7, reply_to_message_id: 2 },
+            { type: "object_activated", event_id: "seen", chat_id: chat, reason: "media_described", object_id: `${chat}/3/media.image` }
           ])
           const result = yield* pool(query(chat, { topic_id: "7", current_message_id: "5", reply_to_message_id: "2" }))
           const tiers = Object.fromEntries(result.entries.map((e) => [e.object.object_id, e.tier]))
@@ -222,18 +223,26 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           assert.isFalse(result.fallback)
         }))
 
-      it.effect("other topics are searched only when the request's topic is unknown", () =>
+      it.effect("other topics are searched when the request's topic has nothing active: all of them when it is unknown, their active objects otherwise", () =>
         Effect.gen(function*() {
           const chat = freshChat()
           yield* apply([
             { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 7, links: [{ url: "https://a" }] },
             { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 8 }
           ])
-          const known = yield* pool(query(chat, { topic_id: "8", kinds: ["link"] }))
-          assert.deepStrictEqual([known.entries.length, known.fallback], [0, false])
+          // Topic 8 holds only the request's own message: the fallback runs, and finds nothing active.
+          const known = yield* pool(query(chat, { topic_id: "8", current_message_id: "2", kinds: ["link"] }))
+          assert.deepStrictEqual([known.entries.length, known.fallback], [0, true])
           const unknown = yield* pool(query(chat, { topic_id: "99", kinds: ["link"] }))
           assert.deepStrictEqual(unknown.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "fallback"]])
           assert.isTrue(unknown.fallback)
+          yield* apply([{ type: "object_activated", event_id: "a", chat_id: chat, reason: "url_fetched", object_id: `${chat}/1/link` }])
+          const activeElsewhere = yield* pool(query(chat, { topic_id: "8", current_message_id: "2", kinds: ["link"] }))
+          assert.deepStrictEqual(activeElsewhere.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "fallback"]])
+          // Topic 7 has its own active object: no fallback.
+          const home = yield* pool(query(chat, { topic_id: "7", current_message_id: "3" }))
+          assert.isFalse(home.fallback)
+          assert.deepStrictEqual(home.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "home"]])
         }))
 
       it.effect("the pool filters kinds and activity, and never offers the current message", () =>

@@ -108,7 +108,7 @@ describe("resolve_reference_target", () => {
           message(1, { topic_id: 7, media: [{ kind: "media.image" }] }),
           activate("media_described", { source_message_id: 1, kind: "media.image" })
         )
-        yield* advance(minutes(50)) // past the 45-minute media TTL: stale
+        yield* advance(minutes(42)) // 3 of its 45 minutes left: near expiry, stale
         yield* ingest(
           message(2, { topic_id: 7, media: [{ kind: "media.image" }] }),
           activate("media_described", { source_message_id: 2, kind: "media.image" }),
@@ -123,6 +123,28 @@ describe("resolve_reference_target", () => {
         const stale = result.diagnostics.scored.find((s) => s.object_id === "1/1/media.image")
         assert.isDefined(stale)
         assert.isBelow(stale!.features["stale"]!, 0)
+      })))
+
+    it.effect("an expired typed object gives way to its message candidate", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          message(1, { topic_id: 7, poll: { poll_id: "old", question: "Lunch?" } }),
+          activate("poll_created", { source_message_id: 1, kind: "poll" }),
+          { type: "poll_closed", event_id: "c", poll_id: "old" }
+        )
+        yield* advance(minutes(60 * 24 * 39)) // a closed poll, 39 days old
+        yield* ingest(message(2, { topic_id: 7, reply_to_message_id: 1 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, reply_to_message_id: 1, sender_user_id: 100, raw_user_text: ""
+        })
+        assert.strictEqual(result.status, "resolved")
+        assert.deepStrictEqual([result.best_match?.object_id, result.best_match?.kind], ["1/1/message", "message"])
+        assert.isFalse(result.diagnostics.scored.some((s) => s.object_id === "1/1/poll"))
+        // Asked for polls only, no typed poll is invented.
+        const polls = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, sender_user_id: 100, raw_user_text: "", allowed_kinds: ["poll"]
+        })
+        assert.strictEqual(polls.status, "not_found")
       })))
 
     it.effect("missing hints fallback", () =>
