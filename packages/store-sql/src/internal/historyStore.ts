@@ -3,10 +3,11 @@
  * order (length, then code points) followed by the per-chat append counter of items without a
  * message id. Every read is one indexed range scan in one chat and topic.
  */
-import { HistoryItem } from "@deixis/chathistory/HistoryItem"
+import { HistoryItem, mergeVersions } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
+import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -72,8 +73,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       return row !== undefined && str(row["topic"]) === topicKey(scope.topic_id) ? Option.some(row) : Option.none<Row>()
     })
 
-  const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
-    db.transaction(Effect.gen(function*() {
+  /** One append, inside the caller's transaction. */
+  const appendOne = (incoming: HistoryItem): Effect.Effect<AppendResult, SqlError | string> =>
+    Effect.gen(function*() {
       // The chat's counter row: its update serialises appends to one chat across processes.
       const counter = yield* db.query(
         `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 1)
@@ -82,15 +84,16 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       )
       const id = incoming.message_id
       if (id !== null) {
-        const existing = yield* db.query(`SELECT topic FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
+        const existing = yield* db.query(`SELECT body FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
           incoming.chat_id,
           id
         ])
         const stored = existing[0]
         if (stored !== undefined) {
-          // A replaced item keeps its position and its topic.
-          const topic = str(stored["topic"])
-          const item: HistoryItem = { ...incoming, topic_id: topic === "" ? null : topic }
+          // The higher version of the message wins; a replaced item keeps its position and its topic.
+          const before = yield* itemOf(stored["body"])
+          const item = mergeVersions(before, incoming)
+          if (item === undefined) return "unchanged" as const
           yield* db.query(
             `UPDATE deixis_history SET reply_to = ?, response_id = ?, sent_at = ?, rev = rev + 1, body = ?
              WHERE chat_id = ? AND message_id = ?`,
@@ -98,6 +101,12 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
           )
           return "replaced" as const
         }
+      } else if (incoming.event_id !== undefined) {
+        const known = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND event_id = ?`, [
+          incoming.chat_id,
+          incoming.event_id
+        ])
+        if (known.length > 0) return "unchanged" as const
       }
       const topic = topicKey(incoming.topic_id)
       let anchor = id
@@ -114,22 +123,91 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const params: ReadonlyArray<Param> = [
         incoming.chat_id,
         topic,
-        anchor.length,
+        positionLength(anchor),
         anchor,
         seq,
         id,
         incoming.reply_to_message_id,
         incoming.bot_response_id,
+        id === null ? incoming.event_id ?? null : null,
         incoming.sent_at,
         JSON.stringify(incoming)
       ]
       yield* db.query(
-        `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, sent_at, rev, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+        `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
         params
       )
       return "appended" as const
-    })).pipe(Effect.mapError(failStore("append")))
+    })
+
+  const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
+    db.transaction(appendOne(incoming)).pipe(Effect.mapError(failStore("append")))
+
+  const appendAll = (items: ReadonlyArray<HistoryItem>): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> =>
+    items.length === 0
+      ? Effect.succeed([])
+      : db.transaction(Effect.forEach(items, appendOne)).pipe(Effect.mapError(failStore("appendAll")))
+
+  const migrateChat = (from: string, to: string): Effect.Effect<number, StoreError> =>
+    from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
+      // Both chats' counters, locked in a fixed order.
+      for (const chatId of [from, to].sort()) {
+        yield* db.query(
+          `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 0)
+           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq RETURNING seq`,
+          [chatId]
+        )
+      }
+      const rows = yield* db.query(
+        `SELECT topic, anchor, seq, message_id, event_id, body FROM deixis_history WHERE chat_id = ? ORDER BY ${asc}`,
+        [from]
+      )
+      const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
+      let moved = 0
+      for (const r of rows) {
+        const item = yield* itemOf(r["body"])
+        const messageId = rekey(item.message_id)
+        if (messageId !== null) {
+          const taken = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [to, messageId])
+          if (taken.length > 0) continue
+        }
+        const next: HistoryItem = {
+          ...item,
+          chat_id: to,
+          message_id: messageId,
+          reply_to_message_id: rekey(item.reply_to_message_id),
+          bot_response_id: rekey(item.bot_response_id)
+        }
+        // An item placed before any message ("" anchor) goes before the old chat's messages.
+        const anchor = migratedMessageId(str(r["anchor"]))
+        const inserted = yield* db.query(
+          `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING RETURNING 1 AS ok`,
+          [
+            to,
+            str(r["topic"]),
+            positionLength(anchor),
+            anchor,
+            num(r["seq"]),
+            messageId,
+            next.reply_to_message_id,
+            next.bot_response_id,
+            r["event_id"] === null || r["event_id"] === undefined ? null : str(r["event_id"]),
+            next.sent_at,
+            JSON.stringify(next)
+          ]
+        )
+        moved += inserted.length
+      }
+      yield* db.query(`DELETE FROM deixis_history WHERE chat_id = ?`, [from])
+      yield* db.query(
+        `UPDATE deixis_history_chats SET seq = (SELECT MAX(seq) FROM deixis_history_chats WHERE chat_id IN (?, ?)) WHERE chat_id = ?`,
+        [from, to, to]
+      )
+      yield* db.query(`DELETE FROM deixis_history_chats WHERE chat_id = ?`, [from])
+      return moved
+    })).pipe(Effect.mapError(failStore("migrateChat")))
 
   const lookup = (scope: HistoryScope, externalId: string | number) =>
     find(scope, externalId).pipe(
@@ -149,7 +227,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const anchor = str(found.value["anchor"])
       const seq = num(found.value["seq"])
       const topic = topicKey(scope.topic_id)
-      const at: ReadonlyArray<Param> = [anchor.length, anchor, seq]
+      const at: ReadonlyArray<Param> = [positionLength(anchor), anchor, seq]
       const before = Math.max(0, window.before)
       const after = Math.max(0, window.after)
       const older = before === 0 ? [] : yield* db.query(
@@ -176,7 +254,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         ])
         : yield* db.query(
           `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? AND (${position}) < (?, ?, 0) ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, topic, before.length, before, n]
+          [scope.chat_id, topic, positionLength(before), before, n]
         )
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("recent")))
@@ -198,7 +276,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         : yield* db.query(
           `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND reply_to = ? AND topic = ? AND (${position}) < (?, ?, 0)
            ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, messageId, topic, before.length, before, options.limit]
+          [scope.chat_id, messageId, topic, positionLength(before), before, options.limit]
         )
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("replies")))
@@ -255,6 +333,6 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     Effect.mapError(failStore("stats"))
   )
 
-  const store: HistoryStoreShape = { append, lookup, around, recent, replies, recordResponse, stats }
+  const store: HistoryStoreShape = { append, appendAll, lookup, around, recent, replies, recordResponse, migrateChat, stats }
   return { store, sweep }
 }

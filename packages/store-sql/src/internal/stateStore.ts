@@ -85,6 +85,18 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
         return yield* Effect.fail(conflict(snapshot, snapshot.revision - 1, current))
       })).pipe(
         Effect.catchTag("SqlError", (e) => Effect.fail(fail("put")(e)))
-      )
+      ),
+    migrateChat: (from, to) =>
+      from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
+        // A scope the new chat already has keeps its own (newer) state.
+        const moved = yield* db.query(
+          `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+           SELECT ?, topic, revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ?
+           ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
+          [to, from]
+        )
+        yield* db.query(`DELETE FROM deixis_conversation_state WHERE chat_id = ?`, [from])
+        return moved.length
+      })).pipe(Effect.mapError(fail("migrateChat")))
   }
 }
