@@ -78,14 +78,21 @@ const ExternalReply = Schema.Struct({
   message_id: Schema.optional(Int)
 })
 
-// One level only: Telegram never nests reply_to_message further.
-const RepliedMessage = Schema.Struct({
-  message_id: Int,
-  from: Schema.optional(User),
+// What every message's forward_origin holds: its type, when the original was sent, and who sent it.
+export const ForwardOrigin = Schema.Struct({
+  type: Schema.String,
+  date: Int,
+  sender_user: Schema.optional(User),
+  sender_user_name: Schema.optional(Schema.String),
   sender_chat: Schema.optional(Chat),
-  forum_topic_created: Schema.optional(Schema.Unknown)
+  chat: Schema.optional(Chat)
 })
+export type ForwardOrigin = typeof ForwardOrigin.Type
 
+/**
+ * A message. `reply_to_message` and `pinned_message` are full messages too (one level:
+ * Telegram never nests a reply's reply), decoded on their own with this same Schema.
+ */
 export const Message = Schema.Struct({
   message_id: Int,
   date: Int,
@@ -94,8 +101,16 @@ export const Message = Schema.Struct({
   sender_chat: Schema.optional(Chat),
   message_thread_id: Schema.optional(Int),
   is_topic_message: Schema.optional(Schema.Boolean),
-  reply_to_message: Schema.optional(RepliedMessage),
+  reply_to_message: Schema.optional(Schema.Unknown),
   external_reply: Schema.optional(ExternalReply),
+  edit_date: Schema.optional(Int),
+  media_group_id: Schema.optional(Schema.String),
+  forward_origin: Schema.optional(ForwardOrigin),
+  is_automatic_forward: Schema.optional(Schema.Boolean),
+  pinned_message: Schema.optional(Schema.Unknown),
+  forum_topic_created: Schema.optional(Schema.Unknown),
+  migrate_to_chat_id: Schema.optional(Int),
+  migrate_from_chat_id: Schema.optional(Int),
   quote: Schema.optional(TextQuote),
   text: Schema.optional(Schema.String),
   entities: Schema.optional(Schema.Array(Entity)),
@@ -111,7 +126,9 @@ export const Message = Schema.Struct({
   sticker: Schema.optional(Schema.Struct({ file_id: Schema.String, emoji: Schema.optional(Schema.String) })),
   poll: Schema.optional(Poll),
   location: Schema.optional(Schema.Unknown),
-  contact: Schema.optional(Schema.Unknown)
+  venue: Schema.optional(Schema.Struct({ title: Schema.optional(Schema.String), address: Schema.optional(Schema.String) })),
+  contact: Schema.optional(Schema.Unknown),
+  dice: Schema.optional(Schema.Struct({ emoji: Schema.optional(Schema.String), value: Schema.optional(Int) }))
 })
 export type Message = typeof Message.Type
 
