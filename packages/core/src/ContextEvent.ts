@@ -223,6 +223,12 @@ export const ReminderUpdated = Schema.Struct({
 }).annotations({ identifier: "ReminderUpdated" })
 
 /**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderUpdated = typeof ReminderUpdated.Type
+
+/**
  * A reminder fired (the bot posted it).
  *
  * @since 0.1.0
@@ -235,6 +241,12 @@ export const ReminderFired = Schema.Struct({
   object_id: ObjectId,
   at: Schema.optional(Timestamp)
 }).annotations({ identifier: "ReminderFired" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderFired = typeof ReminderFired.Type
 
 /**
  * A reminder was cancelled; its activity ends.
@@ -250,6 +262,12 @@ export const ReminderCancelled = Schema.Struct({
   actor_user_id: Schema.optional(UserId),
   at: Schema.optional(Timestamp)
 }).annotations({ identifier: "ReminderCancelled" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderCancelled = typeof ReminderCancelled.Type
 
 /**
  * Any event.
