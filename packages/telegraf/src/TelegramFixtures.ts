@@ -11,8 +11,12 @@
  *
  * @since 0.1.0
  */
+import type { ChatInfo } from "@deixis/core/ChatInfo"
 import type { ContextEventInput } from "@deixis/core/ContextEvent"
-import type { HistoryItemEncoded } from "@deixis/chathistory/HistoryItem"
+import { type ChatSnapshot, ContextStore, type StoreError } from "@deixis/core/ContextStore"
+import type { HistoryItem, HistoryItemEncoded } from "@deixis/chathistory/HistoryItem"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import * as Effect from "effect/Effect"
 import type { BotResponse, ChatMigration } from "./UpdateMapper.js"
 
 /**
@@ -1277,3 +1281,51 @@ const others: ReadonlyArray<Fixture> = [
  * @category constants
  */
 export const corpus: ReadonlyArray<Fixture> = [...privateChat, ...groups, ...supergroups, ...forums, ...channels, ...others]
+
+/**
+ * Every chat id the corpus names.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const chatIds: ReadonlyArray<string> = Object.values(chats).map((c) => String(c.id))
+
+/**
+ * What the stores hold for some chats: core's messages and objects and what it knows of the
+ * chat, and the history of every topic the chat's messages are in (and of the topicless
+ * scope), oldest first. Two entrances that recorded the same updates hold the same state.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RecordedChat {
+  readonly info: ChatInfo
+  readonly snapshot: ChatSnapshot
+  readonly history: Readonly<Record<string, ReadonlyArray<HistoryItem>>>
+}
+
+/**
+ * Reads {@link RecordedChat} for each chat, keyed by chat id.
+ *
+ * @since 0.1.0
+ * @category testing
+ */
+export const recordedState = (
+  ids: ReadonlyArray<string> = chatIds
+): Effect.Effect<Readonly<Record<string, RecordedChat>>, StoreError, ContextStore | HistoryStore> =>
+  Effect.gen(function*() {
+    const store = yield* ContextStore
+    const history = yield* HistoryStore
+    const out: Record<string, RecordedChat> = {}
+    for (const id of ids) {
+      const snapshot = yield* store.snapshot(id)
+      const topics = [...new Set<string | null>([null, ...snapshot.messages.map((m) => m.topic_id)])]
+      const items: Record<string, ReadonlyArray<HistoryItem>> = {}
+      for (const topic of topics) {
+        const entries = yield* history.recent({ chat_id: id, topic_id: topic }, 10_000)
+        if (entries.length > 0) items[topic ?? "(none)"] = entries.map((e) => e.item)
+      }
+      out[id] = { info: yield* store.chat(id), snapshot, history: items }
+    }
+    return out
+  })

@@ -29,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { migratedMessageId } from "@deixis/core/Ids"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
 import { mapMessage, mapUpdate } from "./UpdateMapper.js"
 
@@ -190,6 +191,72 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
     )
 
 /**
+ * An update of a chat that migrated (a late or redelivered update of a group that became a
+ * supergroup) is recorded where the chat's data now is, under the ids the migration gave its
+ * messages, so it neither revives the old chat nor meets the new chat's own ids. Only basic
+ * groups migrate: other chats are never looked up.
+ *
+ * @since 0.1.0
+ * @category recording
+ */
+export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> =>
+  Effect.gen(function*() {
+    const groups = new Set<string>()
+    for (const item of mapped.history) if (item.chat_type === "group") groups.add(String(item.chat_id))
+    if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
+    if (groups.size === 0) return mapped
+    const store = yield* ContextStore
+    const moved = new Map<string, string>()
+    for (const chat of groups) {
+      const info = yield* store.chat(chat)
+      if (info.migrated_to !== null) moved.set(chat, info.migrated_to)
+    }
+    return moved.size === 0 ? mapped : rekeyMapped(mapped, moved)
+  })
+
+const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): MappedUpdate => {
+  const id = (v: unknown) => (typeof v === "string" ? migratedMessageId(v) : v === null ? null : migratedMessageId(String(v)))
+  const chatOf = (v: unknown) => moved.get(String(v))
+  const events = mapped.events.map((e) => {
+    if (e.type !== "message_observed" && e.type !== "message_edited") return e
+    const to = chatOf(e.chat_id)
+    if (to === undefined) return e
+    return { ...e, chat_id: to, message_id: id(e.message_id), reply_to_message_id: id(e.reply_to_message_id ?? null) } as typeof e
+  })
+  const history = mapped.history.map((item) => {
+    const to = chatOf(item.chat_id)
+    if (to === undefined) return item
+    return {
+      ...item,
+      chat_id: to,
+      message_id: id(item.message_id ?? null),
+      reply_to_message_id: id(item.reply_to_message_id ?? null),
+      bot_response_id: id(item.bot_response_id ?? null)
+    } as HistoryItem.HistoryItemEncoded
+  })
+  const scopeTo = mapped.scope === undefined ? undefined : chatOf(mapped.scope.chat_id)
+  return {
+    ...mapped,
+    events,
+    history,
+    ...(mapped.scope === undefined || scopeTo === undefined ? {} : {
+      scope: {
+        ...mapped.scope,
+        chat_id: scopeTo,
+        message_id: migratedMessageId(mapped.scope.message_id),
+        reply_to_message_id: mapped.scope.reply_to_message_id === null ? null : migratedMessageId(mapped.scope.reply_to_message_id)
+      }
+    }),
+    ...(mapped.responses === undefined ? {} : {
+      responses: mapped.responses.map((r) => {
+        const to = chatOf(r.chat_id)
+        return to === undefined ? r : { ...r, chat_id: to, message_id: migratedMessageId(r.message_id), response_id: migratedMessageId(r.response_id) }
+      })
+    })
+  }
+}
+
+/**
  * Records mapped updates, in order: consecutive updates share one write per store; a
  * migration is applied between the updates before and after it.
  */
@@ -210,7 +277,7 @@ const store = (
       // A run of updates up to (not including) the next migration.
       let j = i
       while (j < mappedUpdates.length && mappedUpdates[j]!.migration === undefined) j++
-      const run = mappedUpdates.slice(i, j)
+      const run = yield* Effect.forEach(mappedUpdates.slice(i, j), redirectMigrated)
       if (run.length > 0) {
         const all = run.flatMap(eventsOf)
         if (all.length > 0) {
