@@ -4,7 +4,7 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
-import { HistoryItem } from "@deixis/chathistory"
+import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 
 /** A request without a valid bearer token, when DEIXIS_API_TOKEN is set. */
@@ -46,7 +46,13 @@ export const TelegramResult = Schema.Struct({
   updates: Schema.Number,
   skipped: Schema.Array(Schema.Struct({ index: Schema.Number, reason: Schema.String })),
   events: ContextEvent.ApplyResult,
-  history_items: Schema.Number
+  history_items: Schema.Number,
+  migrations: Schema.optional(Schema.Array(Schema.Struct({
+    index: Schema.Number,
+    from_chat_id: Ids.ChatId,
+    to_chat_id: Ids.ChatId,
+    migrated: Schema.Boolean
+  })))
 }).annotations({ identifier: "TelegramIngestResult" })
 
 export const Gap = Schema.Struct({
@@ -55,6 +61,52 @@ export const Gap = Schema.Struct({
   previous_sent_at: Ids.Timestamp,
   exceeds_threshold: Schema.Boolean
 }).annotations({ identifier: "ConversationGap" })
+
+/** A message the bot sent, as the Bot API returned it, and the user message it answers. */
+export const TelegramSent = Schema.Struct({
+  // The same open JSON object as an Update (one schema component): the shared mapper checks every field it reads.
+  message: TelegramUpdate,
+  answering_message_id: Schema.optional(Ids.MessageId.annotations({
+    description: "The user message this one answers (its bot_response_id is set); the message it replies to when absent"
+  }))
+}).annotations({
+  identifier: "TelegramSentMessage",
+  description: "message: the Telegram Bot API Message object a send method returned"
+})
+
+export const TelegramSentResult = Schema.Struct({
+  skipped: Schema.NullOr(Schema.String),
+  events: Schema.NullOr(ContextEvent.ApplyResult),
+  history_items: Schema.Number,
+  answered: Schema.NullOr(Ids.MessageId)
+}).annotations({ identifier: "TelegramSentResult" })
+
+const LoadSource = Schema.Literal("recent", "reply_target", "reply_context", "reply_chain", "side_reply")
+
+export const MessageContextResult = Schema.Struct({
+  chat_id: Ids.ChatId,
+  topic_id: Schema.NullOr(Ids.TopicId),
+  message_id: Ids.MessageId,
+  message: Schema.NullOr(HistoryItem.HistoryItem),
+  messages: Schema.Array(HistoryItem.HistoryItem),
+  sources: Schema.Array(Schema.Array(LoadSource)),
+  reply: Schema.Struct({ target_id: Schema.NullOr(Ids.MessageId), status: Schema.Literal("none", "found", "not_found") }),
+  chain: Schema.NullOr(Schema.Struct({
+    message_ids: Schema.Array(Schema.String),
+    side_reply_ids: Schema.Array(Schema.String),
+    truncated_by: Schema.Array(Schema.Literal("chain_max_messages", "side_replies_per_message", "side_replies_total")),
+    missing_parent_id: Schema.NullOr(Schema.String)
+  })),
+  gap: Schema.NullOr(Gap),
+  gap_note: Schema.NullOr(Schema.String),
+  history: Schema.Array(HistoryItem.HistoryItem),
+  chat_history_context: Schema.String,
+  current_message: Schema.NullOr(Schema.String)
+}).annotations({
+  identifier: "MessageContext",
+  description: "What the bot loads for a message: the context-loading spec's recency window, reply target with the messages around it and its chain (each message's sources), the gap and its note; the write policy's history window before it; both rendered for an LLM."
+})
+
 
 export const ContextResult = Schema.Struct({
   chat_id: Ids.ChatId,
@@ -75,6 +127,12 @@ export class Events extends HttpApiGroup.make("events")
       .setPayload(ContextEvent.ContextEventBatch)
       .addSuccess(ContextEvent.ApplyResult)
       .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
+  )
+  .add(
+    HttpApiEndpoint.post("telegramSent", "/v1/telegram/sent")
+      .setPayload(TelegramSent)
+      .addSuccess(TelegramSentResult)
+      .annotate(OpenApi.Summary, "Record a message the bot sent, as the answer to a user message (its bot_response_id)")
   )
   .add(
     HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
@@ -111,6 +169,16 @@ export class Chats extends HttpApiGroup.make("chats")
       }))
       .addSuccess(ContextResult)
       .annotate(OpenApi.Summary, "The loaded conversation context and the rendered chat_history_context")
+  )
+  .add(
+    HttpApiEndpoint.get("messageContext", "/v1/chats/:chat_id/messages/:message_id/context")
+      .setPath(Schema.Struct({ chat_id: ParamId.annotations({ description: "The chat id" }), message_id: ParamId }))
+      .setUrlParams(Schema.Struct({
+        topic_id: TopicParam,
+        mode: Schema.optional(WritePolicy.GroupMode.annotations({ description: "The group mode of the history window; the configured default when absent" }))
+      }))
+      .addSuccess(MessageContextResult)
+      .annotate(OpenApi.Summary, "The context the bot loads for a message: recency window, reply window, chain, gap note, history window")
   )
   .add(
     HttpApiEndpoint.get("getState", "/v1/chats/:chat_id/state")
