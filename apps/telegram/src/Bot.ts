@@ -6,12 +6,15 @@
  *
  * @since 0.1.0
  */
+import * as BotEvents from "@deixis/core/BotEvents"
+import type { ContextEvent } from "@deixis/core/ContextEvent"
 import { ConversationState } from "@deixis/core/ConversationState"
 import { ContextIngest } from "@deixis/core/ContextIngest"
+import { isMigratedMessageId, migratedMessageId } from "@deixis/core/Ids"
 import { objectIdFor } from "@deixis/core/ContextObject"
-import { ContextStore } from "@deixis/core/ContextStore"
+import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import { TargetKindHint } from "@deixis/core/ObjectKind"
-import { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import { DeixisTelegraf, TelegramRecorder, UpdateMapper } from "@deixis/telegraf"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -92,10 +95,24 @@ export const make = (
   }
 ): Effect.Effect<Bot, never, Services | Scope.Scope> =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<Services>()
-    const run = Runtime.runPromise(runtime)
     const store = yield* Reminders.ReminderStore
     const timers = yield* FiberMap.make<string>()
+    const services = yield* Effect.context<Services>()
+    // A group upgraded to a supergroup takes its pending reminders along (rescheduled under the new chat).
+    const migrateReminders: TelegramRecorder.ChatMigrator = (from, to) =>
+      Effect.gen(function*() {
+        const pending = yield* store.forChat(from)
+        for (const r of pending) {
+          const moved: Reminders.Reminder = { ...r, chat_id: to, source_message_id: migratedMessageId(r.source_message_id) }
+          yield* store.add(moved)
+          yield* schedule(moved)
+        }
+        return pending.length
+      }).pipe(Effect.mapError((e) => new StoreError({ message: e.message })), Effect.provide(services))
+    const runtime = yield* Effect.runtime<Services>().pipe(
+      Effect.provideService(TelegramRecorder.ChatMigrators, [migrateReminders])
+    )
+    const run = Runtime.runPromise(runtime)
     const telegraf = new Telegraf<DeixisTelegraf.DeixisContext>(Redacted.value(options.token), {
       telegram: { apiRoot: options.apiRoot, webhookReply: false }
     })
@@ -105,9 +122,10 @@ export const make = (
 
     const call = <A>(method: string, f: () => Promise<A>) => TelegramSend.send(method, f, options.send)
     const recordOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), mode: options.mode })
-    const recordSent = (message: Message) => DeixisTelegraf.recordSent(message, recordOptions())
-    const ingest = (events: ReadonlyArray<unknown>) =>
-      Effect.flatMap(ContextIngest, (i) => i.ingest(events)).pipe(
+    const recordSent = (message: Message, answering?: UpdateMapper.MessageScope) =>
+      DeixisTelegraf.recordSent(message, { ...recordOptions(), answering })
+    const ingest = (events: ReadonlyArray<ContextEvent>) =>
+      Effect.flatMap(ContextIngest, (i) => i.apply(events)).pipe(
         Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
         Effect.option
       )
@@ -115,7 +133,7 @@ export const make = (
       reply.buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: reply.buttons.map((row) => row.map((b) => ({ ...b }))) } }
     const reply = (ctx: DeixisTelegraf.DeixisContext, r: Replies.Reply) =>
       call("sendMessage", () => ctx.reply(r.text, markup(r))).pipe(
-        Effect.flatMap(recordSent),
+        Effect.flatMap((sent) => recordSent(sent, ctx.deixis.scope)),
         Effect.asVoid,
         Effect.catchAll((error) => Effect.logError("reply not sent", error))
       )
@@ -128,13 +146,16 @@ export const make = (
         const thread = UpdateMapper.threadIdFor(r.topic_id)
         return telegraf.telegram.sendMessage(Number(r.chat_id), Replies.fired(r), {
           ...(thread === undefined ? {} : { message_thread_id: thread }),
-          reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true }
+          // A reminder from before its group's upgrade cannot reply across chats.
+          ...(isMigratedMessageId(r.source_message_id)
+            ? {}
+            : { reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true } })
         })
       }).pipe(
         Effect.flatMap((sent) =>
           Effect.uninterruptible(Effect.all([
             recordSent(sent),
-            ingest([{ type: "reminder_fired", event_id: `telegram:reminder_fired:${r.object_id}`, chat_id: r.chat_id, object_id: r.object_id }]),
+            ingest([BotEvents.reminderFired({ chat_id: r.chat_id, object_id: r.object_id })]),
             store.remove(r.object_id).pipe(Effect.catchAll((error) => Effect.logError("fired reminder not removed", error)))
           ]))
         ),
@@ -182,19 +203,11 @@ export const make = (
     command("what", (ctx, scope) => {
       const word = ctx.payload.trim().split(/\s+/)[0] ?? ""
       if (word !== "" && !isHint(word)) return text(ctx, "usage: /what [poll|reminder|image|file|article|link|video|voice|pdf|summary|message], or reply to a message")
-      return DeixisTelegraf.resolve(scope, word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } }).pipe(
-        Effect.tap((result) =>
-          result.status === "resolved" && result.best_match !== null
-            ? ingest([{
-              type: "object_activated",
-              event_id: `telegram:touch:${scope.chat_id}:${scope.message_id}`,
-              chat_id: scope.chat_id,
-              reason: "resolver_touch",
-              object_id: result.best_match.object_id,
-              ...(scope.sender_user_id === null ? {} : { actor_user_id: scope.sender_user_id })
-            }])
-            : Effect.void
-        ),
+      // A resolution the user asked for is a resolver touch of what it found.
+      return DeixisTelegraf.resolve(scope, {
+        record_touch: true,
+        ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
+      }).pipe(
         Effect.flatMap((result) => reply(ctx, Replies.what(result))),
         Effect.catchAll((error) => Effect.logError("/what failed", error))
       )
@@ -220,19 +233,14 @@ export const make = (
           yield* Effect.logError("reminder not saved", saved.left)
           return yield* text(ctx, "Could not save the reminder; try again.")
         }
-        yield* ingest([{
-          type: "object_activated",
-          event_id: `telegram:reminder_created:${reminder.object_id}`,
+        yield* ingest([BotEvents.reminderCreated({
           chat_id: scope.chat_id,
           topic_id: scope.topic_id,
-          reason: "reminder_created",
           source_message_id: scope.message_id,
-          kind: "reminder",
-          title_or_label: reminder.text,
-          due_at: new Date(reminder.due_at).toISOString(),
-          created_by_bot: false,
-          ...(scope.sender_user_id === null ? {} : { created_by_user_id: scope.sender_user_id, actor_user_id: scope.sender_user_id })
-        }])
+          due_at: reminder.due_at,
+          label: reminder.text,
+          actor_user_id: scope.sender_user_id
+        })])
         yield* schedule(reminder)
         yield* text(ctx, Replies.reminderSet(reminder))
       }))
@@ -241,13 +249,11 @@ export const make = (
       Effect.gen(function*() {
         const list = yield* store.forChat(scope.chat_id)
         if (list.length > 0) {
-          yield* ingest(list.map((r) => ({
-            type: "object_activated",
-            event_id: `telegram:reminder_listed:${scope.chat_id}:${scope.message_id}:${r.object_id}`,
+          yield* ingest(BotEvents.remindersListed({
             chat_id: scope.chat_id,
-            reason: "reminder_listed",
-            object_id: r.object_id
-          })))
+            object_ids: list.map((r) => r.object_id),
+            listed_in: scope.message_id
+          }))
         }
         yield* reply(ctx, Replies.reminders(list, scope.sender_user_id))
       }).pipe(Effect.catchAll((error) => Effect.logError("/reminders failed", error))))
@@ -256,20 +262,15 @@ export const make = (
       const parsed = Replies.parsePoll(ctx.payload)
       if (typeof parsed === "string") return text(ctx, parsed)
       return call("sendPoll", () => ctx.replyWithPoll(parsed.question, [...parsed.options], { is_anonymous: false })).pipe(
-        Effect.tap(recordSent),
+        Effect.tap((sent) => recordSent(sent, scope)),
         Effect.flatMap((sent) =>
-          ingest([{
-            type: "object_activated",
-            event_id: `telegram:poll_created:${scope.chat_id}:${sent.message_id}`,
+          ingest([BotEvents.pollCreated({
             chat_id: scope.chat_id,
             topic_id: scope.topic_id,
-            reason: "poll_created",
-            source_message_id: sent.message_id,
-            kind: "poll",
-            title_or_label: parsed.question,
-            created_by_bot: true,
-            poll_id: sent.poll.id
-          }])
+            message_id: String(sent.message_id),
+            poll_id: sent.poll.id,
+            question: parsed.question
+          })])
         ),
         Effect.asVoid,
         Effect.catchAll((error) => Effect.logError("/poll failed", error))
@@ -293,14 +294,12 @@ export const make = (
         if (chat === undefined) return yield* answer(ctx, "Too old.")
         const found = yield* Effect.flatMap(ContextStore, (s) => s.object(String(chat), objectId)).pipe(Effect.option, Effect.map(Option.flatten))
         if (Option.isNone(found)) return yield* answer(ctx, "That one is gone.")
-        yield* ingest([{
-          type: "object_activated",
-          event_id: `telegram:touch:cb:${ctx.callbackQuery.id}`,
+        yield* ingest([BotEvents.resolverTouch({
           chat_id: String(chat),
-          reason: "resolver_touch",
           object_id: objectId,
+          because_of: `cb:${ctx.callbackQuery.id}`,
           actor_user_id: String(ctx.from.id)
-        }])
+        })])
         yield* answer(ctx, "Resolved.")
         yield* call("editMessageText", () => ctx.editMessageText(`Resolved: ${Replies.describe(found.value)}`)).pipe(
           Effect.catchAll((error) => Effect.logWarning("message not edited", error))
@@ -322,13 +321,7 @@ export const make = (
           yield* Effect.logError("reminder not cancelled", removed.left)
           return yield* answer(ctx, "Could not cancel; try again.")
         }
-        yield* ingest([{
-          type: "reminder_cancelled",
-          event_id: `telegram:reminder_cancelled:${objectId}`,
-          chat_id: found.chat_id,
-          object_id: objectId,
-          actor_user_id: String(ctx.from.id)
-        }])
+        yield* ingest([BotEvents.reminderCancelled({ chat_id: found.chat_id, object_id: objectId, actor_user_id: String(ctx.from.id) })])
         yield* answer(ctx, "Cancelled.")
         yield* text(ctx, `Cancelled: ${found.text}`)
       })))
@@ -341,7 +334,7 @@ export const make = (
           ctx,
           (t, replyTo) =>
             call("sendMessage", () => ctx.reply(t, { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } })).pipe(
-              Effect.flatMap(recordSent),
+              Effect.flatMap((sent) => recordSent(sent, ctx.deixis.scope)),
               Effect.asVoid,
               Effect.catchAll((error) => Effect.logError("reply not sent", error))
             ),

@@ -93,7 +93,7 @@ const sleeperIn = (duration: Duration.DurationInput) =>
   })
 
 describe("apps/telegram: commands", () => {
-  it.scoped("/context lists this topic's active objects only, answering in the same topic", () =>
+  it.scoped("/context lists this topic's active objects, answering in the same topic; a topic with nothing active falls back to the chat's", () =>
     Effect.gen(function*() {
       const { api, feed } = yield* setup()
       yield* feed(F.topicTextWithLinks)
@@ -105,7 +105,7 @@ describe("apps/telegram: commands", () => {
       assert.strictEqual(first!.payload["message_thread_id"], 7)
       assert.match(String(first!.payload["text"]), /^Active \(topic\):\n• link · https:\/\/example\.com\/rust — until /)
       assert.strictEqual(second!.payload["message_thread_id"], 9)
-      assert.strictEqual(second!.payload["text"], "Nothing is active here.")
+      assert.match(String(second!.payload["text"]), /^Active \(chat\):\n• link · https:\/\/example\.com\/rust — until /)
     }).pipe(withMemory))
 
   it.scoped("/what poll resolves the topic's poll and touches it", () =>
@@ -201,6 +201,37 @@ describe("apps/telegram: reminders", () => {
       const object = yield* Effect.flatMap(ContextStore, (s) => s.object(chat, objectId))
       assert.strictEqual(Option.getOrThrow(object).reminder?.status, "fired")
       assert.deepStrictEqual(yield* Effect.flatMap(Reminders.ReminderStore, (s) => s.all), [])
+    }).pipe(withMemory))
+
+  it.scoped("a group upgraded to a supergroup takes its pending reminder along: it fires in the supergroup, not into the dead group", () =>
+    Effect.gen(function*() {
+      const { api, bot, feed } = yield* setup()
+      const group = { id: -4001234567, title: "Book club", type: "group" }
+      const supergroup = { id: -1004001234567, title: "Book club", type: "supergroup" }
+      const remind = {
+        update_id: nextId++,
+        message: {
+          message_id: 77, from: F.alice, chat: group, date: Math.floor(now / 1000), text: "/remind 10m chapter 4",
+          entities: [{ type: "bot_command", offset: 0, length: 7 }]
+        }
+      }
+      yield* feed(remind)
+      assert.deepStrictEqual(yield* bot.scheduled, [`${group.id}/77/reminder`])
+      yield* feed({ update_id: nextId++, message: { message_id: 78, from: F.alice, chat: group, date: Math.floor(now / 1000), migrate_to_chat_id: supergroup.id } })
+      const pending = yield* Effect.flatMap(Reminders.ReminderStore, (s) => s.all)
+      assert.deepStrictEqual(pending.map((r) => [r.chat_id, r.source_message_id]), [[String(supergroup.id), "~77"]])
+      // The reminder's object moved with the chat's data, under its old id.
+      const object = yield* Effect.flatMap(ContextStore, (s) => s.object(String(supergroup.id), `${group.id}/77/reminder`))
+      assert.strictEqual(Option.getOrThrow(object).source_message_id, "~77")
+      yield* sleeperIn("10 minutes")
+      yield* TestClock.adjust("10 minutes")
+      const fired = yield* api.waitFor("sendMessage", (p) => p["text"] === "⏰ chapter 4")
+      assert.strictEqual(fired.payload["chat_id"], supergroup.id)
+      // A message of the old group cannot be replied to from the supergroup.
+      assert.isUndefined(fired.payload["reply_parameters"])
+      assert.deepStrictEqual(api.callsOf("sendMessage").filter((c) => c.payload["chat_id"] === group.id).map((c) => c.payload["text"]), [
+        "Reminder set for 2026-02-13T16:38:20Z: chapter 4"
+      ])
     }).pipe(withMemory))
 
   it.scoped("a pending reminder survives a restart of the bot", () =>

@@ -175,7 +175,7 @@ export class NoMessageScope extends Data.TaggedError("NoMessageScope")<{ readonl
 export type ResolveOptions = Partial<
   Pick<
     typeof ResolveRequest.Encoded,
-    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id"
+    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id" | "record_touch"
   >
 >
 
