@@ -10,7 +10,7 @@
  */
 import { InvalidEvent, pathOf } from "@deixis/core/Errors"
 import type { MessageMeta } from "@deixis/core/ContextObject"
-import { ChatId, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
+import { ChatId, formatTimestamp, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -217,6 +217,38 @@ export const decode = (input: unknown): Effect.Effect<HistoryItem, InvalidEvent>
  * @category encoding
  */
 export const encode: (item: HistoryItem) => HistoryItemEncoded = Schema.encodeSync(HistoryItem)
+
+/**
+ * {@link encode} for items built by this library or decoded by it (already valid): the same
+ * wire form, byte for byte, without re-validating — an item is encoded for every message a
+ * bot records, and the Schema walk costs more than building the item.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodeTrusted = (item: HistoryItem): HistoryItemEncoded => {
+  const out: { -readonly [K in keyof HistoryItemEncoded]: HistoryItemEncoded[K] } = {
+    channel: item.channel,
+    kind: item.kind,
+    chat_id: item.chat_id,
+    topic_id: item.topic_id,
+    chat_type: item.chat_type,
+    message_id: item.message_id,
+    reply_to_message_id: item.reply_to_message_id,
+    bot_response_id: item.bot_response_id,
+    sent_at: formatTimestamp(item.sent_at),
+    sender: item.sender,
+    text: item.text,
+    quote: item.quote,
+    attachments: item.attachments
+  }
+  if (item.edited_at !== undefined) out.edited_at = formatTimestamp(item.edited_at)
+  if (item.forward !== undefined) out.forward = { ...item.forward, sent_at: formatTimestamp(item.forward.sent_at) }
+  if (item.album_id !== undefined) out.album_id = item.album_id
+  if (item.seen_via !== undefined) out.seen_via = item.seen_via
+  if (item.event_id !== undefined) out.event_id = item.event_id
+  return out
+}
 
 /**
  * The Markdown blockquote of a quote: `> [Bob](tg:@bob): text`, every line quoted.

@@ -16,7 +16,6 @@
  */
 import type { ChatInfo } from "@deixis/core/ChatInfo"
 import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
-import { decodeEvents } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
@@ -26,9 +25,7 @@ import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import { migratedMessageId } from "@deixis/core/Ids"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
 import { mapMessage, mapUpdate } from "./UpdateMapper.js"
@@ -122,10 +119,10 @@ const annotations = (mapped: MappedUpdate) => ({
   topic_id: mapped.scope?.topic_id ?? "none"
 })
 
-const decodeItem = Schema.decodeUnknownEither(HistoryItem.HistoryItem)
 
-const logMapped = (mapped: MappedUpdate) =>
-  Effect.all([
+const logMapped = (mapped: MappedUpdate): Effect.Effect<void> =>
+  // Most updates have nothing to say: no Effect is built for them (this runs for every update).
+  mapped.warnings.length === 0 && mapped.skipped === undefined ? Effect.void : Effect.all([
     mapped.warnings.length === 0 ? Effect.void : Effect.logDebug("update mapped with warnings").pipe(
       Effect.annotateLogs({ warnings: mapped.warnings.length, first_warning: mapped.warnings[0] ?? "" })
     ),
@@ -168,27 +165,19 @@ export const migrateChat = (
     return core.migrated
   })
 
-/** Decoded history items of a mapped update, in order (the mapper only hands out decodable ones). */
-const itemsOf = (mapped: MappedUpdate): Array<HistoryItem.HistoryItem> => {
-  const out: Array<HistoryItem.HistoryItem> = []
-  for (const encoded of mapped.history) {
-    const item = decodeItem(encoded)
-    if (Either.isRight(item)) out.push(item.right)
-  }
-  return out
-}
+/** Decoded history items of a mapped update, in order: the mapper builds them decoded. */
+const itemsOf = (mapped: MappedUpdate): ReadonlyArray<HistoryItem.HistoryItem> => mapped.decoded.history
 
-/** Decoded events of mapped updates, in order (the mapper validates them against these very Schemas). */
-const eventsOf = (mapped: MappedUpdate): ReadonlyArray<ContextEvent> =>
-  Either.getOrElse(decodeEvents(mapped.events), () => [])
+/** Decoded events of a mapped update, in order. */
+const eventsOf = (mapped: MappedUpdate): ReadonlyArray<ContextEvent> => mapped.decoded.events
 
 // A reaction carries no thread: it belongs where the reacted message is.
+const needsPlace = (item: HistoryItem.HistoryItem) =>
+  item.topic_id === null && item.message_id === null && item.reply_to_message_id !== null
 const placeItem = (item: HistoryItem.HistoryItem) =>
-  item.topic_id !== null || item.message_id !== null || item.reply_to_message_id === null
-    ? Effect.succeed(item)
-    : Effect.flatMap(ContextStore, (store) => store.message(item.chat_id, item.reply_to_message_id!)).pipe(
-      Effect.map(Option.match({ onNone: () => item, onSome: (meta) => ({ ...item, topic_id: meta.topic_id }) }))
-    )
+  Effect.flatMap(ContextStore, (store) => store.message(item.chat_id, item.reply_to_message_id!)).pipe(
+    Effect.map(Option.match({ onNone: () => item, onSome: (meta) => ({ ...item, topic_id: meta.topic_id }) }))
+  )
 
 /**
  * An update of a chat that migrated (a late or redelivered update of a group that became a
@@ -199,12 +188,11 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
  * @since 0.1.0
  * @category recording
  */
-export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> =>
-  Effect.gen(function*() {
-    const groups = new Set<string>()
-    for (const item of mapped.history) if (item.chat_type === "group") groups.add(String(item.chat_id))
-    if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
-    if (groups.size === 0) return mapped
+export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> => {
+  const groups = new Set<string>()
+  for (const item of mapped.decoded.history) if (item.chat_type === "group") groups.add(item.chat_id)
+  if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
+  return groups.size === 0 ? Effect.succeed(mapped) : Effect.gen(function*() {
     const store = yield* ContextStore
     const moved = new Map<string, string>()
     for (const chat of groups) {
@@ -213,6 +201,7 @@ export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpda
     }
     return moved.size === 0 ? mapped : rekeyMapped(mapped, moved)
   })
+}
 
 const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): MappedUpdate => {
   const id = (v: unknown) => (typeof v === "string" ? migratedMessageId(v) : v === null ? null : migratedMessageId(String(v)))
@@ -234,11 +223,35 @@ const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): 
       bot_response_id: id(item.bot_response_id ?? null)
     } as HistoryItem.HistoryItemEncoded
   })
+  const decodedEvents = mapped.decoded.events.map((e): ContextEvent => {
+    if (e.type !== "message_observed" && e.type !== "message_edited") return e
+    const to = chatOf(e.chat_id)
+    if (to === undefined) return e
+    return {
+      ...e,
+      chat_id: to,
+      message_id: migratedMessageId(e.message_id),
+      reply_to_message_id: e.reply_to_message_id === null ? null : migratedMessageId(e.reply_to_message_id)
+    }
+  })
+  const decodedHistory = mapped.decoded.history.map((item): HistoryItem.HistoryItem => {
+    const to = chatOf(item.chat_id)
+    if (to === undefined) return item
+    const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
+    return {
+      ...item,
+      chat_id: to,
+      message_id: rekey(item.message_id),
+      reply_to_message_id: rekey(item.reply_to_message_id),
+      bot_response_id: rekey(item.bot_response_id)
+    }
+  })
   const scopeTo = mapped.scope === undefined ? undefined : chatOf(mapped.scope.chat_id)
   return {
     ...mapped,
     events,
     history,
+    decoded: { events: decodedEvents, history: decodedHistory },
     ...(mapped.scope === undefined || scopeTo === undefined ? {} : {
       scope: {
         ...mapped.scope,
@@ -295,7 +308,7 @@ const store = (
           const mapped = run[k]!
           for (const item of itemsOf(mapped)) {
             if (!WritePolicy.shouldRecord(mode, item.kind, mapped.addressed || HistoryItem.isOutbound(item))) continue
-            items.push(yield* placeItem(item))
+            items.push(needsPlace(item) ? yield* placeItem(item) : item)
             owners.push(k)
           }
         }
@@ -360,7 +373,8 @@ export const recordBatch = (
 ): Effect.Effect<BatchResult, StoreError, Services> =>
   Effect.suspend(() => {
     const mapped = updates.map((u) => mapUpdate(u, options))
-    return Effect.zipRight(Effect.forEach(mapped, logMapped, { discard: true }), store(mapped, options))
+    const logs = mapped.map(logMapped).filter((log) => log !== Effect.void)
+    return logs.length === 0 ? store(mapped, options) : Effect.zipRight(Effect.all(logs, { discard: true }), store(mapped, options))
   })
 
 /**

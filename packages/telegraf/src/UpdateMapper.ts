@@ -7,8 +7,9 @@
  * @since 0.1.0
  */
 import { generalTopicId as coreGeneralTopicId } from "@deixis/core/ChatInfo"
-import type { ContextEventInput } from "@deixis/core/ContextEvent"
-import { decodeEvents } from "@deixis/core/ContextEvent"
+import { capLabel } from "@deixis/core/ContextObject"
+import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
+import { formatTimestamp } from "@deixis/core/Ids"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import type * as Mentions from "@deixis/chathistory/Mentions"
 import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
@@ -106,6 +107,14 @@ export interface MappedUpdate {
   readonly warnings: ReadonlyArray<string>
   /** Why nothing was mapped; absent when something was. */
   readonly skipped?: string
+  /**
+   * The same events and items, decoded — what `ContextIngest.apply` and
+   * `HistoryStore.append` take — built alongside the wire forms so no consumer decodes again.
+   */
+  readonly decoded: {
+    readonly events: ReadonlyArray<ContextEvent>
+    readonly history: ReadonlyArray<HistoryItem.HistoryItem>
+  }
 }
 
 /**
@@ -130,21 +139,19 @@ export const maxTextLength = 8192
 const maxEntities = 200
 const maxLinks = 50
 const maxRefLength = 2048
-const maxPollIdLength = 256
+// Its close's event id ("telegram:poll_closed:" + id) must fit core's 256.
+const maxPollIdLength = 200
 const maxAttachmentName = 256
 const maxHistoryText = 32_768
 // Date#toISOString throws past ±8.64e15 ms; Telegram dates are seconds.
 const maxDateSeconds = 8_640_000_000_000
 
 const decodeHead = Schema.decodeUnknownEither(Tg.UpdateHead)
-const decodeMessage = Schema.decodeUnknownEither(Tg.Message)
 const decodePoll = Schema.decodeUnknownEither(Tg.Poll)
 const decodePollAnswer = Schema.decodeUnknownEither(Tg.PollAnswer)
 // A replied or pinned message too partial to record still names its id.
 const decodeChatOnly = Schema.decodeUnknownEither(Schema.Struct({ message_id: Schema.Int }))
 const decodeReaction = Schema.decodeUnknownEither(Tg.MessageReaction)
-const decodeItem = Schema.decodeUnknownEither(HistoryItem.HistoryItem)
-const encodeItem = Schema.encodeEither(HistoryItem.HistoryItem)
 
 const messageKeys = [
   "message",
@@ -193,10 +200,71 @@ const empty = (
   update_type: string | null,
   skipped: string,
   warnings: ReadonlyArray<string> = []
-): MappedUpdate => ({ update_id, update_type, events: [], history: [], addressed: false, warnings, skipped })
+): MappedUpdate => ({
+  update_id,
+  update_type,
+  events: [],
+  history: [],
+  addressed: false,
+  warnings,
+  skipped,
+  decoded: noneDecoded
+})
 
-const isoOf = (seconds: number): string | undefined =>
-  Math.abs(seconds) <= maxDateSeconds ? new Date(seconds * 1000).toISOString() : undefined
+const noneDecoded: MappedUpdate["decoded"] = { events: [], history: [] }
+
+/**
+ * The wire form of an event the mapper built, as `Schema.encode(ContextEvent)` would give it
+ * but without re-validating (and without the empty `links` / `media` lists).
+ */
+const wireEvent = (e: ContextEvent): ContextEventInput => {
+  if (e.type !== "message_observed" && e.type !== "message_edited") {
+    return e.type === "poll_closed" ? { type: e.type, event_id: e.event_id, ...(e.poll_id === undefined ? {} : { poll_id: e.poll_id }) } : e as never
+  }
+  const out: Record<string, unknown> = {
+    type: e.type,
+    chat_id: e.chat_id,
+    message_id: e.message_id,
+    topic_id: e.topic_id,
+    reply_to_message_id: e.reply_to_message_id,
+    sender_user_id: e.sender_user_id,
+    direction: e.direction,
+    ...(e.sent_at === undefined ? {} : { sent_at: formatTimestamp(e.sent_at) }),
+    ...(e.is_forum === undefined ? {} : { is_forum: e.is_forum })
+  }
+  if (e.type === "message_edited") out["edited_at"] = formatTimestamp(e.edited_at)
+  if (e.links.length > 0) out["links"] = e.links
+  if (e.media.length > 0) out["media"] = e.media
+  if (e.media_group_id !== undefined) out["media_group_id"] = e.media_group_id
+  if (e.poll !== undefined) out["poll"] = e.poll
+  return out as ContextEventInput
+}
+
+/**
+ * A mapped update from decoded events and items. The wire forms are derived from them when
+ * first read: the recorder never reads them.
+ */
+const mapped = (
+  fields: Omit<MappedUpdate, "events" | "history" | "decoded">,
+  events: ReadonlyArray<ContextEvent>,
+  history: ReadonlyArray<HistoryItem.HistoryItem>
+): MappedUpdate => {
+  let wireEvents: ReadonlyArray<ContextEventInput> | undefined
+  let wireHistory: ReadonlyArray<HistoryItem.HistoryItemEncoded> | undefined
+  return {
+    ...fields,
+    get events() {
+      return wireEvents ??= events.map(wireEvent)
+    },
+    get history() {
+      return wireHistory ??= history.map(HistoryItem.encodeTrusted)
+    },
+    decoded: { events, history }
+  }
+}
+
+// Whether a Telegram date (seconds) is an instant a Date can hold (±8.64e15 ms).
+const inDateRange = (seconds: number): boolean => Math.abs(seconds) <= maxDateSeconds
 
 // Cuts to `max` UTF-16 code units without splitting a surrogate pair.
 const cut = (text: string, max: number): string => {
@@ -268,7 +336,7 @@ const originPerson = (origin: Tg.MessageOrigin | undefined): PeopleRef.Person | 
 }
 
 const forwardOf = (origin: Tg.ForwardOrigin | undefined, automatic: boolean): HistoryItem.ForwardInput | undefined => {
-  if (origin === undefined || isoOf(origin.date) === undefined) return undefined
+  if (origin === undefined || !inDateRange(origin.date)) return undefined
   const kind = origin.type === "user" || origin.type === "hidden_user" || origin.type === "chat" || origin.type === "channel"
     ? origin.type
     : undefined
@@ -298,7 +366,7 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
     if (seen.has(url) || links.length >= maxLinks) continue
     seen.add(url)
     const title = e.type === "text_link" ? span.replace(/\s+/g, " ").trim() : ""
-    links.push(title === "" || title === url ? { url } : { url, title })
+    links.push(title === "" || title === url ? { url } : { url, title: capLabel(title) })
   }
   return links
 }
@@ -310,7 +378,7 @@ const mediaRef = (kind: MediaRef["kind"], fileId: string | undefined, label: str
   const ref: MediaRef = { kind }
   if (fileId !== undefined && fileId.length > 0 && fileId.length <= maxRefLength) ref.file_id = fileId
   const clean = label?.replace(/\s+/g, " ").trim()
-  if (clean !== undefined && clean !== "") ref.label = cut(clean, 512)
+  if (clean !== undefined && clean !== "") ref.label = capLabel(clean)
   return ref
 }
 
@@ -414,8 +482,8 @@ const toMentionEntities = (text: string, entities: ReadonlyArray<Tg.Entity>): Ar
     })
 
 interface One {
-  readonly event: Record<string, unknown>
-  readonly item: HistoryItem.HistoryItemEncoded
+  readonly event: MessageObserved | MessageEdited
+  readonly item: HistoryItem.HistoryItem
   readonly scope: MessageScope
   readonly outbound: boolean
   readonly text: string
@@ -452,8 +520,7 @@ const mapOne = (
   }
 ): One | string => {
   const warnings = context.warnings
-  const sentAt = isoOf(m.date)
-  if (sentAt === undefined) return "date out of range"
+  if (!inDateRange(m.date)) return "date out of range"
   const chatId = String(m.chat.id)
   const topicId = topicIdOf(m)
   const rawText = m.text ?? m.caption ?? ""
@@ -472,34 +539,39 @@ const mapOne = (
   const album = m.media_group_id !== undefined && m.media_group_id.length > 0 && m.media_group_id.length <= 256
     ? m.media_group_id
     : undefined
-  const editedAt = context.edited || m.edit_date !== undefined ? isoOf(m.edit_date ?? m.date) : undefined
+  const editedSeconds = m.edit_date !== undefined && inDateRange(m.edit_date) ? m.edit_date : m.date
+  const editedAt = context.edited || m.edit_date !== undefined ? editedSeconds * 1000 : undefined
 
-  const event: Record<string, unknown> = {
-    type: context.edited ? "message_edited" : "message_observed",
-    chat_id: chatId,
-    message_id: String(m.message_id),
-    topic_id: topicId,
-    reply_to_message_id: context.replyTo,
-    sender_user_id: senderId,
-    direction: outbound ? "outbound" : "inbound",
-    sent_at: sentAt,
-    is_forum: m.chat.is_forum === true
-  }
-  if (context.edited) event["edited_at"] = editedAt
-  if (links.length > 0) event["links"] = links
-  if (media.length > 0) event["media"] = media.slice(0, maxLinks)
-  if (album !== undefined && media.length > 0) event["media_group_id"] = album
+  let poll: MessageObserved["poll"]
   if (m.poll !== undefined) {
     if (m.poll.id.length > 0 && m.poll.id.length <= maxPollIdLength) {
-      event["poll"] = {
+      poll = {
         poll_id: m.poll.id,
-        ...(m.poll.question === undefined || m.poll.question.trim() === "" ? {} : { question: m.poll.question }),
+        ...(m.poll.question === undefined || m.poll.question.trim() === "" ? {} : { question: capLabel(m.poll.question) }),
         is_closed: m.poll.is_closed ?? false
       }
     } else {
       warnings.push("poll id unusable; poll not recorded")
     }
   }
+  const observed: MessageObserved = {
+    type: "message_observed",
+    chat_id: chatId,
+    message_id: String(m.message_id),
+    topic_id: topicId,
+    reply_to_message_id: context.replyTo,
+    sender_user_id: senderId,
+    direction: outbound ? "outbound" : "inbound",
+    sent_at: m.date * 1000,
+    is_forum: m.chat.is_forum === true,
+    links,
+    media: media.slice(0, maxLinks),
+    ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),
+    ...(poll === undefined ? {} : { poll })
+  }
+  const event: MessageObserved | MessageEdited = context.edited
+    ? { ...observed, type: "message_edited", edited_at: editedAt ?? m.date * 1000 }
+    : observed
 
   const forward = forwardOf(m.forward_origin, m.is_automatic_forward === true)
   const people = [sender, context.quotedPerson].filter((p): p is PeopleRef.Person => p !== undefined && p !== null)
@@ -516,18 +588,15 @@ const mapOne = (
     people,
     quote: context.quote,
     attachments: attachments.slice(0, 50),
-    ...(editedAt === undefined ? {} : { edited_at: Date.parse(editedAt) }),
+    ...(editedAt === undefined ? {} : { edited_at: editedAt }),
     ...(forward === undefined ? {} : { forward }),
     ...(album === undefined ? {} : { album_id: album }),
     ...(context.seenVia === undefined ? {} : { seen_via: context.seenVia })
   }, m.date * 1000)
   warnings.push(...built.warnings)
-  const item = built.item.text.length <= maxHistoryText ? built.item : { ...built.item, text: cut(built.item.text, maxHistoryText) }
-  const encoded = encodeItem(item)
-  if (Either.isLeft(encoded)) return firstIssue(encoded.left)
   return {
     event,
-    item: encoded.right,
+    item: withinLimits(built.item),
     scope: {
       chat_id: chatId,
       topic_id: topicId,
@@ -552,12 +621,12 @@ const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded
       ? { id: String(external.message_id), embedded: undefined }
       : { id: null, embedded: undefined }
   }
-  const decoded = decodeMessage(raw, { errors: "first", onExcessProperty: "ignore" })
-  if (Either.isLeft(decoded)) {
+  const decoded = Tg.parseMessage(raw)
+  if (!decoded.ok) {
     const head = decodeChatOnly(raw, { onExcessProperty: "ignore" })
     return { id: Either.isRight(head) ? String(head.right.message_id) : null, embedded: undefined }
   }
-  const r = decoded.right
+  const r = decoded.message
   // In a forum, a message that is not an explicit reply still "replies" to its topic's creation notice.
   if (r.forum_topic_created !== undefined || (m.is_topic_message === true && r.message_id === m.message_thread_id)) {
     return { id: null, embedded: undefined }
@@ -565,10 +634,10 @@ const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded
   if (isRecordOf(raw) && !hasContent(raw)) {
     // A reply to a pin notice means the pinned message (when it is still accessible: date > 0).
     if (r.pinned_message !== undefined) {
-      const pinned = decodeMessage(r.pinned_message, { errors: "first", onExcessProperty: "ignore" })
-      if (Either.isRight(pinned)) {
-        const accessible = pinned.right.date > 0 && isRecordOf(r.pinned_message) && hasContent(r.pinned_message)
-        return { id: String(pinned.right.message_id), embedded: accessible ? pinned.right : undefined }
+      const pinned = Tg.parseMessage(r.pinned_message)
+      if (pinned.ok) {
+        const accessible = pinned.message.date > 0 && isRecordOf(r.pinned_message) && hasContent(r.pinned_message)
+        return { id: String(pinned.message.message_id), embedded: accessible ? pinned.message : undefined }
       }
       const head = decodeChatOnly(r.pinned_message, { onExcessProperty: "ignore" })
       if (Either.isRight(head)) return { id: String(head.right.message_id), embedded: undefined }
@@ -590,12 +659,17 @@ const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded
  * @since 0.1.0
  * @category mapping
  */
-export const mapMessage = (input: unknown, options: MapOptions = {}, updateType = "message"): MappedUpdate => {
-  const decoded = decodeMessage(input, { errors: "first", onExcessProperty: "ignore" })
-  if (Either.isLeft(decoded)) return empty(null, updateType, `malformed ${updateType}: ${firstIssue(decoded.left)}`)
-  const m = decoded.right
+export const mapMessage = (
+  input: unknown,
+  options: MapOptions = {},
+  updateType = "message",
+  updateId: number | null = null
+): MappedUpdate => {
+  const decoded = Tg.parseMessage(input)
+  if (!decoded.ok) return empty(updateId, updateType, `malformed ${updateType}: ${decoded.issue}`)
+  const m = decoded.message
   const warnings: Array<string> = []
-  if (isoOf(m.date) === undefined) return empty(null, updateType, `malformed ${updateType}: date out of range`)
+  if (!inDateRange(m.date)) return empty(updateId, updateType, `malformed ${updateType}: date out of range`)
 
   if (isRecordOf(input) && !hasContent(input)) {
     const migration = m.migrate_to_chat_id !== undefined
@@ -604,9 +678,9 @@ export const mapMessage = (input: unknown, options: MapOptions = {}, updateType 
       ? { from_chat_id: String(m.migrate_from_chat_id), to_chat_id: String(m.chat.id) }
       : undefined
     if (migration === undefined || migration.from_chat_id === migration.to_chat_id) {
-      return empty(null, updateType, `service message (${serviceKind(input)}): not conversation`)
+      return empty(updateId, updateType, `service message (${serviceKind(input)}): not conversation`)
     }
-    return { update_id: null, update_type: updateType, events: [], history: [], migration, addressed: false, warnings }
+    return { update_id: updateId, update_type: updateType, events: [], history: [], migration, addressed: false, warnings, decoded: noneDecoded }
   }
 
   const reply = replyOf(m)
@@ -629,10 +703,10 @@ export const mapMessage = (input: unknown, options: MapOptions = {}, updateType 
     seenVia: undefined,
     warnings
   })
-  if (typeof main === "string") return empty(null, updateType, `unmappable ${updateType}: ${main}`, warnings)
+  if (typeof main === "string") return empty(updateId, updateType, `unmappable ${updateType}: ${main}`, warnings)
 
-  const events: Array<Record<string, unknown>> = []
-  const history: Array<HistoryItem.HistoryItemEncoded> = []
+  const events: Array<ContextEvent> = []
+  const history: Array<HistoryItem.HistoryItem> = []
   if (reply.embedded !== undefined) {
     const embeddedWarnings: Array<string> = []
     const embedded = mapOne(reply.embedded, options, {
@@ -657,32 +731,29 @@ export const mapMessage = (input: unknown, options: MapOptions = {}, updateType 
     ? [{ chat_id: main.scope.chat_id, topic_id: main.scope.topic_id, message_id: reply.id, response_id: main.scope.message_id }]
     : []
 
-  return validated({
-    update_id: null,
+  return mapped({
+    update_id: updateId,
     update_type: updateType,
-    events: events as unknown as ReadonlyArray<ContextEventInput>,
-    history,
     scope: main.scope,
     ...(responses.length === 0 ? {} : { responses }),
     addressed: !main.outbound && addressedToBot(m, main.text, main.entities, options),
     warnings
-  })
+  }, events, history)
 }
 
-// The output is checked against the very Schemas its consumers decode with, so what this
-// module hands out is always accepted whole.
-const validated = (mapped: MappedUpdate): MappedUpdate => {
-  const events = decodeEvents(mapped.events)
-  if (Either.isLeft(events)) {
-    return empty(mapped.update_id, mapped.update_type, `unmappable ${mapped.update_type}: ${events.left.path}: ${events.left.message}`, mapped.warnings)
-  }
-  for (const item of mapped.history) {
-    const decoded = decodeItem(item, { errors: "first" })
-    if (Either.isLeft(decoded)) {
-      return empty(mapped.update_id, mapped.update_type, `unmappable ${mapped.update_type}: ${firstIssue(decoded.left)}`, mapped.warnings)
-    }
-  }
-  return mapped
+/**
+ * An item within every limit of chathistory's Schema (what its consumers decode with): the
+ * mapper builds its output directly in the decoded form, so these are enforced here; the
+ * property test checks that everything handed out decodes.
+ */
+const withinLimits = (item: HistoryItem.HistoryItem): HistoryItem.HistoryItem => {
+  const text = item.text.length <= maxHistoryText ? item.text : cut(item.text, maxHistoryText)
+  const forward = item.forward === undefined || item.forward.sender_ref.length <= 512
+    ? item.forward
+    : { ...item.forward, sender_ref: cut(item.forward.sender_ref, 512) }
+  return text === item.text && forward === item.forward
+    ? item
+    : { ...item, text, ...(forward === undefined ? {} : { forward }) }
 }
 
 const reactionText = (reactions: ReadonlyArray<Tg.Reaction>): string =>
@@ -695,7 +766,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
   if (Either.isLeft(decoded)) return empty(updateId, "message_reaction", `malformed message_reaction: ${firstIssue(decoded.left)}`)
   const r = decoded.right
   if (r.new_reaction.length === 0) return empty(updateId, "message_reaction", "message_reaction: a reaction removed; nothing to record")
-  if (isoOf(r.date) === undefined) return empty(updateId, "message_reaction", "malformed message_reaction: date out of range")
+  if (!inDateRange(r.date)) return empty(updateId, "message_reaction", "malformed message_reaction: date out of range")
   const sender = r.actor_chat !== undefined
     ? personOfChat(r.actor_chat)
     : r.user !== undefined
@@ -714,16 +785,9 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
     sender,
     text: cut(reactionText(r.new_reaction.slice(0, 20)), 512)
   }, r.date * 1000)
-  const encoded = encodeItem(built.item)
-  if (Either.isLeft(encoded)) return empty(updateId, "message_reaction", `unmappable message_reaction: ${firstIssue(encoded.left)}`)
-  return validated({
-    update_id: updateId,
-    update_type: "message_reaction",
-    events: [],
-    history: [encoded.right],
-    addressed: false,
-    warnings: built.warnings
-  })
+  return mapped({ update_id: updateId, update_type: "message_reaction", addressed: false, warnings: built.warnings }, [], [
+    withinLimits(built.item)
+  ])
 }
 
 /**
@@ -753,8 +817,7 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
   const updateId = head.right.update_id
   for (const key of messageKeys) {
     if (update[key] !== undefined) {
-      const mapped = mapMessage(update[key], options, key)
-      return { ...mapped, update_id: updateId }
+      return mapMessage(update[key], options, key, updateId)
     }
   }
   if (update["poll"] !== undefined) {
@@ -763,14 +826,9 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
       return empty(updateId, "poll", "malformed poll: id")
     }
     return poll.right.is_closed === true
-      ? {
-        update_id: updateId,
-        update_type: "poll",
-        events: [{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }],
-        history: [],
-        addressed: false,
-        warnings: []
-      }
+      ? mapped({ update_id: updateId, update_type: "poll", addressed: false, warnings: [] }, [
+        { type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }
+      ], [])
       : empty(updateId, "poll", "poll: still open; votes are not context events")
   }
   if (update["poll_answer"] !== undefined) {

@@ -5,6 +5,8 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
 import { type MappedUpdate, mapMessage, mapUpdate } from "../src/UpdateMapper.js"
+import * as Tg from "../src/internal/telegram.js"
+import { corpus } from "../src/TelegramFixtures.js"
 import * as F from "./fixtures/updates.js"
 
 const options = { botId: String(F.botId), botUsername: F.botUsername }
@@ -290,5 +292,33 @@ describe("UpdateMapper: hostile input", () => {
       }),
       { numRuns: 400 }
     )
+  })
+
+  it("property: the hand-compiled message check gives the Schema's verdict, whatever field is replaced by whatever JSON", () => {
+    const messages = corpus.flatMap((f) =>
+      ["message", "edited_message", "channel_post", "edited_channel_post"].flatMap((k) => (f.update[k] === undefined ? [] : [f.update[k]]))
+    )
+    const decode = Schema.decodeUnknownEither(Tg.Message)
+    const paths = (value: unknown, prefix: ReadonlyArray<string | number> = []): Array<ReadonlyArray<string | number>> =>
+      typeof value !== "object" || value === null
+        ? [prefix]
+        : [prefix, ...Object.entries(value).flatMap(([k, v]) => paths(v, [...prefix, Array.isArray(value) ? Number(k) : k]))]
+    const replaced = (value: unknown, path: ReadonlyArray<string | number>, next: unknown): unknown => {
+      if (path.length === 0) return next
+      const [head, ...rest] = path
+      const copy: Record<string | number, unknown> = Array.isArray(value) ? [...value] : { ...(value as object) }
+      copy[head!] = replaced((value as Record<string | number, unknown>)[head!], rest, next)
+      return copy
+    }
+    fc.assert(fc.property(
+      fc.constantFrom(...messages),
+      fc.nat(),
+      fc.oneof(fc.jsonValue(), fc.constant(undefined), fc.double(), fc.integer()),
+      (message, pick, next) => {
+        const all = paths(message)
+        const input = replaced(message, all[pick % all.length]!, next)
+        assert.strictEqual(Tg.parseMessage(input).ok, Either.isRight(decode(input)), JSON.stringify(input))
+      }
+    ), { numRuns: 2000 })
   })
 })

@@ -158,3 +158,101 @@ export const PollAnswer = Schema.Struct({
 })
 
 export const UpdateHead = Schema.Struct({ update_id: Int })
+
+// -----------------------------------------------------------------------------
+// A hand-compiled check of `Message`, for the hot path: every update carries one or two.
+// Schema's generic decoder costs more than all the mapping after it; this checks the same
+// fields the same way (unknown fields ignored, a field of the wrong type fails the message)
+// and returns the input itself instead of a copy. `test/UpdateMapper.test.ts` holds it to
+// the Schema's verdicts.
+// -----------------------------------------------------------------------------
+
+type Check = (v: unknown) => string | undefined
+
+const isObject = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null && !Array.isArray(v)
+const cInt: Check = (v) => (typeof v === "number" && Number.isSafeInteger(v) ? undefined : "expected an integer")
+const cNumber: Check = (v) => (typeof v === "number" && !Number.isNaN(v) ? undefined : "expected a number")
+const cString: Check = (v) => (typeof v === "string" ? undefined : "expected a string")
+const cBoolean: Check = (v) => (typeof v === "boolean" ? undefined : "expected a boolean")
+const cUnknown: Check = () => undefined
+
+const cStruct = (required: ReadonlyArray<readonly [string, Check]>, optional: ReadonlyArray<readonly [string, Check]>): Check => (v) => {
+  if (!isObject(v)) return "expected an object"
+  for (const [key, check] of required) {
+    const value = v[key]
+    if (value === undefined) return `${key}: is missing`
+    const issue = check(value)
+    if (issue !== undefined) return `${key}: ${issue}`
+  }
+  for (const [key, check] of optional) {
+    const value = v[key]
+    if (value === undefined) continue
+    const issue = check(value)
+    if (issue !== undefined) return `${key}: ${issue}`
+  }
+  return undefined
+}
+
+const cArray = (item: Check): Check => (v) => {
+  if (!Array.isArray(v)) return "expected an array"
+  for (let i = 0; i < v.length; i++) {
+    const issue = item(v[i])
+    if (issue !== undefined) return `[${i}]: ${issue}`
+  }
+  return undefined
+}
+
+const cUser = cStruct([["id", cInt]], [["is_bot", cBoolean], ["first_name", cString], ["last_name", cString], ["username", cString]])
+const cChat = cStruct([["id", cInt]], [
+  ["type", cString], ["is_forum", cBoolean], ["title", cString], ["username", cString], ["first_name", cString], ["last_name", cString]
+])
+const cEntity = cStruct([["type", cString], ["offset", cInt], ["length", cInt]], [["url", cString], ["user", cUser]])
+const cFile = cStruct([["file_id", cString]], [["file_name", cString], ["mime_type", cString], ["title", cString], ["performer", cString]])
+const cOrigin = cStruct([["type", cString]], [["sender_user", cUser], ["sender_user_name", cString], ["sender_chat", cChat], ["chat", cChat]])
+const cForwardOrigin = cStruct([["type", cString], ["date", cInt]], [
+  ["sender_user", cUser], ["sender_user_name", cString], ["sender_chat", cChat], ["chat", cChat]
+])
+
+const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]], [
+  ["from", cUser],
+  ["sender_chat", cChat],
+  ["message_thread_id", cInt],
+  ["is_topic_message", cBoolean],
+  ["reply_to_message", cUnknown],
+  ["external_reply", cStruct([], [["origin", cOrigin], ["chat", cChat], ["message_id", cInt]])],
+  ["edit_date", cInt],
+  ["media_group_id", cString],
+  ["forward_origin", cForwardOrigin],
+  ["is_automatic_forward", cBoolean],
+  ["pinned_message", cUnknown],
+  ["forum_topic_created", cUnknown],
+  ["migrate_to_chat_id", cInt],
+  ["migrate_from_chat_id", cInt],
+  ["quote", cStruct([["text", cString]], [["entities", cArray(cEntity)]])],
+  ["text", cString],
+  ["entities", cArray(cEntity)],
+  ["caption", cString],
+  ["caption_entities", cArray(cEntity)],
+  ["photo", cArray(cStruct([["file_id", cString]], [["width", cNumber], ["height", cNumber]]))],
+  ["video", cFile],
+  ["video_note", cFile],
+  ["voice", cFile],
+  ["audio", cFile],
+  ["document", cFile],
+  ["animation", cFile],
+  ["sticker", cStruct([["file_id", cString]], [["emoji", cString]])],
+  ["poll", cStruct([["id", cString]], [["question", cString], ["is_closed", cBoolean]])],
+  ["location", cUnknown],
+  ["venue", cStruct([], [["title", cString], ["address", cString]])],
+  ["contact", cUnknown],
+  ["dice", cStruct([], [["emoji", cString], ["value", cInt]])]
+])
+
+/**
+ * `input` as a {@link Message}, or the first problem found (`chat: is missing`): the
+ * verdict of `Schema.decodeUnknownEither(Message)`, without building a copy.
+ */
+export const parseMessage = (input: unknown): { readonly ok: true; readonly message: Message } | { readonly ok: false; readonly issue: string } => {
+  const issue = cMessage(input)
+  return issue === undefined ? { ok: true, message: input as Message } : { ok: false, issue }
+}
