@@ -7,13 +7,13 @@ import { HistoryItem, mergeVersions } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
-import { migratedMessageId, positionLength } from "@deixis/core/Ids"
+import { compareMessageIds, migratedMessageId, positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type Db, describe, num, type Param, type Row, str, topicKey } from "./db.js"
+import { type ColumnType, type Db, describe, num, type Param, type Row, rowsTables, type Scalar, str, topicKey } from "./db.js"
 
 export interface HistorySettings {
   /** How long an item is kept after it was sent. */
@@ -73,81 +73,170 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       return row !== undefined && str(row["topic"]) === topicKey(scope.topic_id) ? Option.some(row) : Option.none<Row>()
     })
 
-  /** One append, inside the caller's transaction. */
-  const appendOne = (incoming: HistoryItem): Effect.Effect<AppendResult, SqlError | string> =>
+  /** Runs `statement` over `rows` passed in bulk as the table `k` (see rowsTables); returns every row it returns. */
+  const bulk = (
+    columns: ReadonlyArray<readonly [string, ColumnType]>,
+    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
+    statement: (from: string) => string
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+    rows.length === 0
+      ? Effect.succeed([])
+      : Effect.map(
+        Effect.forEach(rowsTables(db.dialect, columns, rows), (k) => db.query(statement(k.from), k.params)),
+        (results) => (results.length === 1 ? results[0]! : results.flat())
+      )
+  const pairKey = (a: string, b: string) => `${a.length}:${a}${b}`
+  // SQLite takes CROSS JOIN as the join order (the batch's keys first); PostgreSQL needs a plain JOIN.
+  const join = db.dialect === "pg" ? "JOIN" : "CROSS JOIN"
+  const rowColumns: ReadonlyArray<readonly [string, ColumnType]> = [
+    ["chat_id", "TEXT"],
+    ["topic", "TEXT"],
+    ["anchor_len", "INTEGER"],
+    ["anchor", "TEXT"],
+    ["seq", "BIGINT"],
+    ["message_id", "TEXT"],
+    ["reply_to", "TEXT"],
+    ["response_id", "TEXT"],
+    ["event_id", "TEXT"],
+    ["sent_at", "BIGINT"],
+    ["body", "TEXT"]
+  ]
+
+  /**
+   * Appends items in order inside the caller's transaction, with one statement per table for
+   * the whole batch: the chats' counters, the stored copies of the batch's messages and event
+   * ids, the newest message of each topic an item without an id follows, then the new rows
+   * and the replaced ones. The result is what appending them one by one gives.
+   */
+  const appendMany = (items: ReadonlyArray<HistoryItem>): Effect.Effect<Array<AppendResult>, SqlError | string> =>
     Effect.gen(function*() {
-      // The chat's counter row: its update serialises appends to one chat across processes.
-      const counter = yield* db.query(
-        `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 1)
-         ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq + 1 RETURNING seq`,
-        [incoming.chat_id]
+      // The chats' counter rows, taken in a fixed order: their update serialises appends to a chat
+      // across processes; each item without a message id takes the next number.
+      const idless = new Map<string, number>()
+      for (const item of items) {
+        idless.set(item.chat_id, (idless.get(item.chat_id) ?? 0) + (item.message_id === null ? 1 : 0))
+      }
+      const chats = [...idless.keys()].sort()
+      const counters = yield* bulk(
+        [["chat_id", "TEXT"], ["seq", "BIGINT"]],
+        chats.map((c) => [c, Math.max(1, idless.get(c)!)]),
+        (from) =>
+          `INSERT INTO deixis_history_chats (chat_id, seq) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq + excluded.seq RETURNING chat_id, seq`
       )
-      const id = incoming.message_id
-      if (id !== null) {
-        const existing = yield* db.query(`SELECT body FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
-          incoming.chat_id,
-          id
-        ])
-        const stored = existing[0]
-        if (stored !== undefined) {
-          // The higher version of the message wins; a replaced item keeps its position and its topic.
-          const before = yield* itemOf(stored["body"])
-          const item = mergeVersions(before, incoming)
-          if (item === undefined) return "unchanged" as const
-          yield* db.query(
-            `UPDATE deixis_history SET reply_to = ?, response_id = ?, sent_at = ?, rev = rev + 1, body = ?
-             WHERE chat_id = ? AND message_id = ?`,
-            [item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item), item.chat_id, id]
-          )
-          return "replaced" as const
+      const nextSeq = new Map<string, number>()
+      for (const r of counters) {
+        const chat = str(r["chat_id"])
+        nextSeq.set(chat, num(r["seq"]) - Math.max(1, idless.get(chat) ?? 1) + 1)
+      }
+
+      // What the store holds of the batch's messages and event ids.
+      const ids = new Map<string, readonly [string, string]>()
+      const events = new Map<string, readonly [string, string]>()
+      const topics = new Map<string, readonly [string, string]>()
+      for (const item of items) {
+        if (item.message_id !== null) {
+          if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id])
+        } else {
+          if (item.event_id !== undefined) events.set(pairKey(item.chat_id, item.event_id), [item.chat_id, item.event_id])
+          const topic = topicKey(item.topic_id)
+          topics.set(pairKey(item.chat_id, topic), [item.chat_id, topic])
         }
-      } else if (incoming.event_id !== undefined) {
-        const known = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND event_id = ?`, [
-          incoming.chat_id,
-          incoming.event_id
-        ])
-        if (known.length > 0) return "unchanged" as const
       }
-      const topic = topicKey(incoming.topic_id)
-      let anchor = id
-      let seq = 0
-      if (anchor === null) {
+      const stored = new Map<string, HistoryItem>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["message_id", "TEXT"]], [...ids.values()], (from) =>
+        `SELECT h.chat_id, h.message_id, h.body FROM ${from}
+         ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`)) {
+        stored.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
+      }
+      const seenEvents = new Set<string>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["event_id", "TEXT"]], [...events.values()], (from) =>
+        `SELECT h.chat_id, h.event_id FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
+        seenEvents.add(pairKey(str(r["chat_id"]), str(r["event_id"])))
+      }
+      const newest = new Map<string, string>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["topic", "TEXT"]], [...topics.values()], (from) =>
+        `SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
+           WHERE h.chat_id = k.chat_id AND h.topic = k.topic AND h.seq = 0 ORDER BY ${desc} LIMIT 1) AS anchor FROM ${from}`)) {
+        if (r["anchor"] !== null && r["anchor"] !== undefined) newest.set(pairKey(str(r["chat_id"]), str(r["topic"])), str(r["anchor"]))
+      }
+
+      // The appends, in order, over what is stored and what the batch appended before.
+      const results: Array<AppendResult> = []
+      const inserts = new Map<string, HistoryItem>()
+      const insertRows: Array<ReadonlyArray<Scalar>> = []
+      const updates = new Map<string, HistoryItem>()
+      for (const incoming of items) {
+        const id = incoming.message_id
+        const topic = topicKey(incoming.topic_id)
+        if (id !== null) {
+          const k = pairKey(incoming.chat_id, id)
+          const before = inserts.get(k) ?? updates.get(k) ?? stored.get(k)
+          if (before !== undefined) {
+            const item = mergeVersions(before, incoming)
+            if (item === undefined) {
+              results.push("unchanged")
+            } else {
+              if (inserts.has(k)) inserts.set(k, item)
+              else updates.set(k, item)
+              results.push("replaced")
+            }
+            continue
+          }
+          inserts.set(k, incoming)
+          const tk = pairKey(incoming.chat_id, topic)
+          const max = newest.get(tk)
+          if (max === undefined || compareMessageIds(id, max) > 0) newest.set(tk, id)
+          results.push("appended")
+          continue
+        }
+        if (incoming.event_id !== undefined) {
+          const ek = pairKey(incoming.chat_id, incoming.event_id)
+          if (seenEvents.has(ek)) {
+            results.push("unchanged")
+            continue
+          }
+          seenEvents.add(ek)
+        }
         // Right after the newest message its topic holds.
-        const newest = yield* db.query(
-          `SELECT anchor FROM deixis_history WHERE chat_id = ? AND topic = ? AND seq = 0 ORDER BY ${desc} LIMIT 1`,
-          [incoming.chat_id, topic]
-        )
-        anchor = newest[0] === undefined ? "" : str(newest[0]["anchor"])
-        seq = num(counter[0]?.["seq"])
+        const anchor = newest.get(pairKey(incoming.chat_id, topic)) ?? ""
+        const seq = nextSeq.get(incoming.chat_id) ?? 1
+        nextSeq.set(incoming.chat_id, seq + 1)
+        insertRows.push([
+          incoming.chat_id, topic, positionLength(anchor), anchor, seq, null, incoming.reply_to_message_id,
+          incoming.bot_response_id, incoming.event_id ?? null, incoming.sent_at, JSON.stringify(incoming)
+        ])
+        results.push("appended")
       }
-      const params: ReadonlyArray<Param> = [
-        incoming.chat_id,
-        topic,
-        positionLength(anchor),
-        anchor,
-        seq,
-        id,
-        incoming.reply_to_message_id,
-        incoming.bot_response_id,
-        id === null ? incoming.event_id ?? null : null,
-        incoming.sent_at,
-        JSON.stringify(incoming)
-      ]
-      yield* db.query(
+      for (const item of inserts.values()) {
+        const id = item.message_id!
+        insertRows.push([
+          item.chat_id, topicKey(item.topic_id), positionLength(id), id, 0, id, item.reply_to_message_id,
+          item.bot_response_id, null, item.sent_at, JSON.stringify(item)
+        ])
+      }
+      yield* bulk(rowColumns, insertRows, (from) =>
         `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-        params
+         SELECT chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, 0, body FROM ${from} WHERE true`)
+      yield* bulk(
+        [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
+        [...updates.values()].map((item) => [
+          item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
+        ]),
+        (from) =>
+          `UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`
       )
-      return "appended" as const
+      return results
     })
 
   const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
-    db.transaction(appendOne(incoming)).pipe(Effect.mapError(failStore("append")))
+    db.transaction(appendMany([incoming])).pipe(Effect.map((r) => r[0]!), Effect.mapError(failStore("append")))
 
   const appendAll = (items: ReadonlyArray<HistoryItem>): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> =>
     items.length === 0
       ? Effect.succeed([])
-      : db.transaction(Effect.forEach(items, appendOne)).pipe(Effect.mapError(failStore("appendAll")))
+      : db.transaction(appendMany(items)).pipe(Effect.mapError(failStore("appendAll")))
 
   const migrateChat = (from: string, to: string): Effect.Effect<number, StoreError> =>
     from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
