@@ -306,7 +306,7 @@ describe("UpdateMapper: hostile input", () => {
     const replaced = (value: unknown, path: ReadonlyArray<string | number>, next: unknown): unknown => {
       if (path.length === 0) return next
       const [head, ...rest] = path
-      const copy: Record<string | number, unknown> = Array.isArray(value) ? [...value] : { ...(value as object) }
+      const copy = (Array.isArray(value) ? [...(value as ReadonlyArray<unknown>)] : { ...(value as object) }) as Record<string | number, unknown>
       copy[head!] = replaced((value as Record<string | number, unknown>)[head!], rest, next)
       return copy
     }
