@@ -334,8 +334,8 @@ export const historyStoreContract = <E>(
     it.effect("a chat's items migrate to its new id once: re-keyed, and placed before the new chat's own", () =>
       Effect.gen(function*() {
         const store = yield* HistoryStore.HistoryStore
-        const from = chat("migrate-from")
-        const to = chat("migrate-to")
+        const from = chat("migrate-old")
+        const to = chat("migrate-new")
         yield* appendAll(store, [
           testItem(from, "1"),
           testItem(from, "2", { reply_to_message_id: "1", bot_response_id: "3" }),

@@ -213,7 +213,7 @@ describe("HistoryRenderer", () => {
     assert.strictEqual(
       HistoryRenderer.renderItemJson(item),
       `{"kind":"inbound_user","time":"2026-02-13T08:20:10Z","sender":"[Alice](tg:@alice)","text":"caption","message_id":"7",` +
-        `"edited_at":"2026-02-13T08:25:00Z","forwarded_from":"[News](tg:@news)","forwarded_at":"2026-02-12T09:00:00Z",` +
+        `"edited_at":"2026-02-13T08:25:00Z","forward_origin":"[News](tg:@news)","forward_date":"2026-02-12T09:00:00Z",` +
         `"album_id":"13579","seen_via":"reply"}`
     )
     // An item without them renders exactly as before: appended fields never move old bytes.

@@ -185,8 +185,8 @@ export const conversationStateStoreContract = <E>(
     it.effect("a chat's states migrate to its new id once, each keeping its revision; the new chat's own state wins", () =>
       Effect.gen(function*() {
         const store = yield* ConversationState.ConversationStateStore
-        const from = chat("from")
-        const to = chat("to")
+        const from = chat("old")
+        const to = chat("new")
         yield* store.put(snapshot({ chat_id: from, topic_id: null }, 1, { plan: "a" }, "7"))
         yield* store.put(snapshot({ chat_id: from, topic_id: null }, 2, { plan: "b" }, "7"))
         yield* store.put(snapshot({ chat_id: from, topic_id: "5" }, 1, { topic: 5 }))

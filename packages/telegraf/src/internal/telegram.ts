@@ -214,7 +214,7 @@ const cForwardOrigin = cStruct([["type", cString], ["date", cInt]], [
 ])
 
 const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]], [
-  ["from", cUser],
+  [`from`, cUser],
   ["sender_chat", cChat],
   ["message_thread_id", cInt],
   ["is_topic_message", cBoolean],
