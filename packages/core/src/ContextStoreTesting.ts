@@ -428,6 +428,26 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           assert.deepStrictEqual(live.entries.map((e) => e.object.object_id), [`${from}/1/link`])
         }))
 
+      it.effect("a pending reminder is never swept before its due time plus its grace", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const day = 24 * 60 * minute
+          const due = T0 + 30 * day
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 4 },
+            { type: "object_activated", event_id: "r", chat_id: chat, reason: "reminder_created", source_message_id: 1, kind: "reminder", due_at: new Date(due).toISOString() }
+          ])
+          const id = `${chat}/1/reminder`
+          const store = yield* ContextStore
+          // Well past the 7-day retention of an ordinary activation: still pending, still there and active.
+          yield* store.sweep(T0 + 20 * day)
+          const kept = Option.getOrThrow(yield* store.object(chat, id))
+          assert.isTrue(isActive(kept, due))
+          assert.isFalse(isActive(kept, due + TtlPolicy.defaults.reminder_grace))
+          yield* store.sweep(due + TtlPolicy.defaults.reminder_grace)
+          assert.isTrue(Option.isSome(yield* store.object(chat, id)))
+        }))
+
       it.effect("never crosses chats, and orders messages by position", () =>
         Effect.gen(function*() {
           const a = freshChat()
