@@ -4,7 +4,7 @@
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
-import { HistoryItem } from "@deixis/chathistory"
+import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
 
@@ -50,7 +50,13 @@ export const TelegramResult = Schema.Struct({
   updates: Schema.Number,
   skipped: Schema.Array(Schema.Struct({ index: Schema.Number, reason: Schema.String })),
   events: ContextEvent.ApplyResult,
-  history_items: Schema.Number
+  history_items: Schema.Number,
+  migrations: Schema.optional(Schema.Array(Schema.Struct({
+    index: Schema.Number,
+    from_chat_id: Ids.ChatId,
+    to_chat_id: Ids.ChatId,
+    migrated: Schema.Boolean
+  })))
 }).annotations({ identifier: "TelegramIngestResult" })
 
 export const Gap = Schema.Struct({
@@ -59,6 +65,52 @@ export const Gap = Schema.Struct({
   previous_sent_at: Ids.Timestamp,
   exceeds_threshold: Schema.Boolean
 }).annotations({ identifier: "ConversationGap" })
+
+/** A message the bot sent, as the Bot API returned it, and the user message it answers. */
+export const TelegramSent = Schema.Struct({
+  // The same open JSON object as an Update (one schema component): the shared mapper checks every field it reads.
+  message: TelegramUpdate,
+  answering_message_id: Schema.optional(Ids.MessageId.annotations({
+    description: "The user message this one answers (its bot_response_id is set); the message it replies to when absent"
+  }))
+}).annotations({
+  identifier: "TelegramSentMessage",
+  description: "message: the Telegram Bot API Message object a send method returned"
+})
+
+export const TelegramSentResult = Schema.Struct({
+  skipped: Schema.NullOr(Schema.String),
+  events: Schema.NullOr(ContextEvent.ApplyResult),
+  history_items: Schema.Number,
+  answered: Schema.NullOr(Ids.MessageId)
+}).annotations({ identifier: "TelegramSentResult" })
+
+const LoadSource = Schema.Literal("recent", "reply_target", "reply_context", "reply_chain", "side_reply")
+
+export const MessageContextResult = Schema.Struct({
+  chat_id: Ids.ChatId,
+  topic_id: Schema.NullOr(Ids.TopicId),
+  message_id: Ids.MessageId,
+  message: Schema.NullOr(HistoryItem.HistoryItem),
+  messages: Schema.Array(HistoryItem.HistoryItem),
+  sources: Schema.Array(Schema.Array(LoadSource)),
+  reply: Schema.Struct({ target_id: Schema.NullOr(Ids.MessageId), status: Schema.Literal("none", "found", "not_found") }),
+  chain: Schema.NullOr(Schema.Struct({
+    message_ids: Schema.Array(Schema.String),
+    side_reply_ids: Schema.Array(Schema.String),
+    truncated_by: Schema.Array(Schema.Literal("chain_max_messages", "side_replies_per_message", "side_replies_total")),
+    missing_parent_id: Schema.NullOr(Schema.String)
+  })),
+  gap: Schema.NullOr(Gap),
+  gap_note: Schema.NullOr(Schema.String),
+  history: Schema.Array(HistoryItem.HistoryItem),
+  chat_history_context: Schema.String,
+  current_message: Schema.NullOr(Schema.String)
+}).annotations({
+  identifier: "MessageContext",
+  description: "What the bot loads for a message: the context-loading spec's recency window, reply target with the messages around it and its chain (each message's sources), the gap and its note; the write policy's history window before it; both rendered for an LLM."
+})
+
 
 export const ContextResult = Schema.Struct({
   chat_id: Ids.ChatId,
@@ -73,27 +125,37 @@ export const ContextResult = Schema.Struct({
   description: "With message_id: that message's context — what came before it, by position — and the gap before it. Without: the conversation so far, up to and including the newest message. Plus the rendered chat_history_context."
 })
 
-// Authentication is declared per endpoint here: the Telegram route also takes Telegram's
-// webhook secret, and a group-level middleware would demand the bearer token of it too.
+// Every group declares its authentication once, for all of its endpoints (an endpoint added
+// later cannot be left open): the bearer token, or for the webhook also Telegram's secret.
 export class Events extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.post("ingest", "/v1/events")
       .setPayload(ContextEvent.ContextEventBatch)
       .addSuccess(ContextEvent.ApplyResult)
-      .middleware(Authorization)
       .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
   )
+  .add(
+    HttpApiEndpoint.post("telegramSent", "/v1/telegram/sent")
+      .setPayload(TelegramSent)
+      .addSuccess(TelegramSentResult)
+      .annotate(OpenApi.Summary, "Record a message the bot sent, as the answer to a user message (its bot_response_id)")
+  )
+  .middleware(Authorization)
+  .addError(ContextStore.StoreError)
+{}
+
+export class Webhook extends HttpApiGroup.make("webhook")
   .add(
     HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
       .setPayload(Schema.Union(TelegramUpdate, Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000))))
       .addSuccess(TelegramResult)
-      .middleware(TelegramAuthorization)
       .annotate(OpenApi.Summary, "Record raw Telegram Bot API updates (one or an array), mapped as the Telegraf adapter maps them")
       .annotate(
         OpenApi.Description,
         "Telegram's setWebhook can point here: with DEIXIS_TELEGRAM_SECRET set, the X-Telegram-Bot-Api-Secret-Token header is accepted in place of the bearer token."
       )
   )
+  .middleware(TelegramAuthorization)
   .addError(ContextStore.StoreError)
 {}
 
@@ -126,6 +188,16 @@ export class Chats extends HttpApiGroup.make("chats")
       .annotate(OpenApi.Summary, "The loaded conversation context and the rendered chat_history_context")
   )
   .add(
+    HttpApiEndpoint.get("messageContext", "/v1/chats/:chat_id/messages/:message_id/context")
+      .setPath(Schema.Struct({ chat_id: ParamId.annotations({ description: "The chat id" }), message_id: ParamId }))
+      .setUrlParams(Schema.Struct({
+        topic_id: TopicParam,
+        mode: Schema.optional(WritePolicy.GroupMode.annotations({ description: "The group mode of the history window; the configured default when absent" }))
+      }))
+      .addSuccess(MessageContextResult)
+      .annotate(OpenApi.Summary, "The context the bot loads for a message: recency window, reply window, chain, gap note, history window")
+  )
+  .add(
     HttpApiEndpoint.get("getState", "/v1/chats/:chat_id/state")
       .setPath(ChatPath)
       .setUrlParams(Schema.Struct({ topic_id: TopicParam }))
@@ -154,6 +226,7 @@ export class Chats extends HttpApiGroup.make("chats")
 
 export class Api extends HttpApi.make("deixis")
   .add(Events)
+  .add(Webhook)
   .add(Tools)
   .add(Chats)
   .addError(PayloadTooLarge)

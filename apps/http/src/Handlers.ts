@@ -2,9 +2,10 @@
  * The API's handlers: thin over the core services, each error mapped to its HTTP form.
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { ActiveContext, ContextIngest, ContextStore, ConversationState, ReferenceResolver } from "@deixis/core"
-import { ContextLoader, HistoryItem, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
-// The mapper alone: the Telegraf runtime is not needed here.
+import { ActiveContext, ChatInfo, ContextIngest, ContextStore, ConversationState, ReferenceResolver } from "@deixis/core"
+import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
+// The one recording path, without the Telegraf runtime.
+import * as TelegramRecorder from "@deixis/telegraf/TelegramRecorder"
 import * as UpdateMapper from "@deixis/telegraf/UpdateMapper"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -78,32 +79,52 @@ export const EventsLive = (telegram: TelegramOptions) =>
   HttpApiBuilder.group(Api, "events", (handlers) =>
     Effect.gen(function*() {
       const ingest = yield* ContextIngest.ContextIngest
-      const history = yield* HistoryStore.HistoryStore
-      const policy = yield* WritePolicy.WritePolicy
+      const recorder = yield* Effect.context<TelegramRecorder.Services>()
       return handlers
         .handle("ingest", ({ payload }) => ingest.apply(payload))
+        .handle("telegramSent", ({ payload }) =>
+          Effect.gen(function*() {
+            const sender = payload.message["from"]
+            const fromId = typeof sender === "object" && sender !== null && "id" in sender ? String(sender.id) : undefined
+            // The sender of a message the bot sent is the bot.
+            const botId = telegram.botId ?? fromId ?? ""
+            const mapped = UpdateMapper.mapMessage(payload.message, { ...telegram, botId })
+            const answering = payload.answering_message_id === undefined || mapped.scope === undefined
+              ? undefined
+              : { ...mapped.scope, message_id: payload.answering_message_id, reply_to_message_id: null, sender_user_id: null }
+            const result = yield* TelegramRecorder.recordSent(payload.message, { ...telegram, botId, answering })
+            const answered = result.mapped.responses?.[0]?.message_id ?? null
+            return {
+              skipped: result.mapped.skipped ?? null,
+              events: result.applied,
+              history_items: result.recorded,
+              answered
+            }
+          }).pipe(Effect.provide(recorder)))
+    }))
+
+export const WebhookLive = (telegram: TelegramOptions) =>
+  HttpApiBuilder.group(Api, "webhook", (handlers) =>
+    Effect.gen(function*() {
+      const recorder = yield* Effect.context<TelegramRecorder.Services>()
+      return handlers
+        // The very recorder the Telegraf middleware runs: one recording path.
         .handle("telegram", ({ payload }) =>
           Effect.gen(function*() {
             const updates = Array.isArray(payload) ? payload : [payload]
-            const mapped = updates.map((update) => UpdateMapper.mapUpdate(update, telegram))
-            const skipped = mapped.flatMap((m, index) => (m.skipped === undefined ? [] : [{ index, reason: m.skipped }]))
-            // The mapper only emits events the core accepts: a rejection here is a bug, not bad input.
-            const events = yield* ingest.ingest(mapped.flatMap((m) => m.events)).pipe(
-              Effect.catchTag("InvalidEvent", (error) => Effect.die(error))
+            const result = yield* TelegramRecorder.recordBatch(updates, telegram)
+            const skipped = result.updates.flatMap((r, index) =>
+              r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
             )
-            let recorded = 0
-            for (const m of mapped) {
-              for (const encoded of m.history) {
-                const item = yield* Effect.orDie(HistoryItem.decode(encoded))
-                const kept = yield* WritePolicy.record(item, { triggered_run: m.addressed }).pipe(
-                  Effect.provideService(WritePolicy.WritePolicy, policy),
-                  Effect.provideService(HistoryStore.HistoryStore, history)
-                )
-                if (kept) recorded++
-              }
+            const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
+            return {
+              updates: updates.length,
+              skipped,
+              events: result.applied,
+              history_items: result.recorded,
+              ...(migrations.length === 0 ? {} : { migrations })
             }
-            return { updates: updates.length, skipped, events, history_items: recorded }
-          }))
+          }).pipe(Effect.provide(recorder)))
     }))
 
 export const ToolsLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
@@ -120,10 +141,53 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
     const state = yield* ConversationState.ConversationState
     const history = yield* HistoryStore.HistoryStore
     const loader = yield* ContextLoader.ContextLoader
+    const store = yield* ContextStore.ContextStore
+    const policy = yield* WritePolicy.WritePolicy
+    // A request without a topic is the topicless chat, or in a forum its General topic.
+    const scopeOf = (chatId: string, topicId: string | undefined) =>
+      topicId !== undefined
+        ? Effect.succeed({ chat_id: chatId, topic_id: topicId })
+        : Effect.map(store.chat(chatId), (info) => ({ chat_id: chatId, topic_id: ChatInfo.effectiveTopic(null, info.is_forum) }))
     return handlers
+      .handle("messageContext", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          // Core knows every message it saw (the history keeps what the write policy chose): where it is, what it replies to.
+          const meta = yield* store.message(path.chat_id, path.message_id)
+          const scope = urlParams.topic_id === undefined && Option.isSome(meta)
+            ? { chat_id: path.chat_id, topic_id: meta.value.topic_id }
+            : yield* scopeOf(path.chat_id, urlParams.topic_id)
+          const found = yield* history.lookup(scope, path.message_id)
+          const item = Option.filter(Option.map(found, (e) => e.item), (i) => i.message_id === path.message_id)
+          const replyTo = Option.isSome(item) ? item.value.reply_to_message_id : Option.match(meta, { onNone: () => null, onSome: (m) => m.reply_to_message_id })
+          const sentAt = Option.isSome(item) ? item.value.sent_at : Option.match(meta, { onNone: () => undefined, onSome: (m) => m.sent_at })
+          const loaded = yield* loader.load({
+            ...scope,
+            message_id: path.message_id,
+            reply_to_message_id: replyTo,
+            ...(sentAt === undefined ? {} : { sent_at: sentAt })
+          })
+          const window = yield* WritePolicy.history(scope, { mode: urlParams.mode, before: path.message_id }).pipe(
+            Effect.provideService(WritePolicy.WritePolicy, policy),
+            Effect.provideService(HistoryStore.HistoryStore, history)
+          )
+          return {
+            ...scope,
+            message_id: path.message_id,
+            message: Option.getOrNull(item),
+            messages: loaded.messages,
+            sources: loaded.entries.map((e) => e.sources),
+            reply: loaded.reply,
+            chain: loaded.chain,
+            gap: loaded.gap,
+            gap_note: loaded.gap_note,
+            history: window,
+            chat_history_context: HistoryRenderer.renderHistoryContext(loaded.messages),
+            current_message: Option.match(item, { onNone: () => null, onSome: HistoryRenderer.renderCurrentMessage })
+          }
+        }))
       .handle("context", ({ path, urlParams }) =>
         Effect.gen(function*() {
-          const scope = { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }
+          const scope = yield* scopeOf(path.chat_id, urlParams.topic_id)
           const anchor = urlParams.message_id === undefined
             ? Option.fromNullable((yield* history.recent(scope, 1))[0])
             : yield* history.lookup(scope, urlParams.message_id)
@@ -156,7 +220,7 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
           }
         }))
       .handle("getState", ({ path, urlParams }) =>
-        state.get({ chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }).pipe(
+        Effect.flatMap(scopeOf(path.chat_id, urlParams.topic_id), (scope) => state.get(scope)).pipe(
           Effect.mapError(storeError),
           Effect.tap((snapshot) => withEtag(snapshot.revision))
         ))
@@ -164,7 +228,7 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
         Effect.gen(function*() {
           const result = yield* patchState(
             state,
-            { scope: { chat_id: path.chat_id, topic_id: urlParams.topic_id ?? null }, patch: payload },
+            { scope: yield* scopeOf(path.chat_id, urlParams.topic_id), patch: payload },
             headers["if-match"]
           )
           yield* withEtag(result.revision)
@@ -172,4 +236,5 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
         }))
   }))
 
-export const ApiLive = (telegram: TelegramOptions = {}) => Layer.mergeAll(EventsLive(telegram), ToolsLive, ChatsLive)
+export const ApiLive = (telegram: TelegramOptions = {}) =>
+  Layer.mergeAll(EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive)

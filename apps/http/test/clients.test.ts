@@ -72,9 +72,11 @@ describe("apps/http with real clients", () => {
       assert.sameMembers(Object.keys(spec.paths), [
         "/v1/events",
         "/v1/telegram/updates",
+        "/v1/telegram/sent",
         "/v1/tools/resolve_reference_target",
         "/v1/tools/list_active_context_objects",
         "/v1/chats/{chat_id}/context",
+        "/v1/chats/{chat_id}/messages/{message_id}/context",
         "/v1/chats/{chat_id}/state"
       ])
       const docs = yield* call(() => api.fetch("/docs").then((r) => r.text()))
@@ -115,7 +117,12 @@ describe("apps/http with real clients", () => {
       const read = yield* call(() => client.callTool({ name: "get_conversation_state", arguments: { chat_id: "8" } }))
       assert.deepStrictEqual(payload<{ state: unknown }>(read).state, { topic: "x" })
       const listed = yield* call(() => client.callTool({ name: "list_active_context_objects", arguments: { chat_id: "8", current_message_id: "2" } }))
-      assert.deepStrictEqual(payload<{ objects: Array<{ why_active: Array<string> }> }>(listed).objects[0]?.why_active, ["activated_by_url_fetch", "touched_recently"])
+      // The MCP resolution above was recorded as a resolver touch.
+      assert.deepStrictEqual(payload<{ objects: Array<{ why_active: Array<string> }> }>(listed).objects[0]?.why_active, [
+        "activated_by_url_fetch",
+        "activated_by_resolver",
+        "touched_recently"
+      ])
       const stale = yield* call(() => client.callTool({ name: "update_conversation_state", arguments: { chat_id: "8", patch: { topic: "y" }, expected_revision: 0 } }))
       assert.isTrue(stale.isError)
       assert.strictEqual(payload<{ _tag: string; current_revision: number }>(stale).current_revision, 1)
@@ -168,13 +175,12 @@ describe("apps/http with real clients", () => {
         assert.strictEqual(envelope(result).status, "ok", name)
       }
       assert.strictEqual(payload<{ best_match: { ref: string } }>(results.resolve_reference_target).best_match.ref, "https://example.com/post")
-      // A URL only seen is known but not active (nothing acted on it).
-      assert.deepStrictEqual(
-        payload<{ objects: ReadonlyArray<unknown>; inactive_debug: ReadonlyArray<object> }>(
-          results.list_active_context_objects
-        ),
-        { ...payload<object>(results.list_active_context_objects), objects: [], inactive_debug: [{ object_id: `${chatId}/100/link`, kind: "link", source_message_id: "100", why_inactive: "never_activated" }] }
+      // A URL only seen is known, not active; the MCP resolution of it above was a resolver touch, which activates it.
+      const listed = payload<{ objects: ReadonlyArray<{ object_id: string; why_active: ReadonlyArray<string> }>; inactive_debug: ReadonlyArray<object> }>(
+        results.list_active_context_objects
       )
+      assert.deepStrictEqual(listed.objects.map((o) => [o.object_id, o.why_active.includes("activated_by_resolver")]), [[`${chatId}/100/link`, true]])
+      assert.deepStrictEqual(listed.inactive_debug, [])
       // Smart mode records what addressed the bot: the chain stops at 100, which is not in the history.
       const thread = payload<{
         message: { text: string }

@@ -33,9 +33,14 @@ const samples: Record<
     path: "/v1/telegram/updates",
     body: { update_id: 1, message: { message_id: 5, date: 1_700_000_000, chat: { id: -777, type: "group", title: "g" }, from: { id: 1, is_bot: false, first_name: "A" }, text: "hi" } }
   },
+  "POST /v1/telegram/sent": {
+    path: "/v1/telegram/sent",
+    body: { message: { message_id: 6, date: 1_700_000_000, chat: { id: -777, type: "group", title: "g" }, from: { id: 999, is_bot: true, first_name: "deixis" }, text: "an answer" } }
+  },
   "POST /v1/tools/resolve_reference_target": { path: "/v1/tools/resolve_reference_target", body: { chat_id: chat, current_message_id: 1 } },
   "POST /v1/tools/list_active_context_objects": { path: "/v1/tools/list_active_context_objects", body: { chat_id: chat, current_message_id: 1 } },
   "GET /v1/chats/:chat_id/context": { path: `/v1/chats/${chat}/context` },
+  "GET /v1/chats/:chat_id/messages/:message_id/context": { path: `/v1/chats/${chat}/messages/1/context` },
   "GET /v1/chats/:chat_id/state": { path: `/v1/chats/${chat}/state` },
   "PATCH /v1/chats/:chat_id/state": { path: `/v1/chats/${chat}/state`, body: { k: 1 } },
   "POST /mcp": {
@@ -120,6 +125,15 @@ describe("the edge", () => {
   it.effect("every guarded route of the table has a sample here (the table is what is tested)", () =>
     Effect.sync(() => {
       assert.deepStrictEqual(guarded.map((r) => `${r.method} ${r.path}`).sort(), Object.keys(samples).sort())
+    }))
+
+  it.effect("every endpoint of the API needs credentials: only health, readiness and the documentation are public", () =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(Routes.table.filter((r) => r.endpoint !== undefined && r.access === "public"), [])
+      assert.deepStrictEqual(
+        Routes.table.filter((r) => r.access === "public").map((r) => r.path).sort(),
+        ["/docs", "/healthz", "/openapi.json", "/readyz"]
+      )
     }))
 
   it.scoped("no spelling of any route is answered 2xx without the token, and nothing is written", () =>

@@ -5,8 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
-import { ContextStore, ConversationState } from "@deixis/core"
-import { HistoryStore } from "@deixis/chathistory"
+import { ContextStore } from "@deixis/core"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -21,6 +20,7 @@ import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Server from "../src/Server.js"
+import * as Store from "../src/Store.js"
 import { exited, freePort, launch as start, ready } from "./process.js"
 
 const launch = (port: number, dir: string) =>
@@ -112,7 +112,8 @@ describe("stopping", () => {
             Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.zipRight(store.apply(events, options)))
         }) satisfies ContextStore.ContextStoreShape)
       ).pipe(Layer.provide(ContextStore.layerMemoryConfig()))
-      const stores = Layer.mergeAll(held, HistoryStore.layerMemoryConfig(), ConversationState.layerMemory)
+      // The memory stores, with the held ContextStore in place of theirs (the right side wins).
+      const stores = Layer.merge(Store.layerMemory, held)
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(
         Server.layer({ ...Server.defaults, port: 0, host: "127.0.0.1" }, stores).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))),

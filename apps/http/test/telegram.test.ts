@@ -65,4 +65,89 @@ describe("POST /v1/telegram/updates", () => {
       assert.strictEqual(notAnObject.status, 400)
       assert.strictEqual((yield* call(() => api.fetch("/healthz"))).status, 200)
     }))
+
+  const group = { id: -1009876543210, type: "supergroup", title: "Plain group" }
+  const alice = { id: 42, is_bot: false, first_name: "Alice", username: "alice" }
+  const bot = { id: 999, is_bot: true, first_name: "Deixis", username: "deixis_bot" }
+  const mention = (updateId: number, messageId: number, date: number, text: string, extra: Record<string, unknown> = {}) => ({
+    update_id: updateId,
+    message: {
+      message_id: messageId, date, chat: group, from: alice, text: `@deixis_bot ${text}`,
+      entities: [{ type: "mention", offset: 0, length: 11 }], ...extra
+    }
+  })
+
+  it.scoped("POST /v1/telegram/sent records the bot's message as the answer to a user message (bot_response_id)", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      yield* call(() => api.json("/v1/telegram/updates", mention(10, 300, 1_795_000_000, "what is new?")))
+      const sent = yield* call(() =>
+        api.json("/v1/telegram/sent", {
+          message: { message_id: 301, date: 1_795_000_005, chat: group, from: bot, text: "Release 2 is out." },
+          answering_message_id: 300
+        }).then(body<{ answered: string | null; history_items: number; events: { applied: number } }>)
+      )
+      assert.deepStrictEqual([sent.answered, sent.history_items, sent.events.applied], ["300", 1, 1])
+      const context = yield* call(() =>
+        api.fetch(`/v1/chats/${group.id}/messages/300/context`).then(body<{ message: { bot_response_id: string | null; text: string } }>)
+      )
+      assert.strictEqual(context.message.bot_response_id, "301")
+      // A sent reply needs no answering_message_id: the message it replies to is the one answered.
+      yield* call(() => api.json("/v1/telegram/updates", mention(11, 302, 1_795_000_010, "and then?")))
+      const reply = yield* call(() =>
+        api.json("/v1/telegram/sent", {
+          message: {
+            message_id: 303, date: 1_795_000_012, chat: group, from: bot, text: "Then release 3.",
+            reply_to_message: { message_id: 302, date: 1_795_000_010, chat: group, from: alice, text: "@deixis_bot and then?" }
+          }
+        }).then(body<{ answered: string | null }>)
+      )
+      assert.strictEqual(reply.answered, "302")
+      const bad = yield* call(() => api.json("/v1/telegram/sent", { message: { message_id: "x" } }).then(body<{ skipped: string | null; history_items: number }>))
+      assert.include(bad.skipped ?? "", "malformed")
+      assert.strictEqual(bad.history_items, 0)
+    }))
+
+  it.scoped("GET /v1/chats/:chat_id/messages/:message_id/context loads the recency window, the reply window, the gap note and the history window", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const t0 = 1_795_000_000
+      const updates = [1, 2, 3, 4, 5].map((i) => mention(20 + i, 400 + i, t0 + i * 60, `message ${i}`))
+      // Forty minutes later, a reply to the second message.
+      updates.push(mention(30, 410, t0 + 5 * 60 + 40 * 60, "back to this", {
+        reply_to_message: { message_id: 402, date: t0 + 120, chat: group, from: alice, text: "@deixis_bot message 2" }
+      }))
+      yield* call(() => api.json("/v1/telegram/updates", updates))
+      const context = yield* call(() =>
+        api.fetch(`/v1/chats/${group.id}/messages/410/context`).then(body<{
+          topic_id: string | null
+          messages: ReadonlyArray<{ message_id: string }>
+          sources: ReadonlyArray<ReadonlyArray<string>>
+          reply: { target_id: string; status: string }
+          gap: { exceeds_threshold: boolean } | null
+          gap_note: string | null
+          history: ReadonlyArray<{ message_id: string }>
+          chat_history_context: string
+          current_message: string
+        }>)
+      )
+      assert.strictEqual(context.topic_id, null)
+      assert.deepStrictEqual(context.messages.map((m) => m.message_id), ["401", "402", "403", "404", "405"])
+      assert.include(context.sources[1]!, "reply_target")
+      assert.deepStrictEqual(context.reply, { target_id: "402", status: "found" })
+      assert.isTrue(context.gap?.exceeds_threshold)
+      assert.include(context.gap_note ?? "", "40 minutes")
+      assert.deepStrictEqual(context.history.map((m) => m.message_id), ["401", "402", "403", "404", "405"])
+      assert.include(context.chat_history_context, "message 2")
+      assert.include(context.current_message, "back to this")
+      // A message the history did not keep (not addressed to the bot in smart mode) still loads from what core saw of it.
+      yield* call(() => api.json("/v1/telegram/updates", {
+        update_id: 40, message: { message_id: 411, date: t0 + 3600, chat: group, from: alice, text: "thanks", reply_to_message: { message_id: 405, date: t0 + 300, chat: group, from: alice, text: "@deixis_bot message 5" } }
+      }))
+      const unkept = yield* call(() =>
+        api.fetch(`/v1/chats/${group.id}/messages/411/context`).then(body<{ message: unknown; reply: { target_id: string; status: string } }>)
+      )
+      assert.isNull(unkept.message)
+      assert.deepStrictEqual(unkept.reply, { target_id: "405", status: "found" })
+    }))
 })

@@ -10,15 +10,18 @@
  *
  * @since 0.1.0
  */
+import * as BotEvents from "@deixis/core/BotEvents"
 import { objectIdFor } from "@deixis/core/ContextObject"
+import type { ContextEvent } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore } from "@deixis/core/ContextStore"
 import { ConversationState, ConversationStateStore } from "@deixis/core/ConversationState"
+import { isMigratedMessageId } from "@deixis/core/Ids"
 import { TargetKindHint } from "@deixis/core/ObjectKind"
 import type { ClaimedReminder, Reminder } from "@deixis/core/ReminderStore"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import type { UpdateInbox } from "@deixis/core/UpdateInbox"
-import { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import { DeixisTelegraf, TelegramRecorder, UpdateMapper } from "@deixis/telegraf"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -122,9 +125,12 @@ export const make = (
   }
 ): Effect.Effect<Bot, never, Services> =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<Services>()
-    const runDefault = Runtime.runPromise(runtime)
     const store = yield* ReminderStore
+    // A group upgraded to a supergroup: the recorder moves every store's data, the reminders too.
+    const runtime = yield* Effect.runtime<Services>().pipe(
+      Effect.provideService(TelegramRecorder.ChatMigrators, [store.migrateChat])
+    )
+    const runDefault = Runtime.runPromise(runtime)
     const llmOn = options.llm !== undefined && Option.isSome(options.llm)
     const telegraf = new Telegraf<DeixisTelegraf.DeixisContext>(Redacted.value(options.token), {
       telegram: { apiRoot: options.apiRoot, webhookReply: false },
@@ -139,20 +145,6 @@ export const make = (
 
     telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
 
-    // A group upgraded to a supergroup: its reminders follow the chat to its new id.
-    telegraf.use((ctx, next) => {
-      const upgraded = ctx.message !== undefined && "migrate_to_chat_id" in ctx.message ? ctx.message.migrate_to_chat_id : undefined
-      if (upgraded === undefined || ctx.chat === undefined) return next()
-      return run(ctx)(
-        store.migrateChat(String(ctx.chat.id), String(upgraded)).pipe(
-          Effect.tap((moved) =>
-            Effect.logInfo("group upgraded to a supergroup; reminders moved").pipe(Effect.annotateLogs({ to: String(upgraded), moved }))
-          ),
-          Effect.catchAll((error) => Effect.logError("reminders not moved to the supergroup", error))
-        )
-      ).then(next)
-    })
-
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(
         method,
@@ -160,9 +152,11 @@ export const make = (
         options.send
       )
     const recordOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username, mode: options.mode })
-    const recordSent = (message: Message) => DeixisTelegraf.recordSent(message, recordOptions())
-    const ingest = (events: ReadonlyArray<unknown>) =>
-      Effect.flatMap(ContextIngest, (i) => i.ingest(events)).pipe(
+    // The bot's own message, recorded as the answer to the user message it replies to.
+    const recordSent = (message: Message, answering?: UpdateMapper.MessageScope) =>
+      DeixisTelegraf.recordSent(message, { ...recordOptions(), answering })
+    const ingest = (events: ReadonlyArray<ContextEvent>) =>
+      Effect.flatMap(ContextIngest, (i) => i.apply(events)).pipe(
         Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
         Effect.option
       )
@@ -187,7 +181,7 @@ export const make = (
           ...(messageId === undefined ? {} : { reply_parameters: { message_id: messageId, allow_sending_without_reply: true } }),
           ...markup(reply.buttons)
         })
-        yield* recordSent(sent)
+        yield* recordSent(sent, scope)
       }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
     const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => answer(ctx, { text: t, buttons: [] })
 
@@ -234,17 +228,11 @@ export const make = (
         if (word !== "" && !isHint(word)) {
           return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
         }
-        const result = yield* DeixisTelegraf.resolve(scope, word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
-        if (result.status === "resolved" && result.best_match !== null) {
-          yield* ingest([{
-            type: "object_activated",
-            event_id: `telegram:touch:${scope.chat_id}:${scope.message_id}`,
-            chat_id: scope.chat_id,
-            reason: "resolver_touch",
-            object_id: result.best_match.object_id,
-            ...(scope.sender_user_id === null ? {} : { actor_user_id: scope.sender_user_id })
-          }])
-        }
+        // A resolution the user asked for is a resolver touch of what it found.
+        const result = yield* DeixisTelegraf.resolve(scope, {
+          record_touch: true,
+          ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
+        })
         yield* answer(ctx, Replies.what(result))
       }))
 
@@ -265,19 +253,15 @@ export const make = (
           created_at: now
         }
         yield* store.add(reminder)
-        yield* ingest([{
-          type: "object_activated",
-          event_id: `telegram:reminder_created:${reminder.object_id}`,
+        yield* ingest([BotEvents.reminderCreated({
           chat_id: scope.chat_id,
           topic_id: scope.topic_id,
-          reason: "reminder_created",
           source_message_id: scope.message_id,
-          kind: "reminder",
-          title_or_label: Replies.short(reminder.text, 200),
-          due_at: new Date(reminder.due_at).toISOString(),
-          created_by_bot: false,
-          ...(scope.sender_user_id === null ? {} : { created_by_user_id: scope.sender_user_id, actor_user_id: scope.sender_user_id })
-        }])
+          due_at: reminder.due_at,
+          label: Replies.short(reminder.text, 200),
+          created_by_user_id: scope.sender_user_id,
+          actor_user_id: scope.sender_user_id
+        })])
         yield* onReminderAdded.current
         yield* text(ctx, Replies.reminderSet(reminder, now, zone))
       }))
@@ -294,13 +278,11 @@ export const make = (
       Effect.gen(function*() {
         const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
         if (list.length > 0) {
-          yield* ingest(list.map((r) => ({
-            type: "object_activated",
-            event_id: `telegram:reminder_listed:${scope.chat_id}:${scope.message_id}:${r.object_id}`,
+          yield* ingest(BotEvents.remindersListed({
             chat_id: scope.chat_id,
-            reason: "reminder_listed",
-            object_id: r.object_id
-          })))
+            object_ids: list.map((r) => r.object_id),
+            listed_in: scope.message_id
+          }))
         }
         yield* answer(ctx, reply)
       }))
@@ -318,20 +300,15 @@ export const make = (
           reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
           ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
         })
-        yield* recordSent(sent)
-        yield* ingest([{
-          type: "object_activated",
-          event_id: `telegram:poll_created:${scope.chat_id}:${sent.message_id}`,
+        yield* recordSent(sent, scope)
+        yield* ingest([BotEvents.pollCreated({
           chat_id: scope.chat_id,
           topic_id: scope.topic_id,
-          reason: "poll_created",
-          source_message_id: sent.message_id,
-          kind: "poll",
-          title_or_label: parsed.question,
-          created_by_bot: true,
+          message_id: String(sent.message_id),
           poll_id: sent.poll.id,
-          ...(scope.sender_user_id === null ? {} : { created_by_user_id: scope.sender_user_id, actor_user_id: scope.sender_user_id })
-        }])
+          question: parsed.question,
+          actor_user_id: scope.sender_user_id
+        })])
       }))
 
     /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
@@ -412,14 +389,12 @@ export const make = (
         const chat = String(message.chat.id)
         const found = yield* Effect.flatMap(ContextStore, (s) => s.object(chat, objectId))
         if (Option.isNone(found)) return yield* answerCallback(ctx, "That one is no longer around.")
-        yield* ingest([{
-          type: "object_activated",
-          event_id: `telegram:touch:cb:${ctx.callbackQuery!.id}`,
+        yield* ingest([BotEvents.resolverTouch({
           chat_id: chat,
-          reason: "resolver_touch",
           object_id: objectId,
-          ...(ctx.from === undefined ? {} : { actor_user_id: String(ctx.from.id) })
-        }])
+          because_of: `cb:${ctx.callbackQuery!.id}`,
+          actor_user_id: ctx.from === undefined ? null : String(ctx.from.id)
+        })])
         yield* answerCallback(ctx, "Got it.")
         yield* call("editMessageText", { chat_id: message.chat.id, message_id: message.message_id, text: `You mean ${Replies.describe(found.value)}.` })
           .pipe(Effect.catchAll((error) => Effect.logWarning("message not edited", error)))
@@ -442,13 +417,7 @@ export const make = (
             return yield* answerCallback(ctx, "Only the reminder's creator or an admin can cancel it.")
           }
           yield* store.remove(chat, objectId)
-          yield* ingest([{
-            type: "reminder_cancelled",
-            event_id: `telegram:reminder_cancelled:${objectId}`,
-            chat_id: chat,
-            object_id: objectId,
-            actor_user_id: String(from)
-          }])
+          yield* ingest([BotEvents.reminderCancelled({ chat_id: chat, object_id: objectId, actor_user_id: String(from) })])
           yield* answerCallback(ctx, `Cancelled: ${Replies.short(r.text, 100)}`)
         }
         const topic = "is_topic_message" in message && message.is_topic_message === true && message.message_thread_id !== undefined
@@ -486,7 +455,7 @@ export const make = (
                 text: t,
                 reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
               })
-              yield* recordSent(sent)
+              yield* recordSent(sent, scope)
             }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error))),
           options.mode
         )))
@@ -521,12 +490,15 @@ export const make = (
       call<Message>("sendMessage", {
         ...where(r.chat_id, r.topic_id),
         text: Replies.fired(r),
-        reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true }
+        // A reminder from before its group's upgrade cannot reply across chats.
+        ...(isMigratedMessageId(r.source_message_id)
+          ? {}
+          : { reply_parameters: { message_id: Number(r.source_message_id), allow_sending_without_reply: true } })
       }).pipe(
         Effect.flatMap((sent) =>
           Effect.uninterruptible(Effect.all([
             recordSent(sent),
-            ingest([{ type: "reminder_fired", event_id: `telegram:reminder_fired:${r.object_id}`, chat_id: r.chat_id, object_id: r.object_id }])
+            ingest([BotEvents.reminderFired({ chat_id: r.chat_id, object_id: r.object_id })])
           ]))
         ),
         Effect.as<Reminders.Outcome>({ _tag: "sent" }),

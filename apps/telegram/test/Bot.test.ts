@@ -37,7 +37,7 @@ import {
 const reminders = Effect.flatMap(ReminderStore.ReminderStore, (s) => s.list(chat, { topic_id: null, limit: 100 }))
 
 describe("apps/telegram: commands answer as replies, in plain language", () => {
-  it.scoped("/context describes this topic's objects in words, as a reply in the same topic", () =>
+  it.scoped("/context describes this topic's objects in words, as a reply in the same topic; a topic with nothing in focus falls back to the chat's", () =>
     Effect.gen(function*() {
       const { api, feed } = yield* setup()
       yield* feed(F.topicTextWithLinks)
@@ -51,7 +51,7 @@ describe("apps/telegram: commands answer as replies, in plain language", () => {
       assert.deepStrictEqual(first!.payload["reply_parameters"], { message_id: asked.message.message_id, allow_sending_without_reply: true })
       assert.match(String(first!.payload["text"]), /^In focus in this topic:\n• The link example\.com\/rust \(summarized\) — until today 18:28$/m)
       assert.strictEqual(second!.payload["message_thread_id"], 9)
-      assert.match(String(second!.payload["text"]), /^Nothing is in focus here right now\./)
+      assert.match(String(second!.payload["text"]), /^In focus in this chat:\n• The link example\.com\/rust \(summarized, another topic\) — until today 18:28$/m)
     }).pipe(withMemory))
 
   it.scoped("/context right after a link, a photo and a PDF names what was seen instead of saying nothing, with no reason codes", () =>
@@ -369,6 +369,8 @@ describe("apps/telegram: time zones and reminders", () => {
       assert.deepStrictEqual(yield* reminders, [])
       const moved = yield* Effect.flatMap(ReminderStore.ReminderStore, (s) => s.list("-1007777", { topic_id: null, limit: 10 }))
       assert.deepStrictEqual(moved.map((r) => r.text), ["upgrade"])
+      // Its source is a message of the old group, under its migrated id: never replied to from the supergroup.
+      assert.isTrue(moved.every((r) => r.source_message_id.startsWith("~")))
     }).pipe(withMemory))
 
   it.scoped("a reminder for a group upgraded to a supergroup moves to the new chat id and is sent there", () =>

@@ -10,7 +10,7 @@
  */
 import { InvalidEvent, pathOf } from "@deixis/core/Errors"
 import type { MessageMeta } from "@deixis/core/ContextObject"
-import { ChatId, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
+import { ChatId, formatTimestamp, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -121,10 +121,39 @@ export const Attachment = Schema.Struct({
 export type Attachment = typeof Attachment.Type
 
 /**
+ * Where a forwarded message came from: a user, a user who hides their account, a chat
+ * (an anonymous admin's group), or a channel — and when it was first sent. `automatic` marks
+ * a channel post forwarded by Telegram itself into the channel's discussion group.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Forward = Schema.Struct({
+  origin: Schema.Literal("user", "hidden_user", "chat", "channel"),
+  sender_ref: Schema.String.pipe(Schema.maxLength(512)),
+  sent_at: Timestamp,
+  automatic: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}).annotations({ identifier: "Forward" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Forward = typeof Forward.Type
+
+/**
  * The history item. Required on the wire: `channel`, `kind`, `chat_id`, `sent_at` (RFC 3339,
  * kept as epoch ms), `sender`, `text` (after mention normalisation). The rest default to null
  * (or no attachments). `bot_response_id` is the id of the bot's reply to this message, set
  * once the reply is sent, so a user replying to the bot's answer finds this message.
+ *
+ * Telegram traffic adds, each absent unless it applies: `edited_at` (the item is the message as
+ * last edited), `forward` (the
+ * message was forwarded: its origin; the sender is who forwarded it), `album_id` (one of an
+ * album's items), `seen_via: "reply"` (the bot never received the message itself, only the
+ * copy embedded in a reply to it — a store never lets such a copy overwrite the message it
+ * holds), and `event_id` (the identity of an item without a message id, such as a reaction,
+ * so a redelivered one is stored once).
  *
  * @since 0.1.0
  * @category schemas
@@ -142,7 +171,12 @@ export const HistoryItem = Schema.Struct({
   sender: Sender,
   text: Schema.String.pipe(Schema.maxLength(32_768)),
   quote: Schema.optionalWith(Schema.NullOr(Quote), { default: () => null }),
-  attachments: Schema.optionalWith(Schema.Array(Attachment).pipe(Schema.maxItems(50)), { default: () => [] })
+  attachments: Schema.optionalWith(Schema.Array(Attachment).pipe(Schema.maxItems(50)), { default: () => [] }),
+  edited_at: Schema.optional(Timestamp),
+  forward: Schema.optional(Forward),
+  album_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))),
+  seen_via: Schema.optional(Schema.Literal("reply")),
+  event_id: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)))
 }).annotations({ identifier: "HistoryItem" })
 
 /**
@@ -183,6 +217,38 @@ export const decode = (input: unknown): Effect.Effect<HistoryItem, InvalidEvent>
  * @category encoding
  */
 export const encode: (item: HistoryItem) => HistoryItemEncoded = Schema.encodeSync(HistoryItem)
+
+/**
+ * {@link encode} for items built by this library or decoded by it (already valid): the same
+ * wire form, byte for byte, without re-validating — an item is encoded for every message a
+ * bot records, and the Schema walk costs more than building the item.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodeTrusted = (item: HistoryItem): HistoryItemEncoded => {
+  const out: { -readonly [K in keyof HistoryItemEncoded]: HistoryItemEncoded[K] } = {
+    channel: item.channel,
+    kind: item.kind,
+    chat_id: item.chat_id,
+    topic_id: item.topic_id,
+    chat_type: item.chat_type,
+    message_id: item.message_id,
+    reply_to_message_id: item.reply_to_message_id,
+    bot_response_id: item.bot_response_id,
+    sent_at: formatTimestamp(item.sent_at),
+    sender: item.sender,
+    text: item.text,
+    quote: item.quote,
+    attachments: item.attachments
+  }
+  if (item.edited_at !== undefined) out.edited_at = formatTimestamp(item.edited_at)
+  if (item.forward !== undefined) out.forward = { ...item.forward, sent_at: formatTimestamp(item.forward.sent_at) }
+  if (item.album_id !== undefined) out.album_id = item.album_id
+  if (item.seen_via !== undefined) out.seen_via = item.seen_via
+  if (item.event_id !== undefined) out.event_id = item.event_id
+  return out
+}
 
 /**
  * The Markdown blockquote of a quote: `> [Bob](tg:@bob): text`, every line quoted.
@@ -234,6 +300,27 @@ export interface MakeInput {
   readonly people?: ReadonlyArray<PeopleRef.Person>
   readonly quote?: QuoteInput | null
   readonly attachments?: ReadonlyArray<Attachment>
+  /** Epoch ms of the last edit. */
+  readonly edited_at?: number | undefined
+  /** Where a forwarded message came from: the original sender (or chat) and when it was first sent. */
+  readonly forward?: ForwardInput | undefined
+  readonly album_id?: string | undefined
+  readonly seen_via?: "reply" | undefined
+  readonly event_id?: string | undefined
+}
+
+/**
+ * A forward's origin as a caller knows it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ForwardInput {
+  readonly origin: Forward["origin"]
+  readonly sender: PeopleRef.Person
+  /** Epoch ms. */
+  readonly sent_at: number
+  readonly automatic?: boolean
 }
 
 /**
@@ -272,6 +359,17 @@ export const build = (input: MakeInput, sentAt: number): Built => {
     const senderRef = quoted === null ? null : quoted.ref
     quote = { sender_ref: senderRef, text: text.text, markdown_block: quoteBlock(senderRef, text.text) }
   }
+  let forward: Forward | undefined
+  if (input.forward !== undefined) {
+    const origin = PeopleRef.format(input.forward.sender)
+    if (origin.warning !== null) warnings.push(`forward: ${origin.warning}`)
+    forward = {
+      origin: input.forward.origin,
+      sender_ref: origin.ref,
+      sent_at: input.forward.sent_at,
+      automatic: input.forward.automatic ?? false
+    }
+  }
   const item: HistoryItem = {
     channel: input.channel ?? "telegram",
     kind: input.kind,
@@ -291,7 +389,12 @@ export const build = (input: MakeInput, sentAt: number): Built => {
     },
     text: body.text,
     quote,
-    attachments: input.attachments ?? []
+    attachments: input.attachments ?? [],
+    ...(input.edited_at === undefined ? {} : { edited_at: input.edited_at }),
+    ...(forward === undefined ? {} : { forward }),
+    ...(input.album_id === undefined ? {} : { album_id: input.album_id }),
+    ...(input.seen_via === undefined ? {} : { seen_via: input.seen_via }),
+    ...(input.event_id === undefined ? {} : { event_id: input.event_id })
   }
   return { item, warnings }
 }
@@ -327,6 +430,37 @@ export const make = (input: MakeInput): Effect.Effect<HistoryItem> =>
  */
 export const isOutbound = (item: HistoryItem): boolean =>
   item.kind === "outbound_agent" || item.kind === "outbound_reaction"
+
+/**
+ * How much an item of a message says, for choosing between two copies of it: the message
+ * itself over a copy seen only inside a reply to it, then the latest edit. A store replaces
+ * a stored item only with one that ranks at least as high, so a redelivered original never
+ * undoes an edit and an embedded copy never overwrites the message.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const compareVersions = (a: HistoryItem, b: HistoryItem): number =>
+  (a.seen_via === undefined ? 1 : 0) - (b.seen_via === undefined ? 1 : 0) ||
+  (a.edited_at ?? Number.NEGATIVE_INFINITY) - (b.edited_at ?? Number.NEGATIVE_INFINITY) || 0
+
+/**
+ * The item a store keeps when `incoming` arrives for a message it holds as `stored`:
+ * `incoming` unless it ranks lower ({@link compareVersions}), keeping the stored topic (the
+ * item's position lives there) and the stored `bot_response_id` when `incoming` has none.
+ * Undefined when the stored item stays as it is.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const mergeVersions = (stored: HistoryItem, incoming: HistoryItem): HistoryItem | undefined => {
+  if (compareVersions(incoming, stored) < 0) return undefined
+  const topic = stored.topic_id === incoming.topic_id ? {} : { topic_id: stored.topic_id }
+  const response = incoming.bot_response_id === null && stored.bot_response_id !== null
+    ? { bot_response_id: stored.bot_response_id }
+    : {}
+  return Object.keys(topic).length === 0 && Object.keys(response).length === 0 ? incoming : { ...incoming, ...topic, ...response }
+}
 
 /**
  * Core's message metadata for an item that has a message id: what `@deixis/core`'s

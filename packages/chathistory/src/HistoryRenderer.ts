@@ -42,6 +42,15 @@ export interface RenderedItem {
   readonly attachments?: ReadonlyArray<string>
   readonly message_id?: string
   readonly reply_to_message_id?: string
+  /** When the message was last edited: the text is the edited one. */
+  readonly edited_at?: string
+  /** Who first sent a forwarded message (the sender forwarded it), and when. */
+  readonly forward_origin?: string
+  readonly forward_date?: string
+  /** The album the message is one item of. */
+  readonly album_id?: string
+  /** `reply`: the bot only saw this message as the one a later message replied to. */
+  readonly seen_via?: "reply"
 }
 
 /**
@@ -120,7 +129,8 @@ const attachmentLabel = (attachment: Attachment): string =>
 
 /**
  * The rendered form of one item: `kind`, `time`, `sender`, `text`, then `quote`,
- * `attachments`, `message_id` and `reply_to_message_id` when present; always in this order.
+ * `attachments`, `message_id`, `reply_to_message_id`, `edited_at`, `forward_origin` and
+ * `forward_date`, `album_id` and `seen_via` when present; always in this order.
  *
  * @since 0.1.0
  * @category rendering
@@ -136,6 +146,13 @@ export const renderItem = (item: HistoryItem): RenderedItem => {
   if (item.attachments.length > 0) out.attachments = item.attachments.map(attachmentLabel)
   if (item.message_id !== null) out.message_id = item.message_id
   if (item.reply_to_message_id !== null) out.reply_to_message_id = item.reply_to_message_id
+  if (item.edited_at !== undefined) out.edited_at = formatTime(item.edited_at)
+  if (item.forward !== undefined) {
+    out.forward_origin = item.forward.sender_ref
+    out.forward_date = formatTime(item.forward.sent_at)
+  }
+  if (item.album_id !== undefined) out.album_id = item.album_id
+  if (item.seen_via !== undefined) out.seen_via = item.seen_via
   return out
 }
 
@@ -169,6 +186,12 @@ export const renderItemJson = (item: HistoryItem): string => {
   }
   if (item.message_id !== null) out += `,"message_id":${quoteJson(item.message_id)}`
   if (item.reply_to_message_id !== null) out += `,"reply_to_message_id":${quoteJson(item.reply_to_message_id)}`
+  if (item.edited_at !== undefined) out += `,"edited_at":"${formatTime(item.edited_at)}"`
+  if (item.forward !== undefined) {
+    out += `,"forward_origin":${quoteJson(item.forward.sender_ref)},"forward_date":"${formatTime(item.forward.sent_at)}"`
+  }
+  if (item.album_id !== undefined) out += `,"album_id":${quoteJson(item.album_id)}`
+  if (item.seen_via !== undefined) out += `,"seen_via":"${item.seen_via}"`
   return `${out}}`
 }
 

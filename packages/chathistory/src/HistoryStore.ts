@@ -92,13 +92,16 @@ export const entryKey = (entry: HistoryEntry): string =>
   entry.item.message_id ?? `${entry.anchor}#${entry.seq}`
 
 /**
- * Whether an append added an item or replaced the item with the same message id (an edit, a
- * redelivered update). A replaced item keeps its position and its topic.
+ * Whether an append added an item, replaced the item with the same message id (an edit, a
+ * redelivered update), or left the stored item as it was: the incoming copy ranks lower
+ * (`HistoryItem.compareVersions`: a copy seen only in a reply, an older edit), or an item
+ * without a message id carries an `event_id` already stored. A replaced item keeps its
+ * position, its topic, and its `bot_response_id` when the new copy has none.
  *
  * @since 0.1.0
  * @category models
  */
-export type AppendResult = "appended" | "replaced"
+export type AppendResult = "appended" | "replaced" | "unchanged"
 
 /**
  * @since 0.1.0
@@ -116,8 +119,14 @@ export interface HistoryStoreStats {
  * @category models
  */
 export interface HistoryStoreShape {
-  /** Adds an item, or replaces the item of the chat with the same message id. */
+  /**
+   * Adds an item, or replaces the item of the chat with the same message id when the new copy
+   * ranks at least as high (see {@link AppendResult}); an item without a message id whose
+   * `event_id` is already stored is not added again.
+   */
   readonly append: (item: HistoryItem) => Effect.Effect<AppendResult, StoreError>
+  /** Appends items in order, atomically (one transaction in a SQL store). */
+  readonly appendAll: (items: ReadonlyArray<HistoryItem>) => Effect.Effect<ReadonlyArray<AppendResult>, StoreError>
   /**
    * The item whose message id is `externalId`, or else the inbound item whose
    * `bot_response_id` is `externalId` (the bot's reply was not stored as an item).
@@ -159,6 +168,13 @@ export interface HistoryStoreShape {
     messageId: string | number,
     responseId: string | number
   ) => Effect.Effect<boolean, StoreError>
+  /**
+   * Moves every item of chat `from` to chat `to` (a Telegram group upgraded to a supergroup),
+   * atomically: message ids (and reply and response ids) become `Ids.migratedMessageId(id)`,
+   * placing the old items before the new chat's own; an item `to` already holds stays. Returns
+   * how many items moved; a second call moves nothing.
+   */
+  readonly migrateChat: (from: string, to: string) => Effect.Effect<number, StoreError>
   readonly stats: Effect.Effect<HistoryStoreStats, StoreError>
 }
 

@@ -270,5 +270,94 @@ export const historyStoreContract = <E>(
         assert.deepStrictEqual(yield* store.replies(scope, "5", { limit: 10 }), [])
         assert.deepStrictEqual(yield* store.replies(scope, "1", { limit: 0 }), [])
       }))
+
+    it.effect("a copy seen only inside a reply never overwrites the message; the message replaces such a copy", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("seen-via-reply")
+        const scope = { chat_id: chatId, topic_id: null }
+        yield* store.append(testItem(chatId, "1", { text: "the message", reply_to_message_id: "0" }))
+        assert.strictEqual(yield* store.append(testItem(chatId, "1", { text: "embedded copy", seen_via: "reply" })), "unchanged")
+        assert.strictEqual((yield* store.recent(scope, 5))[0]?.item.text, "the message")
+        assert.strictEqual(yield* store.append(testItem(chatId, "2", { text: "only seen in a reply", seen_via: "reply" })), "appended")
+        assert.strictEqual(yield* store.append(testItem(chatId, "2", { text: "seen again in a reply", seen_via: "reply" })), "replaced")
+        assert.strictEqual(yield* store.append(testItem(chatId, "2", { text: "the message itself" })), "replaced")
+        const second = Option.getOrThrow(yield* store.lookup(scope, "2")).item
+        assert.deepStrictEqual([second.text, second.seen_via], ["the message itself", undefined])
+      }))
+
+    it.effect("an edit replaces the item; a redelivered original or an older edit changes nothing; the bot's response survives", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("edits")
+        const scope = { chat_id: chatId, topic_id: null }
+        const original = testItem(chatId, "1", { text: "v1" })
+        yield* store.append(original)
+        yield* store.recordResponse(scope, "1", "90")
+        const edit = (minute: number, text: string) => testItem(chatId, "1", { text, edited_at: base + minute * 60_000 })
+        assert.strictEqual(yield* store.append(edit(5, "v3")), "replaced")
+        assert.strictEqual(yield* store.append(edit(2, "v2")), "unchanged")
+        assert.strictEqual(yield* store.append(original), "unchanged")
+        assert.strictEqual(yield* store.append(edit(5, "v3")), "replaced")
+        const item = Option.getOrThrow(yield* store.lookup(scope, "1")).item
+        assert.deepStrictEqual([item.text, item.edited_at, item.bot_response_id], ["v3", base + 5 * 60_000, "90"])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 5)), ["1"])
+      }))
+
+    it.effect("an item without a message id is stored once per event_id", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("event-id")
+        const scope = { chat_id: chatId, topic_id: null }
+        const reaction = testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text: "👍", event_id: "reaction:1:1001:5" })
+        yield* store.append(testItem(chatId, "1"))
+        assert.strictEqual(yield* store.append(reaction), "appended")
+        assert.strictEqual(yield* store.append(reaction), "unchanged")
+        assert.strictEqual(yield* store.append(testItem(chatId, null, { kind: "inbound_reaction", text: "👎" })), "appended")
+        assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "👍", "👎"])
+      }))
+
+    it.effect("appendAll appends in order, atomically, and reports each result", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("append-all")
+        const results = yield* store.appendAll([
+          testItem(chatId, "2"),
+          testItem(chatId, "1"),
+          testItem(chatId, "2", { text: "again" }),
+          testItem(chatId, "1", { text: "embedded", seen_via: "reply" })
+        ])
+        assert.deepStrictEqual(results, ["appended", "appended", "replaced", "unchanged"])
+        assert.deepStrictEqual(ids(yield* store.recent({ chat_id: chatId, topic_id: null }, 10)), ["1", "2"])
+      }))
+
+    it.effect("a chat's items migrate to its new id once: re-keyed, and placed before the new chat's own", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const from = chat("migrate-old")
+        const to = chat("migrate-new")
+        yield* appendAll(store, [
+          testItem(from, "1"),
+          testItem(from, "2", { reply_to_message_id: "1", bot_response_id: "3" }),
+          testItem(from, null, { kind: "inbound_reaction", reply_to_message_id: "2", text: "👍", event_id: "r1" }),
+          // The new chat numbers its messages from 1 again.
+          testItem(to, "1", { text: "first in the supergroup" })
+        ])
+        assert.strictEqual(yield* store.migrateChat(from, to), 3)
+        assert.strictEqual(yield* store.migrateChat(from, to), 0)
+        const scope = { chat_id: to, topic_id: null }
+        const recent = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(recent.map((e) => [e.item.message_id, e.item.chat_id]), [
+          ["~1", to], ["~2", to], [null, to], ["1", to]
+        ])
+        assert.deepStrictEqual(recent.map((e) => e.item.reply_to_message_id), [null, "~1", "~2", null])
+        assert.deepStrictEqual(yield* store.recent({ chat_id: from, topic_id: null }, 10), [])
+        // The bot's answer still finds the message it answered; ids of the new chat are its own.
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "~3")).item.message_id, "~2")
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "1")).item.text, "first in the supergroup")
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "~1", { limit: 5 })), ["~2"])
+        assert.strictEqual(yield* store.append(testItem(to, null, { kind: "inbound_reaction", text: "👍", event_id: "r1" })), "unchanged")
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 10, { before: "1" })), ["~1", "~2", null])
+      }))
   })
 }

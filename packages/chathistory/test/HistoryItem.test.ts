@@ -4,6 +4,8 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as HistoryItem from "../src/HistoryItem.js"
+import * as fc from "fast-check"
+import { item as arbitraryItem } from "./arbitraries.js"
 import { captureLogs } from "./logs.js"
 
 const wire = {
@@ -153,5 +155,34 @@ describe("HistoryItem", () => {
       sent_at: 5
     })
     assert.isTrue(Option.isNone(HistoryItem.toMessageMeta({ ...built.item, message_id: null })))
+  })
+
+  it("property: encodeTrusted is Schema's encode, byte for byte, for any valid item", () => {
+    const forward = fc.option(fc.record({
+      origin: fc.constantFrom("user" as const, "hidden_user" as const, "chat" as const, "channel" as const),
+      sender_ref: fc.string({ maxLength: 40 }),
+      sent_at: fc.integer({ min: 0, max: 4_102_444_800_000 }),
+      automatic: fc.boolean()
+    }), { nil: undefined })
+    fc.assert(fc.property(
+      arbitraryItem("c"),
+      fc.option(fc.integer({ min: 0, max: 4_102_444_800_000 }), { nil: undefined }),
+      forward,
+      fc.option(fc.constant("album-1"), { nil: undefined }),
+      fc.option(fc.constant("reply" as const), { nil: undefined }),
+      fc.option(fc.constant("reaction:1"), { nil: undefined }),
+      (base, edited_at, fwd, album_id, seen_via, event_id) => {
+        const item: HistoryItem.HistoryItem = {
+          ...base,
+          message_id: "7",
+          ...(edited_at === undefined ? {} : { edited_at }),
+          ...(fwd === undefined ? {} : { forward: fwd }),
+          ...(album_id === undefined ? {} : { album_id }),
+          ...(seen_via === undefined ? {} : { seen_via }),
+          ...(event_id === undefined ? {} : { event_id })
+        }
+        assert.strictEqual(JSON.stringify(HistoryItem.encodeTrusted(item)), JSON.stringify(HistoryItem.encode(item)))
+      }
+    ))
   })
 })

@@ -192,10 +192,35 @@ describe("HistoryRenderer", () => {
         text,
         sender: { user_id: "1", username: null, nickname: ref, is_bot: false, display_ref: ref },
         quote: { sender_ref: null, text: quote, markdown_block: quote },
-        attachments: [{ kind: "document", name: text }]
+        attachments: [{ kind: "document", name: text }],
+        edited_at: 1_771_000_123_456,
+        forward: { origin: "hidden_user", sender_ref: ref, sent_at: 1_770_000_000_000, automatic: false },
+        album_id: quote.length === 0 ? "a" : quote,
+        seen_via: "reply"
       })
       assert.strictEqual(HistoryRenderer.renderItemJson(item), JSON.stringify(HistoryRenderer.renderItem(item)))
     }))
+  })
+
+  it("an edited, forwarded album item seen only in a reply says so, after the fields it always had", () => {
+    const item = testItem("c", "7", {
+      text: "caption",
+      edited_at: Date.UTC(2026, 1, 13, 8, 25, 0),
+      forward: { origin: "channel", sender_ref: "[News](tg:@news)", sent_at: Date.UTC(2026, 1, 12, 9, 0, 0), automatic: true },
+      album_id: "13579",
+      seen_via: "reply"
+    })
+    assert.strictEqual(
+      HistoryRenderer.renderItemJson(item),
+      `{"kind":"inbound_user","time":"2026-02-13T08:20:10Z","sender":"[Alice](tg:@alice)","text":"caption","message_id":"7",` +
+        `"edited_at":"2026-02-13T08:25:00Z","forward_origin":"[News](tg:@news)","forward_date":"2026-02-12T09:00:00Z",` +
+        `"album_id":"13579","seen_via":"reply"}`
+    )
+    // An item without them renders exactly as before: appended fields never move old bytes.
+    assert.strictEqual(
+      HistoryRenderer.renderItemJson(testItem("c", "7", { text: "caption" })),
+      `{"kind":"inbound_user","time":"2026-02-13T08:20:10Z","sender":"[Alice](tg:@alice)","text":"caption","message_id":"7"}`
+    )
   })
 
   it("property: rendering is deterministic and each item renders independently of its neighbours", () => {

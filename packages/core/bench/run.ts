@@ -154,7 +154,7 @@ const runSize = (size: number): Row => {
     const r = request(i)
     return {
       chat_id: CHAT, topic_id: r.topic, current_message_id: String(r.current + 1), reply_to_message_id: r.reply,
-      sender_user_id: "1001", raw_user_text: "", max_candidates: 3,
+      sender_user_id: "1001", raw_user_text: "", max_candidates: 3, record_touch: false,
       normalized_reference_hints: r.hint === undefined ? {} : { target_kind_hint: r.hint }
     }
   }

@@ -59,7 +59,8 @@ export const ActiveObject = Schema.Struct({
   created_by_bot: Schema.Boolean,
   owned_by_sender: Schema.optional(Schema.Boolean),
   poll: Schema.optional(PollState),
-  reminder: Schema.optional(ReminderState)
+  reminder: Schema.optional(ReminderState),
+  album_id: Schema.optional(Schema.String)
 }).annotations({ identifier: "ActiveObject" })
 
 /**
@@ -146,7 +147,8 @@ const toActiveObject = (
       ? {}
       : { owned_by_sender: o.created_by_user_id === request.sender_user_id }),
     ...(o.poll === undefined ? {} : { poll: o.poll }),
-    ...(o.reminder === undefined ? {} : { reminder: o.reminder })
+    ...(o.reminder === undefined ? {} : { reminder: o.reminder }),
+    ...(o.album_id === undefined ? {} : { album_id: o.album_id })
   }
 }
 
@@ -161,7 +163,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
     const ttl = yield* TtlPolicy
     let sequence = 0
     const inactiveDebug = (query: PoolQuery, now: number) =>
-      Effect.map(store.pool({ ...query, active_only: false }), (pool) =>
+      Effect.map(store.pool({ ...query, active_only: false, keep_expired: true }), (pool) =>
         pool.entries
           .filter((e) => !isActive(e.object, now) && e.object.kind !== "message" && e.object.kind !== "bot_message")
           .slice(0, 20)
@@ -189,18 +191,20 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
         }
         return store.pool(query).pipe(
           Effect.flatMap((pool) => {
+            // In a forum, a request without a topic is in the General topic.
+            const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
             const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
               now,
-              topic_id: request.topic_id,
+              topic_id: scoped.topic_id,
               sender_user_id: request.sender_user_id,
               hints: {}
             })
             const top = scored[0]
             const result: ListResult = {
-              objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, request, s)),
+              objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, scoped, s)),
               scope_used: top !== undefined
-                ? scopeOf(top.entry.tier, request.topic_id)
-                : pool.fallback || request.topic_id === null
+                ? scopeOf(top.entry.tier, scoped.topic_id)
+                : pool.fallback || scoped.topic_id === null
                 ? "chat"
                 : "topic",
               generated_at: now,

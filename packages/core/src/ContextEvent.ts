@@ -1,7 +1,7 @@
 /**
  * Events: the only way state enters deixis. A message observed (with the links, media and
- * poll it carries), an explicit activation, and kind state changes (a poll closed, a
- * reminder updated, fired or cancelled).
+ * poll it carries) or edited, an explicit activation, and kind state changes (a poll closed,
+ * a reminder updated, fired or cancelled).
  *
  * Applying the same event twice changes nothing: messages are keyed by (chat_id,
  * message_id), every other event by its `event_id`.
@@ -68,7 +68,21 @@ export const PollRef = Schema.Struct({
 }).annotations({ identifier: "PollRef" })
 
 /**
+ * An album's id (Telegram's `media_group_id`): the messages of one album share it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AlbumId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)).annotations({ identifier: "AlbumId" })
+
+/**
  * A message seen in a chat: inbound from a person, or outbound (sent by the bot).
+ *
+ * - `topic_id` null in a chat known to be a forum is its General topic.
+ * - `media_group_id`: the album the message belongs to; its media objects carry it as
+ *   `album_id`, so a request ambiguous only between one album's members resolves to the album.
+ * - `is_forum`: whether the chat is a forum, remembered per chat when given (Telegram's
+ *   `chat.is_forum`); absent leaves what is known unchanged.
  *
  * @since 0.1.0
  * @category schemas
@@ -85,7 +99,9 @@ export const MessageObserved = Schema.Struct({
   sent_at: Schema.optional(Timestamp),
   links: Schema.optionalWith(Schema.Array(LinkRef).pipe(Schema.maxItems(50)), { default: () => [] }),
   media: Schema.optionalWith(Schema.Array(MediaRef).pipe(Schema.maxItems(50)), { default: () => [] }),
-  poll: Schema.optional(PollRef)
+  poll: Schema.optional(PollRef),
+  media_group_id: Schema.optional(AlbumId),
+  is_forum: Schema.optional(Schema.Boolean)
 }).annotations({ identifier: "MessageObserved" })
 
 /**
@@ -93,6 +109,28 @@ export const MessageObserved = Schema.Struct({
  * @category models
  */
 export type MessageObserved = typeof MessageObserved.Type
+
+/**
+ * A message was edited (Telegram's `edited_message` / `edited_channel_post`): its links and
+ * media are derived again from the new content. An object whose link or file changed is
+ * replaced by a new, not yet active one; objects the new content no longer carries are
+ * removed, and so is an article fetched from a link that is gone. A message not seen before is
+ * recorded as observed. Idempotent by `event_id`, by default `message_edited:<message_id>:<edited_at>`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MessageEdited = Schema.Struct({
+  ...MessageObserved.fields,
+  type: Schema.Literal("message_edited"),
+  edited_at: Timestamp
+}).annotations({ identifier: "MessageEdited" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type MessageEdited = typeof MessageEdited.Type
 
 /**
  * An explicit activation of an object: by `object_id`, or by `source_message_id` and
@@ -183,6 +221,12 @@ export const ReminderUpdated = Schema.Struct({
 }).annotations({ identifier: "ReminderUpdated" })
 
 /**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderUpdated = typeof ReminderUpdated.Type
+
+/**
  * A reminder fired (the bot posted it).
  *
  * @since 0.1.0
@@ -195,6 +239,12 @@ export const ReminderFired = Schema.Struct({
   object_id: ObjectId,
   at: Schema.optional(Timestamp)
 }).annotations({ identifier: "ReminderFired" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderFired = typeof ReminderFired.Type
 
 /**
  * A reminder was cancelled; its activity ends.
@@ -212,6 +262,12 @@ export const ReminderCancelled = Schema.Struct({
 }).annotations({ identifier: "ReminderCancelled" })
 
 /**
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderCancelled = typeof ReminderCancelled.Type
+
+/**
  * Any event.
  *
  * @since 0.1.0
@@ -219,6 +275,7 @@ export const ReminderCancelled = Schema.Struct({
  */
 export const ContextEvent = Schema.Union(
   MessageObserved,
+  MessageEdited,
   ObjectActivated,
   PollClosed,
   ReminderUpdated,

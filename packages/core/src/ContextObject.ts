@@ -159,7 +159,9 @@ export const ContextObject = Schema.Struct({
   active_until: Schema.NullOr(Timestamp),
   activated_at: Schema.NullOr(Timestamp),
   poll: Schema.optional(PollState),
-  reminder: Schema.optional(ReminderState)
+  reminder: Schema.optional(ReminderState),
+  /** The album (Telegram's `media_group_id`) a media object belongs to. */
+  album_id: Schema.optional(Schema.String)
 }).annotations({ identifier: "ContextObject" })
 
 /**
@@ -242,7 +244,8 @@ export const messageObject = (message: MessageMeta): ContextObject => ({
 
 /**
  * The compact, safe descriptor both tools return: no activation bookkeeping, no text.
- * `ref` is the object's external reference (a link's URL, a media file id) when known.
+ * `ref` is the object's external reference (a link's URL, a media file id) when known;
+ * `album_id` the album a media object belongs to.
  *
  * @since 0.1.0
  * @category schemas
@@ -260,7 +263,8 @@ export const ObjectDescriptor = Schema.Struct({
   created_at: Timestamp,
   last_touched_at: Timestamp,
   poll: Schema.optional(PollState),
-  reminder: Schema.optional(ReminderState)
+  reminder: Schema.optional(ReminderState),
+  album_id: Schema.optional(Schema.String)
 }).annotations({ identifier: "ObjectDescriptor" })
 
 /**
@@ -295,5 +299,6 @@ export const toDescriptor = (o: ContextObject): ObjectDescriptor => {
   if (o.created_by_user_id !== undefined) d.created_by_user_id = o.created_by_user_id
   if (o.poll !== undefined) d.poll = o.poll
   if (o.reminder !== undefined) d.reminder = o.reminder
+  if (o.album_id !== undefined) d.album_id = o.album_id
   return d
 }

@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type { ChatInfo, MigrationResult } from "./ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "./ContextEvent.js"
 import type { ContextObject, MessageMeta } from "./ContextObject.js"
 import { httpStatus } from "./Errors.js"
@@ -75,6 +76,8 @@ export interface PoolQuery {
   readonly include_owned: boolean
   /** Only objects active at `now` (list_active_context_objects). */
   readonly active_only: boolean
+  /** Keep expired objects as they are instead of their messages (debug listings). */
+  readonly keep_expired?: boolean | undefined
   readonly now: number
   readonly limits: PoolLimits
 }
@@ -99,8 +102,13 @@ export interface PoolEntry {
 }
 
 /**
- * The bounded set of candidates for one request. `fallback` is true when the request's
- * own scope had nothing and other topics of the chat were searched.
+ * The bounded set of candidates for one request. `fallback` is true when the request's own
+ * scope had no active object and other topics of the chat were searched: all of their
+ * candidates when nothing at all is known of the request's scope, their active objects
+ * otherwise.
+ *
+ * An object whose activity expired is not a candidate itself: its source message is, as a
+ * plain `message` (or `bot_message`) candidate.
  *
  * @since 0.1.0
  * @category models
@@ -109,6 +117,11 @@ export interface CandidatePool {
   readonly entries: ReadonlyArray<PoolEntry>
   readonly chain: ReadonlyArray<string>
   readonly fallback: boolean
+  /**
+   * The topic the pool was built for: the request's, or in a forum the General topic when
+   * the request names none. Score and report the scope with it.
+   */
+  readonly topic_id: string | null
 }
 
 /**
@@ -164,6 +177,16 @@ export interface ContextStoreShape {
     depth: number
   ) => Effect.Effect<ReadonlyArray<MessageMeta>, StoreError>
   readonly snapshot: (chatId: string) => Effect.Effect<ChatSnapshot, StoreError>
+  /** What is known of a chat: whether it is a forum, and where it migrated. */
+  readonly chat: (chatId: string) => Effect.Effect<ChatInfo, StoreError>
+  /**
+   * Moves every message, object, poll-id mapping and applied event id of chat `from` to chat
+   * `to` (a Telegram group upgraded to a supergroup), atomically, once: message ids become
+   * `Ids.migratedMessageId(id)` (the new chat numbers its messages from 1 again) and are
+   * placed before the new chat's own; object ids stay. The migration is recorded on `from`
+   * (`chat(from).migrated_to`); calling it again moves nothing and returns `migrated: false`.
+   */
+  readonly migrateChat: (from: string, to: string, at: number) => Effect.Effect<MigrationResult, StoreError>
   /** Removes objects inactive for longer than the retention; returns how many. */
   readonly sweep: (now: number) => Effect.Effect<number, StoreError>
   readonly stats: Effect.Effect<StoreStats, StoreError>

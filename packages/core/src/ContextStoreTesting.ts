@@ -209,7 +209,8 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
             { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 7, reply_to_message_id: 1 },
             { type: "message_observed", chat_id: chat, message_id: 3, topic_id: 7, media: [{ kind: "media.image" }] },
             { type: "message_observed", chat_id: chat, message_id: 4, topic_id: 8, media: [{ kind: "media.image" }] },
-            { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 7, reply_to_message_id: 2 }
+            { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 7, reply_to_message_id: 2 },
+            { type: "object_activated", event_id: "seen", chat_id: chat, reason: "media_described", object_id: `${chat}/3/media.image` }
           ])
           const result = yield* pool(query(chat, { topic_id: "7", current_message_id: "5", reply_to_message_id: "2" }))
           const tiers = Object.fromEntries(result.entries.map((e) => [e.object.object_id, e.tier]))
@@ -222,18 +223,26 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           assert.isFalse(result.fallback)
         }))
 
-      it.effect("other topics are searched only when the request's topic is unknown", () =>
+      it.effect("other topics are searched when the request's topic has nothing active: all of them when it is unknown, their active objects otherwise", () =>
         Effect.gen(function*() {
           const chat = freshChat()
           yield* apply([
             { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 7, links: [{ url: "https://a" }] },
             { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 8 }
           ])
-          const known = yield* pool(query(chat, { topic_id: "8", kinds: ["link"] }))
-          assert.deepStrictEqual([known.entries.length, known.fallback], [0, false])
+          // Topic 8 holds only the request's own message: the fallback runs, and finds nothing active.
+          const known = yield* pool(query(chat, { topic_id: "8", current_message_id: "2", kinds: ["link"] }))
+          assert.deepStrictEqual([known.entries.length, known.fallback], [0, true])
           const unknown = yield* pool(query(chat, { topic_id: "99", kinds: ["link"] }))
           assert.deepStrictEqual(unknown.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "fallback"]])
           assert.isTrue(unknown.fallback)
+          yield* apply([{ type: "object_activated", event_id: "a", chat_id: chat, reason: "url_fetched", object_id: `${chat}/1/link` }])
+          const activeElsewhere = yield* pool(query(chat, { topic_id: "8", current_message_id: "2", kinds: ["link"] }))
+          assert.deepStrictEqual(activeElsewhere.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "fallback"]])
+          // Topic 7 has its own active object: no fallback.
+          const home = yield* pool(query(chat, { topic_id: "7", current_message_id: "3" }))
+          assert.isFalse(home.fallback)
+          assert.deepStrictEqual(home.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "home"]])
         }))
 
       it.effect("the pool filters kinds and activity, and never offers the current message", () =>
@@ -287,6 +296,156 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           const snap = yield* snapshot(chat)
           assert.deepStrictEqual(snap.objects.map((o) => o.object_id), [`${chat}/2/link`])
           assert.deepStrictEqual(snap.messages.map((m) => m.message_id), ["1", "2"])
+        }))
+
+      it.effect("an edit re-derives a message's links and media: unchanged ones keep their state, changed ones start afresh, gone ones go", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const observed: ContextEventInput = {
+            type: "message_observed", chat_id: chat, message_id: 1, topic_id: 4, sender_user_id: 9,
+            links: [{ url: "https://old.example" }, { url: "https://kept.example" }],
+            media: [{ kind: "media.image", file_id: "photo-1" }]
+          }
+          yield* apply([
+            observed,
+            { type: "object_activated", event_id: "f", chat_id: chat, reason: "url_fetched", object_id: `${chat}/1/link` },
+            { type: "object_activated", event_id: "a", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "article" },
+            { type: "object_activated", event_id: "k", chat_id: chat, reason: "url_fetched", object_id: `${chat}/1/link/1` }
+          ])
+          const edit: ContextEventInput = {
+            type: "message_edited", chat_id: chat, message_id: 1, topic_id: 4, sender_user_id: 9,
+            edited_at: "2026-11-22T10:05:00Z",
+            links: [{ url: "https://new.example" }, { url: "https://kept.example" }]
+          }
+          const first = yield* apply([edit], T0 + 5 * minute)
+          const again = yield* apply([edit], T0 + 6 * minute)
+          assert.deepStrictEqual([first.applied, again.duplicates], [1, 1])
+          const { messages, objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(messages.map((m) => [m.message_id, m.topic_id]), [["1", "4"]])
+          assert.deepStrictEqual(
+            objects.map((o) => [o.object_id, o.ref, o.active_until !== null]),
+            [[`${chat}/1/link`, "https://new.example", false], [`${chat}/1/link/1`, "https://kept.example", true]]
+          )
+        }))
+
+      it.effect("an edit of a message never seen records it as observed", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([{
+            type: "message_edited", chat_id: chat, message_id: 7, sender_user_id: 3, sent_at: "2026-11-22T09:00:00Z",
+            edited_at: "2026-11-22T09:30:00Z", media: [{ kind: "media.pdf", file_id: "doc" }]
+          }])
+          const { messages, objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(messages.map((m) => [m.message_id, m.sent_at]), [["7", Date.parse("2026-11-22T09:00:00Z")]])
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.ref]), [[`${chat}/7/media.pdf`, "doc"]])
+        }))
+
+      it.effect("a chat remembers it is a forum: a message or request without a topic there is in the General topic", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const store = yield* ContextStore
+          assert.deepStrictEqual(yield* store.chat(chat), { chat_id: chat, is_forum: false, migrated_to: null, migrated_at: null })
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 500, is_forum: true, links: [{ url: "https://t500" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, links: [{ url: "https://general" }] },
+            { type: "object_activated", event_id: "g", chat_id: chat, reason: "summarized", source_message_id: 3, kind: "summary", created_by_bot: true }
+          ])
+          assert.isTrue((yield* store.chat(chat)).is_forum)
+          const { messages, objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(messages.map((m) => [m.message_id, m.topic_id]), [["1", "500"], ["2", "1"]])
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.topic_id]), [
+            [`${chat}/1/link`, "500"], [`${chat}/2/link`, "1"], [`${chat}/3/summary`, "1"]
+          ])
+          const general = yield* pool(query(chat, { topic_id: null, current_message_id: "4", kinds: ["link"] }))
+          assert.strictEqual(general.topic_id, "1")
+          assert.deepStrictEqual(general.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/2/link`, "home"]])
+          // A message saying the chat is no forum any more is believed.
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 5, is_forum: false }])
+          assert.isFalse((yield* store.chat(chat)).is_forum)
+        }))
+
+      it.effect("an expired object gives way to its message in the pool; a debug listing keeps it", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 2, media: [{ kind: "media.image", file_id: "p" }] },
+            { type: "object_activated", event_id: "d", chat_id: chat, reason: "media_described", object_id: `${chat}/1/media.image` }
+          ])
+          const later = T0 + TtlPolicy.defaults.short_medium + minute
+          const result = yield* pool(query(chat, { current_message_id: "2", now: later }))
+          assert.deepStrictEqual(result.entries.map((e) => [e.object.object_id, e.object.kind, e.tier]), [[`${chat}/1/message`, "message", "home"]])
+          const debug = yield* pool(query(chat, { current_message_id: "2", now: later, keep_expired: true }))
+          assert.deepStrictEqual(debug.entries.map((e) => e.object.object_id), [`${chat}/1/media.image`])
+        }))
+
+      it.effect("the media of an album carry its id", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, media_group_id: "alb", media: [{ kind: "media.image", file_id: "a" }] },
+            { type: "message_observed", chat_id: chat, message_id: 2, media_group_id: "alb", media: [{ kind: "media.video", file_id: "b" }] }
+          ])
+          const { objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.album_id]), [[`${chat}/1/media.image`, "alb"], [`${chat}/2/media.video`, "alb"]])
+        }))
+
+      it.effect("a chat migrates once: messages re-keyed before the new chat's own, objects, poll ids and event ids moved", () =>
+        Effect.gen(function*() {
+          const from = freshChat()
+          const to = freshChat()
+          const store = yield* ContextStore
+          const pollId = `${from}-poll`
+          yield* apply([
+            { type: "message_observed", chat_id: from, message_id: 1, sender_user_id: 5, links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: from, message_id: 2, reply_to_message_id: 1, poll: { poll_id: pollId, question: "Q" } },
+            { type: "object_activated", event_id: "sum", chat_id: from, reason: "summarized", object_id: `${from}/1/link` },
+            // The new chat's first message (Telegram numbers it 1 as well) arrived first.
+            { type: "message_observed", chat_id: to, message_id: 1, sender_user_id: 5 }
+          ])
+          const at = T0 + minute
+          const first = yield* store.migrateChat(from, to, at)
+          assert.deepStrictEqual(first, { migrated: true, moved: 4 })
+          assert.deepStrictEqual(yield* store.migrateChat(from, to, at + minute), { migrated: false, moved: 0 })
+          assert.deepStrictEqual(yield* snapshot(from), { messages: [], objects: [] })
+          assert.deepStrictEqual(yield* store.chat(from), { chat_id: from, is_forum: false, migrated_to: to, migrated_at: at })
+          const snap = yield* snapshot(to)
+          assert.deepStrictEqual(snap.messages.map((m) => [m.message_id, m.reply_to_message_id, m.chat_id]), [
+            ["~1", null, to], ["~2", "~1", to], ["1", null, to]
+          ])
+          assert.deepStrictEqual(snap.objects.map((o) => [o.object_id, o.chat_id, o.source_message_id, o.active_until !== null]), [
+            [`${from}/1/link`, to, "~1", true], [`${from}/2/poll`, to, "~2", false]
+          ])
+          // The poll id now names the new chat; an event id seen in the old chat stays seen.
+          yield* apply([{ type: "poll_closed", event_id: "close", poll_id: pollId }], at + minute)
+          const poll = Option.getOrThrow(yield* store.object(to, `${from}/2/poll`))
+          assert.strictEqual(poll.poll?.state, "closed")
+          const replay = yield* apply([{ type: "object_activated", event_id: "sum", chat_id: to, reason: "summarized", object_id: `${from}/1/link` }])
+          assert.strictEqual(replay.duplicates, 1)
+          // The reply chain and the pool work in the new chat with the moved ids.
+          const chain = yield* store.replyChain(to, "~2", 5)
+          assert.deepStrictEqual(chain.map((m) => m.message_id), ["~2", "~1"])
+          const live = yield* pool(query(to, { current_message_id: "2", active_only: true, now: at }))
+          assert.deepStrictEqual(live.entries.map((e) => e.object.object_id), [`${from}/1/link`])
+        }))
+
+      it.effect("a pending reminder is never swept before its due time plus its grace", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const day = 24 * 60 * minute
+          const due = T0 + 30 * day
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 4 },
+            { type: "object_activated", event_id: "r", chat_id: chat, reason: "reminder_created", source_message_id: 1, kind: "reminder", due_at: new Date(due).toISOString() }
+          ])
+          const id = `${chat}/1/reminder`
+          const store = yield* ContextStore
+          // Well past the 7-day retention of an ordinary activation: still pending, still there and active.
+          yield* store.sweep(T0 + 20 * day)
+          const kept = Option.getOrThrow(yield* store.object(chat, id))
+          assert.isTrue(isActive(kept, due))
+          assert.isFalse(isActive(kept, due + TtlPolicy.defaults.reminder_grace))
+          yield* store.sweep(due + TtlPolicy.defaults.reminder_grace)
+          assert.isTrue(Option.isSome(yield* store.object(chat, id)))
         }))
 
       it.effect("never crosses chats, and orders messages by position", () =>

@@ -415,6 +415,13 @@ export interface ConversationStateStoreService {
     scope: ConversationScope,
     f: (current: Option.Option<ConversationStateSnapshot>) => Effect.Effect<readonly [A, Option.Option<ConversationStateSnapshot>], E>
   ) => Effect.Effect<A, E | ConversationStateConflict | ConversationStateStoreError>
+  /**
+   * Moves every scope of chat `from` to chat `to` (a Telegram group upgraded to a
+   * supergroup), atomically, keeping each state, revision and author. A scope `to` already
+   * holds keeps its own state (it is the newer); the old one is dropped. Returns how many
+   * states moved; a second call moves nothing.
+   */
+  readonly migrateChat: (from: string, to: string) => Effect.Effect<number, ConversationStateStoreError>
 }
 
 /**
@@ -477,7 +484,22 @@ export const layerMemory: Layer.Layer<ConversationStateStore> = Layer.sync(Conve
           Effect.suspend(() => f(Option.fromNullable(rows.get(internal.scopeKey(scope))))),
           ([result, next]) => Option.isSome(next) ? Effect.as(put(next.value), result) : Effect.succeed(result)
         )
-      )
+      ),
+    migrateChat: (from, to) =>
+      Effect.sync(() => {
+        if (from === to) return 0
+        let moved = 0
+        for (const [key, snapshot] of [...rows]) {
+          if (snapshot.chat_id !== from) continue
+          rows.delete(key)
+          const target = { ...snapshot, chat_id: to }
+          const targetKey = internal.scopeKey(target)
+          if (rows.has(targetKey)) continue
+          rows.set(targetKey, target)
+          moved++
+        }
+        return moved
+      })
   })
 })
 

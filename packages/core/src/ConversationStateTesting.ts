@@ -230,5 +230,28 @@ export const conversationStateStoreContract = <E>(
           assert.strictEqual(final.state["k99"], 99)
         }))
     })
+
+    it.effect("a chat's states migrate to its new id once, each keeping its revision; the new chat's own state wins", () =>
+      Effect.gen(function*() {
+        const store = yield* ConversationState.ConversationStateStore
+        const from = chat("old")
+        const to = chat("new")
+        yield* store.put(snapshot({ chat_id: from, topic_id: null }, 1, { plan: "a" }, "7"))
+        yield* store.put(snapshot({ chat_id: from, topic_id: null }, 2, { plan: "b" }, "7"))
+        yield* store.put(snapshot({ chat_id: from, topic_id: "5" }, 1, { topic: 5 }))
+        yield* store.put(snapshot({ chat_id: to, topic_id: "5" }, 1, { newer: true }))
+        assert.strictEqual(yield* store.migrateChat(from, to), 1)
+        assert.strictEqual(yield* store.migrateChat(from, to), 0)
+        assert.isTrue(Option.isNone(yield* store.get({ chat_id: from, topic_id: null })))
+        assert.isTrue(Option.isNone(yield* store.get({ chat_id: from, topic_id: "5" })))
+        assert.deepStrictEqual(
+          Option.getOrThrow(yield* store.get({ chat_id: to, topic_id: null })),
+          snapshot({ chat_id: to, topic_id: null }, 2, { plan: "b" }, "7")
+        )
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.get({ chat_id: to, topic_id: "5" })).state, { newer: true })
+        // The moved state goes on from its revision.
+        yield* store.put(snapshot({ chat_id: to, topic_id: null }, 3, { plan: "c" }))
+        assert.strictEqual(Option.getOrThrow(yield* store.get({ chat_id: to, topic_id: null })).revision, 3)
+      }))
   })
 }

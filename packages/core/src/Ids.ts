@@ -323,14 +323,55 @@ export const Timestamp = Schema.transformOrFail(Schema.String, Schema.Number, {
 })
 
 /**
- * Compares message ids by position: numerically for integers (Telegram's ids, by length
- * then digits, so `"9" < "10"`), and the same length-then-lexical order for other strings.
+ * The mark of a message id carried over from a chat that migrated into this one (a Telegram
+ * group upgraded to a supergroup): `~` + the id it had there. The new chat numbers its
+ * messages from 1 again, so the old ids are kept apart — and placed before every id of the
+ * new chat.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const migratedIdPrefix = "~"
+
+/**
+ * The id a message keeps when its chat migrates (see {@link migratedIdPrefix}).
  *
  * @since 0.1.0
  * @category utils
  */
-export const compareMessageIds = (a: string, b: string): number =>
-  a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0
+export const migratedMessageId = (id: string): string => migratedIdPrefix + id
+
+/**
+ * Whether an id was carried over from a migrated chat.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const isMigratedMessageId = (id: string): boolean => id.charCodeAt(0) === 126
+
+/**
+ * The length a message id is ordered by (its first key): its length, or for a migrated id a
+ * negative number, so every migrated id comes before every plain one. SQL stores keep it in
+ * a column, so an index orders messages as {@link compareMessageIds} does.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const positionLength = (id: string): number => (id.charCodeAt(0) === 126 ? id.length - 1_000_000 : id.length)
+
+/**
+ * Compares message ids by position: numerically for integers (Telegram's ids, by length
+ * then digits, so `"9" < "10"`), and the same length-then-lexical order for other strings;
+ * ids carried over from a migrated chat come first (see {@link positionLength}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const compareMessageIds = (a: string, b: string): number => {
+  const la = positionLength(a)
+  const lb = positionLength(b)
+  return la !== lb ? la - lb : a < b ? -1 : a > b ? 1 : 0
+}
 
 /**
  * Formats epoch milliseconds as RFC 3339 UTC.

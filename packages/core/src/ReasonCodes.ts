@@ -30,6 +30,7 @@ export const ResolveReason = Schema.Literal(
   "weak_scope_fallback",
   "stale_penalty",
   "near_equal_scores",
+  "whole_album",
   "no_candidates",
   "below_min_score"
 ).annotations({ identifier: "ResolveReason" })

@@ -12,7 +12,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ObjectDescriptor, toDescriptor } from "./ContextObject.js"
 import { ContextStore, type PoolTier, type StoreError } from "./ContextStore.js"
-import { ChatId, MessageId, OptionalTopicId, RequestId, UserId } from "./Ids.js"
+import type { ObjectActivated } from "./ContextEvent.js"
+import { ChatId, compareMessageIds, MessageId, ObjectId, OptionalTopicId, RequestId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
@@ -44,7 +45,11 @@ export const ResolveRequest = Schema.Struct({
   normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
   allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
   max_candidates: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10)), { default: () => 3 }),
-  request_id: Schema.optional(RequestId)
+  request_id: Schema.optional(RequestId),
+  record_touch: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
+    description:
+      "Record the resolution as an explicit resolver touch of the winner (refreshing its activity within its kind's TTL, never beyond); off by default, so a plain query changes nothing"
+  })
 }).annotations({ identifier: "ResolveReferenceTargetRequest" })
 
 /**
@@ -109,6 +114,21 @@ export const Diagnostics = Schema.Struct({
  * @since 0.1.0
  * @category schemas
  */
+/**
+ * The album a request resolved to as a whole: its members, in message order.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolvedAlbum = Schema.Struct({
+  album_id: Schema.String,
+  object_ids: Schema.Array(ObjectId)
+}).annotations({ identifier: "ResolvedAlbum" })
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ResolveResult = Schema.Struct({
   status: Schema.Literal("resolved", "ambiguous", "not_found"),
   best_match: Schema.NullOr(ObjectDescriptor),
@@ -116,7 +136,8 @@ export const ResolveResult = Schema.Struct({
   confidence: Schema.Number,
   reasons: Schema.Array(ResolveReason),
   scope_used: ScopeUsed,
-  diagnostics: Diagnostics
+  diagnostics: Diagnostics,
+  album: Schema.optional(ResolvedAlbum)
 }).annotations({ identifier: "ResolveReferenceTargetResult" })
 
 /**
@@ -213,6 +234,22 @@ export const decide = (
   const confidence = round(top.confidence * Math.min(1, 0.5 + gap! / (2 * settings.ambiguity_margin)))
   const topReasons = resolveReasons(top, request.topic_id, settings.weights.recency)
   if (close) {
+    const album = request.reply_to_message_id === null ? albumOf(settings, scored) : undefined
+    if (album !== undefined) {
+      // Ambiguous only between the members of one album: the album is what was meant.
+      const first = album.members[0]!
+      const albumGap = round(top.score - (album.runner_up?.score ?? 0))
+      return {
+        status: "resolved",
+        best_match: toDescriptor(first.entry.object),
+        candidates: album.members.slice(0, request.max_candidates).map(toCandidate),
+        confidence: round(top.confidence * Math.min(1, 0.5 + albumGap / (2 * settings.ambiguity_margin))),
+        reasons: [...resolveReasons(first, request.topic_id, settings.weights.recency), "whole_album"],
+        scope_used: scopeOf(first.entry.tier, request.topic_id),
+        diagnostics,
+        album: { album_id: album.album_id, object_ids: album.members.map((s) => s.entry.object.object_id) }
+      }
+    }
     return {
       status: "ambiguous",
       best_match: null,
@@ -235,6 +272,50 @@ export const decide = (
     scope_used: scopeOf(top.entry.tier, request.topic_id),
     diagnostics
   }
+}
+
+/**
+ * When the candidates close to the top are all members of one album (and there are at least
+ * two), that album: all its members in the pool, in message order, and the best candidate
+ * outside it.
+ */
+const albumOf = (settings: Scoring.ScoringSettings, scored: ReadonlyArray<Scoring.Scored>) => {
+  const top = scored[0]!
+  const albumId = top.entry.object.album_id
+  if (albumId === undefined) return undefined
+  const close = scored.filter((s) => s.score >= settings.min_score && top.score - s.score < settings.ambiguity_margin)
+  if (close.length < 2 || close.some((s) => s.entry.object.album_id !== albumId)) return undefined
+  const members = scored
+    .filter((s) => s.entry.object.album_id === albumId)
+    .sort((a, b) => compareMessageIds(a.entry.object.source_message_id, b.entry.object.source_message_id))
+  return { album_id: albumId, members, runner_up: scored.find((s) => s.entry.object.album_id !== albumId) }
+}
+
+/**
+ * The resolver touch a resolution records when asked to (`record_touch`): an explicit
+ * activation of each resolved object — by id for a stored object, by its message for a plain
+ * message candidate (which the touch makes a stored, active `message` object). Idempotent per
+ * request message.
+ *
+ * @since 0.1.0
+ * @category resolving
+ */
+export const touchEvents = (request: ResolveRequest, result: ResolveResult): ReadonlyArray<ObjectActivated> => {
+  if (result.status !== "resolved" || result.best_match === null) return []
+  const targets = result.album === undefined
+    ? [result.best_match]
+    : result.candidates.filter((c) => result.album!.object_ids.includes(c.object_id))
+  return targets.map((target): ObjectActivated => {
+    const plain = target.kind === "message" || target.kind === "bot_message"
+    return {
+      type: "object_activated",
+      event_id: `resolver_touch:${request.current_message_id}:${target.object_id}`,
+      chat_id: request.chat_id,
+      reason: "resolver_touch",
+      ...(request.sender_user_id === null ? {} : { actor_user_id: request.sender_user_id }),
+      ...(plain ? { source_message_id: target.source_message_id, kind: target.kind } : { object_id: target.object_id })
+    }
+  })
 }
 
 /**
@@ -267,17 +348,21 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
           now,
           limits: settings.pool
         }).pipe(Effect.flatMap((pool) => {
+          // In a forum, a request without a topic is in the General topic.
+          const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
           // Steps 3 and 4: deterministic weighted features, best first.
           const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
             now,
-            topic_id: request.topic_id,
+            topic_id: scoped.topic_id,
             sender_user_id: request.sender_user_id,
             hints
           })
           // Steps 5 to 8: thresholds.
-          const result = decide(settings, request, scored, pool.fallback, pool.chain.length)
+          const result = decide(settings, scoped, scored, pool.fallback, pool.chain.length)
+          const touch = request.record_touch ? touchEvents(request, result) : []
+          const recorded = touch.length === 0 ? Effect.void : Effect.asVoid(store.apply(touch, { now, ttl }))
           return Effect.as(
-            logCall("resolve_reference_target", () => ({
+            Effect.zipRight(recorded, logCall("resolve_reference_target", () => ({
               request_id: request.request_id ?? `resolve-${++sequence}`,
               chat_id: request.chat_id,
               topic_id: request.topic_id,
@@ -287,7 +372,7 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
               scope_used: result.scope_used,
               top_ids: result.candidates.map((c) => c.object_id).join(","),
               top_score_gap: result.diagnostics.score_gap
-            })),
+            }))),
             result
           )
         }))

@@ -25,6 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { StoreError } from "./ContextStore.js"
+import { migratedMessageId } from "./Ids.js"
 
 /**
  * A pending reminder. Times are epoch milliseconds.
@@ -118,8 +119,10 @@ export interface ReminderStoreShape {
   readonly stats: (now: number) => Effect.Effect<ReminderStats, StoreError>
   /**
    * Moves every reminder of chat `from` to chat `to` in one step (claims dropped); a reminder
-   * already under `to` with the same object id wins. Returns how many moved; a second call
-   * moves none.
+   * already under `to` with the same object id wins. A moved reminder's source message id
+   * becomes its migrated form (`Ids.migratedMessageId`, as the context store re-keys the old
+   * chat's messages), so it is never mistaken for a message of the new chat. Returns how many
+   * moved; a second call moves none.
    */
   readonly migrateChat: (from: string, to: string) => Effect.Effect<number, StoreError>
 }
@@ -211,7 +214,8 @@ export const makeMemory = (): ReminderStoreShape => {
           rows.delete(k)
           const target = key(to, row.reminder.object_id)
           if (rows.has(target)) continue
-          rows.set(target, { reminder: { ...row.reminder, chat_id: to }, next_at: row.reminder.due_at, owner: null, attempts: row.attempts })
+          const reminder = { ...row.reminder, chat_id: to, source_message_id: migratedMessageId(row.reminder.source_message_id) }
+          rows.set(target, { reminder, next_at: row.reminder.due_at, owner: null, attempts: row.attempts })
           moved++
         }
         return moved

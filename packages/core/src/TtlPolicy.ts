@@ -5,6 +5,8 @@
  * - media follow-up: `short_medium`
  * - reminder management after a list or an update, messages and bot messages: `short`
  * - a poll: while open (capped by `poll_open_max`), then `poll_grace` after it closes
+ * - a scheduled reminder: at least until it is due, plus `reminder_grace` — listed and
+ *   resolvable while pending, as a poll is while open
  * - a resolver touch refreshes within the kind's TTL, never indefinitely: an activation
  *   episode lasts at most `touch_cap_factor` × the TTL since its last explicit activation.
  *
@@ -30,6 +32,8 @@ export interface TtlSettings {
   readonly short: number
   readonly poll_open_max: number
   readonly poll_grace: number
+  /** How long a scheduled reminder stays active past its due time (it is active until then). */
+  readonly reminder_grace: number
   readonly touch_cap_factor: number
 }
 
@@ -47,6 +51,7 @@ export const config: Config.Config<TtlSettings> = Config.all({
   short: millis("TTL_SHORT", "15 minutes"),
   poll_open_max: millis("TTL_POLL_OPEN_MAX", "7 days"),
   poll_grace: millis("TTL_POLL_GRACE", "15 minutes"),
+  reminder_grace: millis("TTL_REMINDER_GRACE", "15 minutes"),
   touch_cap_factor: Config.number("TTL_TOUCH_CAP_FACTOR").pipe(
     Config.withDefault(3),
     Config.validate({ message: "TTL_TOUCH_CAP_FACTOR must be at least 1", validation: (n) => n >= 1 })
@@ -163,6 +168,8 @@ export const activate = (
     activatedAt = at
     activeUntil = Math.max(current, at + ttl)
   }
+  const pending = pendingUntil(settings, object)
+  if (pending !== null) activeUntil = Math.max(activeUntil, pending)
   return {
     ...object,
     ttl_class: ttlClass,
@@ -172,6 +179,18 @@ export const activate = (
     activated_at: activatedAt
   }
 }
+
+/**
+ * Until when a scheduled reminder stays active whatever its activations: its due time plus
+ * `reminder_grace`. Null for anything else.
+ *
+ * @since 0.1.0
+ * @category policy
+ */
+export const pendingUntil = (settings: TtlSettings, object: ContextObject): number | null =>
+  object.kind === "reminder" && object.reminder?.status === "scheduled"
+    ? object.reminder.due_at + settings.reminder_grace
+    : null
 
 /**
  * Closes a poll at `at`: an activated poll stays active for `poll_grace` after closing.

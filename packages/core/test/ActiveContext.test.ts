@@ -54,12 +54,27 @@ describe("list_active_context_objects", () => {
           activate("url_fetched", { source_message_id: 2, kind: "link" }),
           inTopic(9, 3)
         )
+        // Topic 7 has an active object of its own: nothing from 8 leaks in.
         const seven = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 10, sender_user_id: 100 })
         assert.deepStrictEqual(seven.objects.map((o) => o.object_id), ["1/1/link"])
         assert.strictEqual(seven.scope_used, "topic")
-        // Topic 9 has state of its own, with nothing active: nothing from 7 or 8 leaks in.
-        const nine = yield* list({ chat_id: 1, topic_id: 9, current_message_id: 11, sender_user_id: 100 })
-        assert.deepStrictEqual(nine.objects, [])
+        assert.notInclude(seven.objects[0]!.why_active, "chat_scope_fallback")
+      })))
+
+    it.effect("a topic with nothing active falls back to the chat's active objects, marked as the fallback", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          inTopic(7, 1, { links: [{ url: "https://example.com/7" }] }),
+          activate("url_fetched", { source_message_id: 1, kind: "link" }),
+          inTopic(8, 2, { links: [{ url: "https://example.com/8" }] }),
+          inTopic(9, 3)
+        )
+        // Topic 9 holds the request's own message and nothing active: the chat-level fallback.
+        const nine = yield* list({ chat_id: 1, topic_id: 9, current_message_id: 3, sender_user_id: 100 })
+        assert.deepStrictEqual(nine.objects.map((o) => o.object_id), ["1/1/link"])
+        assert.strictEqual(nine.scope_used, "chat")
+        assert.include(nine.objects[0]!.why_active, "chat_scope_fallback")
+        assert.notInclude(nine.objects[0]!.why_active, "same_topic")
       })))
 
     it.effect("reply-chain precedence", () =>
@@ -130,7 +145,8 @@ describe("list_active_context_objects", () => {
         yield* ingest(inTopic(7, 1), inTopic(7, 2, { links: [{ url: "https://example.com" }] }), inTopic(7, 3, { direction: "outbound" }))
         const result = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 4, sender_user_id: 100 })
         assert.deepStrictEqual(result.objects, [])
-        assert.strictEqual(result.scope_used, "topic")
+        // Nothing active in the topic, nor elsewhere: the chat was searched.
+        assert.strictEqual(result.scope_used, "chat")
         assert.isFalse(result.truncated)
       })))
 
@@ -205,6 +221,36 @@ describe("list_active_context_objects", () => {
       assert.include(mine.objects[0]!.why_active, "sender_owned")
       assert.isFalse(theirs.objects[0]!.owned_by_sender)
       assert.strictEqual(mine.generated_at, T0 + minutes(1))
-      assert.strictEqual(iso(mine.objects[0]!.active_until), "2026-11-22T12:00:00.000Z")
+      // A scheduled reminder is active until it is due, plus the 15-minute grace.
+      assert.strictEqual(iso(mine.objects[0]!.active_until), "2026-11-23T09:15:00.000Z")
+    })))
+
+  it.effect("a pending reminder due in three weeks stays listed until it is due, then for its grace", () =>
+    withCore(Effect.gen(function*() {
+      const due = T0 + minutes(60 * 24 * 21)
+      yield* ingest(inTopic(7, 1), activate("reminder_created", { source_message_id: 1, kind: "reminder", due_at: iso(due), title_or_label: "renew" }))
+      yield* advance(minutes(60 * 24 * 20))
+      const later = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+      assert.deepStrictEqual(later.objects.map((o) => [o.object_id, o.why_active.includes("future_reminder")]), [["1/1/reminder", true]])
+      yield* advance(minutes(60 * 24) + minutes(14))
+      const inGrace = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+      assert.deepStrictEqual(inGrace.objects.map((o) => o.object_id), ["1/1/reminder"])
+      yield* advance(minutes(2))
+      const past = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+      assert.deepStrictEqual(past.objects, [])
+    })))
+
+  it.effect("in a forum, a request without a topic lists the General topic, not the whole chat", () =>
+    withCore(Effect.gen(function*() {
+      yield* ingest(
+        message(1, { topic_id: 500, is_forum: true, links: [{ url: "https://example.com/500" }] }),
+        activate("summarized", { source_message_id: 1, kind: "link" }),
+        message(2, { links: [{ url: "https://example.com/general" }] }),
+        activate("summarized", { source_message_id: 2, kind: "link" })
+      )
+      const result = yield* list({ chat_id: 1, current_message_id: 3 })
+      assert.deepStrictEqual(result.objects.map((o) => [o.object_id, o.topic_id]), [["1/2/link", "1"]])
+      assert.strictEqual(result.scope_used, "topic")
+      assert.include(result.objects[0]!.why_active, "same_topic")
     })))
 })

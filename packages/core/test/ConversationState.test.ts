@@ -42,7 +42,8 @@ const yieldingMemory = Layer.effect(
   Effect.map(ConversationStateStore, (inner) =>
     ConversationStateStore.of({
       get: (scope) => Effect.zipLeft(inner.get(scope), Effect.yieldNow()),
-      put: inner.put
+      put: inner.put,
+      migrateChat: inner.migrateChat
     }))
 ).pipe(Layer.provide(ConversationState.layerMemory))
 
@@ -543,7 +544,8 @@ describe("ConversationState service", () => {
       const record = (scope: Scope) => touched.push(`${scope.chat_id}/${scope.topic_id ?? "-"}`)
       const spy = ConversationStateStore.of({
         get: (scope) => Effect.zipRight(Effect.sync(() => record(scope)), inner.get(scope)),
-        put: (snapshot) => Effect.zipRight(Effect.sync(() => record(snapshot)), inner.put(snapshot))
+        put: (snapshot) => Effect.zipRight(Effect.sync(() => record(snapshot)), inner.put(snapshot)),
+        migrateChat: inner.migrateChat
       })
       const service = yield* Effect.provideService(ConversationState.make(), ConversationStateStore, spy)
       yield* service.update({ scope: topic7, patch: { in7: true } })

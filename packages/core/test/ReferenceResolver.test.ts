@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
-import { activate, advance, ingest, message, minutes, resolve, withCore } from "./fixtures.js"
+import { activate, advance, ingest, list, message, minutes, resolve, T0, withCore } from "./fixtures.js"
 
 const article = (id: number, topic: number | null, options: { sender?: number } = {}) =>
   message(id, {
@@ -108,7 +108,7 @@ describe("resolve_reference_target", () => {
           message(1, { topic_id: 7, media: [{ kind: "media.image" }] }),
           activate("media_described", { source_message_id: 1, kind: "media.image" })
         )
-        yield* advance(minutes(50)) // past the 45-minute media TTL: stale
+        yield* advance(minutes(42)) // 3 of its 45 minutes left: near expiry, stale
         yield* ingest(
           message(2, { topic_id: 7, media: [{ kind: "media.image" }] }),
           activate("media_described", { source_message_id: 2, kind: "media.image" }),
@@ -123,6 +123,28 @@ describe("resolve_reference_target", () => {
         const stale = result.diagnostics.scored.find((s) => s.object_id === "1/1/media.image")
         assert.isDefined(stale)
         assert.isBelow(stale!.features["stale"]!, 0)
+      })))
+
+    it.effect("an expired typed object gives way to its message candidate", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          message(1, { topic_id: 7, poll: { poll_id: "old", question: "Lunch?" } }),
+          activate("poll_created", { source_message_id: 1, kind: "poll" }),
+          { type: "poll_closed", event_id: "c", poll_id: "old" }
+        )
+        yield* advance(minutes(60 * 24 * 39)) // a closed poll, 39 days old
+        yield* ingest(message(2, { topic_id: 7, reply_to_message_id: 1 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, reply_to_message_id: 1, sender_user_id: 100, raw_user_text: ""
+        })
+        assert.strictEqual(result.status, "resolved")
+        assert.deepStrictEqual([result.best_match?.object_id, result.best_match?.kind], ["1/1/message", "message"])
+        assert.isFalse(result.diagnostics.scored.some((s) => s.object_id === "1/1/poll"))
+        // Asked for polls only, no typed poll is invented.
+        const polls = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, sender_user_id: 100, raw_user_text: "", allowed_kinds: ["poll"]
+        })
+        assert.strictEqual(polls.status, "not_found")
       })))
 
     it.effect("missing hints fallback", () =>
@@ -390,5 +412,122 @@ describe("resolve_reference_target", () => {
         assert.notInclude(lines.join("\n"), "secret words")
       })).pipe(Effect.provide(capture))
     })
+  })
+
+  describe("real group traffic", () => {
+    const photo = (id: number, album: string | undefined, extra: Parameters<typeof message>[1] = {}) =>
+      message(id, {
+        topic_id: 7,
+        media: [{ kind: "media.image", file_id: `photo-${id}` }],
+        ...(album === undefined ? {} : { media_group_id: album }),
+        ...extra
+      })
+
+    it.effect("a reply to the second photo of an album is the second photo", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(photo(1, "alb"), photo(2, "alb"), photo(3, "alb"), message(4, { topic_id: 7, reply_to_message_id: 2 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 4, reply_to_message_id: 2, sender_user_id: 100, raw_user_text: "",
+          normalized_reference_hints: { target_kind_hint: "image" }
+        })
+        assert.strictEqual(result.status, "resolved")
+        assert.strictEqual(result.best_match?.object_id, "1/2/media.image")
+        assert.isUndefined(result.album)
+        assert.notInclude(result.reasons, "whole_album")
+      })))
+
+    it.effect("a request ambiguous only between the members of one album resolves to the album", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(photo(1, "alb"), photo(2, "alb"), photo(3, "alb"), message(4, { topic_id: 7 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 4, sender_user_id: 100, raw_user_text: "",
+          normalized_reference_hints: { target_kind_hint: "image" }, max_candidates: 5
+        })
+        assert.strictEqual(result.status, "resolved")
+        assert.deepStrictEqual(result.album, { album_id: "alb", object_ids: ["1/1/media.image", "1/2/media.image", "1/3/media.image"] })
+        assert.strictEqual(result.best_match?.object_id, "1/1/media.image")
+        assert.strictEqual(result.best_match?.album_id, "alb")
+        assert.include(result.reasons, "whole_album")
+        assert.notInclude(result.reasons, "near_equal_scores")
+      })))
+
+    it.effect("images of two different posts stay ambiguous", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(photo(1, "a"), photo(2, "b"), message(3, { topic_id: 7 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 3, sender_user_id: 100, raw_user_text: "",
+          normalized_reference_hints: { target_kind_hint: "image" }
+        })
+        assert.strictEqual(result.status, "ambiguous")
+        assert.isUndefined(result.album)
+      })))
+
+    it.effect("after a message's link is edited, the new URL resolves and the old one is gone", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          message(1, { topic_id: 7, links: [{ url: "https://example.com/typo" }] }),
+          activate("url_fetched", { source_message_id: 1, kind: "link" })
+        )
+        yield* advance(minutes(1))
+        yield* ingest(
+          { type: "message_edited", chat_id: 1, message_id: 1, topic_id: 7, sender_user_id: 100, edited_at: "2026-11-22T10:01:00Z", links: [{ url: "https://example.com/right" }] },
+          message(2, { topic_id: 7, reply_to_message_id: 1 })
+        )
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, reply_to_message_id: 1, sender_user_id: 100, raw_user_text: "",
+          normalized_reference_hints: { target_kind_hint: "link" }
+        })
+        assert.strictEqual(result.best_match?.ref, "https://example.com/right")
+        assert.isFalse(result.diagnostics.scored.some((c) => c.object_id !== "1/1/link"))
+      })))
+
+    it.effect("in a forum, a request without a topic resolves in the General topic, not topic 500", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          message(1, { topic_id: 500, is_forum: true, links: [{ url: "https://example.com/500" }] }),
+          activate("summarized", { source_message_id: 1, kind: "link" }),
+          message(2, { links: [{ url: "https://example.com/general" }] }),
+          message(3)
+        )
+        const result = yield* resolve({ chat_id: 1, current_message_id: 3, sender_user_id: 100, raw_user_text: "", normalized_reference_hints: { target_kind_hint: "link" } })
+        assert.strictEqual(result.status, "resolved")
+        assert.strictEqual(result.best_match?.object_id, "1/2/link")
+        assert.strictEqual(result.scope_used, "topic")
+        assert.include(result.reasons, "same_topic")
+      })))
+
+    it.effect("record_touch records a resolver touch, refreshing within the kind's TTL; a plain resolve changes nothing", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(article(1, 7), message(2, { topic_id: 7, reply_to_message_id: 1 }))
+        const request = {
+          chat_id: 1, topic_id: 7, current_message_id: 2, reply_to_message_id: 1, sender_user_id: 100, raw_user_text: ""
+        } as const
+        yield* resolve(request)
+        const plain = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+        assert.deepStrictEqual(plain.objects, [])
+        yield* advance(minutes(1))
+        const touched = yield* resolve({ ...request, record_touch: true })
+        assert.strictEqual(touched.best_match?.object_id, "1/1/link")
+        const listed = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+        assert.deepStrictEqual(listed.objects.map((o) => [o.object_id, o.why_active.includes("activated_by_resolver")]), [["1/1/link", true]])
+        // Within the link's TTL (2 hours) of the touch, never beyond.
+        assert.strictEqual(listed.objects[0]!.active_until, T0 + minutes(1) + minutes(120))
+        // The same request touching again changes nothing (idempotent per request message).
+        yield* advance(minutes(30))
+        yield* resolve({ ...request, record_touch: true })
+        const again = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 2 })
+        assert.strictEqual(again.objects[0]!.active_until, T0 + minutes(121))
+      })))
+
+    it.effect("a touched plain message becomes an active message object", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(message(1, { topic_id: 7 }), message(2, { topic_id: 7, reply_to_message_id: 1 }))
+        const result = yield* resolve({
+          chat_id: 1, topic_id: 7, current_message_id: 2, reply_to_message_id: 1, sender_user_id: 100, raw_user_text: "", record_touch: true
+        })
+        assert.strictEqual(result.best_match?.object_id, "1/1/message")
+        const listed = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 3 })
+        assert.deepStrictEqual(listed.objects.map((o) => [o.object_id, o.kind]), [["1/1/message", "message"]])
+      })))
   })
 })

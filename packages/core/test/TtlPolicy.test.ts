@@ -38,6 +38,7 @@ describe("TtlPolicy", () => {
       short: minutes(15),
       poll_open_max: hours(24 * 7),
       poll_grace: minutes(15),
+      reminder_grace: minutes(15),
       touch_cap_factor: 3
     })
     assert.strictEqual(TtlPolicy.classFor("summary", "summary_generated"), "medium")

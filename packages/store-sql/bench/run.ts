@@ -98,6 +98,7 @@ const resolveRequest = (i: number): ResolveRequest => {
     sender_user_id: "1001",
     raw_user_text: "",
     max_candidates: 3,
+    record_touch: false,
     normalized_reference_hints: r.hint === undefined ? {} : { target_kind_hint: r.hint }
   }
 }

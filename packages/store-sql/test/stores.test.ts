@@ -4,7 +4,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
-import { ContextStore } from "@deixis/core/ContextStore"
+import { ContextStore, makeMemory } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -14,14 +14,14 @@ import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
-import { migrate } from "../src/internal/migrations.js"
+import { migrate, migrations } from "../src/internal/migrations.js"
 import * as SqlStore from "../src/SqlStore.js"
 import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir } from "./helpers.js"
 
 /** Keys as the environment spells them (`DEIXIS_PG_URL`). */
 const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })
 
-const allVersions = Array.from({ length: SqlStore.schemaVersion }, (_, i) => i + 1)
+const allVersions = migrations.map((m) => m.version).sort((a, b) => a - b)
 
 const T0 = Date.parse("2026-11-22T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
@@ -196,8 +196,9 @@ const upgradeFrom4 = Effect.gen(function*() {
   assert.deepStrictEqual(yield* migrate(db, undefined, 4), [1, 2, 3, 4])
   const settings = { ...SqlStore.retentionDefaults }
   const chat = "upgrade"
-  const before = makeSqlContextStore(db, settings)
-  yield* before.apply(
+  // The rows a version-4 store wrote, in the version-4 tables (today's code writes newer columns).
+  const reference = makeMemory()
+  yield* reference.apply(
     decode([
       { type: "message_observed", chat_id: chat, message_id: 9, topic_id: 1, links: [{ url: "https://example.com/a" }] },
       { type: "message_observed", chat_id: chat, message_id: 10, topic_id: 1, reply_to_message_id: 9 },
@@ -206,6 +207,21 @@ const upgradeFrom4 = Effect.gen(function*() {
     ]),
     { now: T0, ttl: TtlPolicy.defaults }
   )
+  const written = yield* reference.snapshot(chat)
+  yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, ?, ?)`, [chat, written.objects.length + 1, T0])
+  for (const m of written.messages) {
+    yield* db.query(
+      `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
+    )
+  }
+  for (const [i, o] of written.objects.entries()) {
+    yield* db.query(
+      `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
+    )
+  }
+  yield* db.query(`INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES (?, ?, ?)`, [chat, "e1", T0])
   assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(4))
   const after = makeSqlContextStore(db, settings)
   const chain = yield* after.replyChain(chat, "11", 8)

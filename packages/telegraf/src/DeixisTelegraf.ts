@@ -11,8 +11,6 @@
  */
 import type { ListResult } from "@deixis/core/ActiveContext"
 import { ActiveContext, ListRequest } from "@deixis/core/ActiveContext"
-import { ContextIngest } from "@deixis/core/ContextIngest"
-import type { ApplyResult } from "@deixis/core/ContextEvent"
 import * as ContextStoreModule from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as Deixis from "@deixis/core/Deixis"
@@ -27,12 +25,12 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type { Context, MiddlewareFn } from "telegraf"
 import type { Message } from "telegraf/types"
-import type { MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
+import * as TelegramRecorder from "./TelegramRecorder.js"
+import type { MappedUpdate, MessageScope } from "./UpdateMapper.js"
 import { mapMessage, mapUpdate } from "./UpdateMapper.js"
 
 /**
@@ -45,6 +43,7 @@ import { mapMessage, mapUpdate } from "./UpdateMapper.js"
 export type Services =
   | Deixis.Services
   | ConversationState.ConversationState
+  | ConversationState.ConversationStateStore
   | HistoryStore.HistoryStore
   | WritePolicy.WritePolicy
 
@@ -109,10 +108,7 @@ export const layerMemory = (options: LayerOptions = {}): Layer.Layer<Services> =
  * @since 0.1.0
  * @category models
  */
-export interface RecordOptions extends MapOptions {
-  /** The group mode for the write policy; the `WritePolicy` default (`DEIXIS_HISTORY_MODE`) when absent. */
-  readonly mode?: WritePolicy.GroupMode | undefined
-}
+export type RecordOptions = TelegramRecorder.RecordOptions
 
 /**
  * What recording one update did.
@@ -120,83 +116,41 @@ export interface RecordOptions extends MapOptions {
  * @since 0.1.0
  * @category models
  */
-export interface RecordResult {
-  readonly mapped: MappedUpdate
-  /** Core's answer, or null when there were no events or ingest failed (logged). */
-  readonly applied: ApplyResult | null
-  /** History items written (the write policy may keep fewer than mapped). */
-  readonly recorded: number
-}
-
-const annotations = (mapped: MappedUpdate) => ({
-  update_id: mapped.update_id ?? "none",
-  update_type: mapped.update_type ?? "unknown",
-  chat_id: mapped.scope?.chat_id ?? "none",
-  topic_id: mapped.scope?.topic_id ?? "none"
-})
-
-// A reaction carries no thread: it belongs where the reacted message is.
-const placeItem = (item: HistoryItem.HistoryItem) =>
-  item.topic_id !== null || item.message_id !== null || item.reply_to_message_id === null
-    ? Effect.succeed(item)
-    : Effect.flatMap(ContextStoreModule.ContextStore, (store) => store.message(item.chat_id, item.reply_to_message_id!)).pipe(
-      Effect.map(Option.match({ onNone: () => item, onSome: (meta) => ({ ...item, topic_id: meta.topic_id }) })),
-      Effect.orElseSucceed(() => item)
-    )
-
-const store = (mapped: MappedUpdate, options: RecordOptions): Effect.Effect<RecordResult, never, Services> =>
-  Effect.gen(function*() {
-    if (mapped.warnings.length > 0) {
-      yield* Effect.logDebug("update mapped with warnings").pipe(
-        Effect.annotateLogs({ warnings: mapped.warnings.length, first_warning: mapped.warnings[0] ?? "" })
-      )
-    }
-    if (mapped.skipped !== undefined) {
-      yield* Effect.logDebug("update skipped").pipe(Effect.annotateLogs({ reason: mapped.skipped }))
-      return { mapped, applied: null, recorded: 0 }
-    }
-    const ingest = yield* ContextIngest
-    const applied = mapped.events.length === 0 ? null : yield* ingest.ingest(mapped.events).pipe(
-      Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
-      Effect.orElseSucceed(() => null)
-    )
-    let recorded = 0
-    for (const encoded of mapped.history) {
-      const written = yield* HistoryItem.decode(encoded).pipe(
-        Effect.flatMap(placeItem),
-        Effect.flatMap((item) => WritePolicy.record(item, { triggered_run: mapped.addressed, mode: options.mode })),
-        Effect.tapError((error) => Effect.logWarning("history item not recorded", error)),
-        Effect.orElseSucceed(() => false)
-      )
-      if (written) recorded++
-    }
-    return { mapped, applied, recorded }
-  }).pipe(Effect.annotateLogs(annotations(mapped)))
+export type RecordResult = TelegramRecorder.RecordResult
 
 /**
- * Maps one update and records it: its events into core, its history items through the write
- * policy (kept when the mode records everything or the message addresses the bot). Never
- * fails: a skipped update is logged at Debug with its reason, a store failure at Warning.
+ * Records one update through `TelegramRecorder` — the one recording path — never failing:
+ * a skipped update is logged at Debug with its reason, a store failure at Warning (and the
+ * result says nothing was recorded).
  *
  * @since 0.1.0
  * @category recording
  */
 export const record = (update: unknown, options: RecordOptions = {}): Effect.Effect<RecordResult, never, Services> =>
-  Effect.suspend(() => store(mapUpdate(update, options), options))
+  TelegramRecorder.record(update, options).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning("update not recorded", error), { mapped: mapUpdate(update, options), applied: null, recorded: 0 })
+    )
+  )
 
 /**
- * Records a message the bot sent (the `Message` a send method returned): an outbound
- * `message_observed` (its poll mapped to the chat, so a later `poll` update closes it) and
- * an `outbound_agent` history item. `botId` must be the sender's id.
+ * Records a message the bot sent (the `Message` a send method returned) through
+ * `TelegramRecorder.recordSent`: outbound, its poll mapped to the chat, and — given
+ * `answering`, or when it replies to a message — that message's `bot_response_id`. Never
+ * fails (a store failure is logged).
  *
  * @since 0.1.0
  * @category recording
  */
 export const recordSent = (
   message: unknown,
-  options: RecordOptions & { readonly botId: string }
+  options: RecordOptions & { readonly botId: string; readonly answering?: MessageScope | undefined }
 ): Effect.Effect<RecordResult, never, Services> =>
-  Effect.suspend(() => store(mapMessage(message, options), options))
+  TelegramRecorder.recordSent(message, options).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning("sent message not recorded", error), { mapped: mapMessage(message, options), applied: null, recorded: 0 })
+    )
+  )
 
 /**
  * The call has no message to anchor it (a callback query without its message, an update
@@ -221,7 +175,7 @@ export class NoMessageScope extends Data.TaggedError("NoMessageScope")<{ readonl
 export type ResolveOptions = Partial<
   Pick<
     typeof ResolveRequest.Encoded,
-    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id"
+    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id" | "record_touch"
   >
 >
 
@@ -302,9 +256,9 @@ export interface DeixisApi {
     ) => Promise<ConversationState.UpdateConversationStateResult>
     readonly render: () => Promise<string>
   }
-  /** Replies in the same forum topic and records the sent message. */
+  /** Replies in the same forum topic and records the sent message as this message's answer (`bot_response_id`). */
   readonly reply: (text: string, extra?: Parameters<Context["reply"]>[1]) => Promise<Message.TextMessage>
-  /** Records a message the bot sent by other means (`ctx.replyWithPoll(...)`'s result). */
+  /** Records a message the bot sent by other means (`ctx.replyWithPoll(...)`'s result), as this message's answer. */
   readonly recordSent: (message: Message) => Promise<RecordResult>
   /** Runs any Effect against the deixis services. */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
@@ -360,7 +314,8 @@ export const middleware = (
         scope === undefined ? Effect.fail(new NoMessageScope({ update_type: result.mapped.update_type })) : f(scope)
       )
     const conversation = (s: MessageScope) => ({ chat_id: s.chat_id, topic_id: s.topic_id })
-    const recordSentMessage = (message: Message) => run(recordSent(message, recordOptions))
+    // What the bot sends while handling a message answers it (its bot_response_id).
+    const recordSentMessage = (message: Message) => run(recordSent(message, { ...recordOptions, answering: scope }))
     ctx.deixis = {
       update: result.mapped,
       scope,

@@ -2,12 +2,14 @@
  * The pure mapping from a Telegram Bot API `Update` to deixis events (`@deixis/core`) and
  * history items (`@deixis/chathistory`). It imports no Telegraf runtime, does no I/O, reads
  * no clock, and never throws: an update it cannot or need not map yields no events, no items
- * and a `skipped` reason, which the caller logs.
+ * and a `skipped` reason, which the caller logs. `TelegramRecorder` writes what it maps.
  *
  * @since 0.1.0
  */
-import type { ContextEventInput } from "@deixis/core/ContextEvent"
-import { decodeEvents } from "@deixis/core/ContextEvent"
+import { generalTopicId as coreGeneralTopicId } from "@deixis/core/ChatInfo"
+import { capLabel } from "@deixis/core/ContextObject"
+import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
+import { formatTimestamp, isValidId } from "@deixis/core/Ids"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import type * as Mentions from "@deixis/chathistory/Mentions"
 import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
@@ -46,6 +48,33 @@ export interface MessageScope {
 }
 
 /**
+ * A chat that migrated to a new id: a Telegram group upgraded to a supergroup. Both the old
+ * group's `migrate_to_chat_id` notice and the supergroup's `migrate_from_chat_id` notice map
+ * to it; recording it moves the old chat's data once.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChatMigration {
+  readonly from_chat_id: string
+  readonly to_chat_id: string
+}
+
+/**
+ * The bot's message `response_id` answered message `message_id`: recorded as that message's
+ * `bot_response_id`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BotResponse {
+  readonly chat_id: string
+  readonly topic_id: string | null
+  readonly message_id: string
+  readonly response_id: string
+}
+
+/**
  * What one update maps to.
  *
  * @since 0.1.0
@@ -58,8 +87,15 @@ export interface MappedUpdate {
   readonly update_type: string | null
   /** Events for `ContextIngest.ingest` (their wire form). */
   readonly events: ReadonlyArray<ContextEventInput>
-  /** History items for `HistoryStore.append` after `HistoryItem.decode` (their wire form). */
+  /**
+   * History items for `HistoryStore.append` after `HistoryItem.decode` (their wire form): a
+   * message replied to comes first, as the copy seen through the reply (`seen_via: "reply"`).
+   */
   readonly history: ReadonlyArray<HistoryItem.HistoryItemEncoded>
+  /** A group upgraded to a supergroup: move its data. */
+  readonly migration?: ChatMigration
+  /** Messages the bot's message answers (a sent reply). */
+  readonly responses?: ReadonlyArray<BotResponse>
   /** The message's scope, for a message-carrying update. */
   readonly scope?: MessageScope
   /**
@@ -71,16 +107,25 @@ export interface MappedUpdate {
   readonly warnings: ReadonlyArray<string>
   /** Why nothing was mapped; absent when something was. */
   readonly skipped?: string
+  /**
+   * The same events and items, decoded — what `ContextIngest.apply` and
+   * `HistoryStore.append` take — built alongside the wire forms so no consumer decodes again.
+   */
+  readonly decoded: {
+    readonly events: ReadonlyArray<ContextEvent>
+    readonly history: ReadonlyArray<HistoryItem.HistoryItem>
+  }
 }
 
 /**
- * The `topic_id` deixis gives a forum's General topic: Telegram's own id for it. General
- * messages carry no `message_thread_id`; to post in General, send without one.
+ * The `topic_id` deixis gives a forum's General topic: Telegram's own id for it (core's
+ * `ChatInfo.generalTopicId`). General messages carry no `message_thread_id`; to post in
+ * General, send without one.
  *
  * @since 0.1.0
  * @category constants
  */
-export const generalTopicId = "1"
+export const generalTopicId: string = coreGeneralTopicId
 
 /**
  * The longest message text mapped, in UTF-16 code units (Telegram's own limit is 4096
@@ -94,21 +139,53 @@ export const maxTextLength = 8192
 const maxEntities = 200
 const maxLinks = 50
 const maxRefLength = 2048
-const maxPollIdLength = 256
+// A poll id must be one core's id rule accepts (it is stored and matched as an id).
+const pollIdOk = (id: string) => isValidId(id)
 const maxAttachmentName = 256
 const maxHistoryText = 32_768
 // Date#toISOString throws past ±8.64e15 ms; Telegram dates are seconds.
 const maxDateSeconds = 8_640_000_000_000
 
 const decodeHead = Schema.decodeUnknownEither(Tg.UpdateHead)
-const decodeMessage = Schema.decodeUnknownEither(Tg.Message)
 const decodePoll = Schema.decodeUnknownEither(Tg.Poll)
 const decodePollAnswer = Schema.decodeUnknownEither(Tg.PollAnswer)
+// A replied or pinned message too partial to record still names its id.
+const decodeChatOnly = Schema.decodeUnknownEither(Schema.Struct({ message_id: Schema.Int }))
 const decodeReaction = Schema.decodeUnknownEither(Tg.MessageReaction)
-const decodeItem = Schema.decodeUnknownEither(HistoryItem.HistoryItem)
-const encodeItem = Schema.encodeEither(HistoryItem.HistoryItem)
 
-const messageKeys = ["message", "edited_message", "channel_post", "edited_channel_post"] as const
+const messageKeys = [
+  "message",
+  "edited_message",
+  "channel_post",
+  "edited_channel_post",
+  "business_message",
+  "edited_business_message"
+] as const
+
+/** What a message can carry that makes it a message people wrote (anything else is a service notice). */
+const contentKeys = [
+  "text", "caption", "photo", "video", "animation", "video_note", "voice", "audio", "document", "sticker", "poll",
+  "location", "venue", "contact", "dice", "game", "story", "paid_media", "invoice", "giveaway", "giveaway_winners",
+  "checklist"
+] as const
+
+/** Update types that say nothing deixis keeps, each with why. */
+const ignoredUpdates: Readonly<Record<string, string>> = {
+  callback_query: "a button press is not a context event",
+  inline_query: "an inline query is not said in a chat",
+  chosen_inline_result: "an inline result is recorded as the message it becomes",
+  my_chat_member: "a change of the bot's membership is not conversation",
+  chat_member: "a membership change is a service event, not conversation",
+  chat_join_request: "a join request is not conversation",
+  chat_boost: "a boost is not conversation",
+  removed_chat_boost: "a boost is not conversation",
+  message_reaction_count: "anonymous reaction counts name no one",
+  shipping_query: "payments are not context events",
+  pre_checkout_query: "payments are not context events",
+  purchased_paid_media: "payments are not context events",
+  business_connection: "a business connection is not conversation",
+  deleted_business_messages: "deletions are not recorded"
+}
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
@@ -123,10 +200,71 @@ const empty = (
   update_type: string | null,
   skipped: string,
   warnings: ReadonlyArray<string> = []
-): MappedUpdate => ({ update_id, update_type, events: [], history: [], addressed: false, warnings, skipped })
+): MappedUpdate => ({
+  update_id,
+  update_type,
+  events: [],
+  history: [],
+  addressed: false,
+  warnings,
+  skipped,
+  decoded: noneDecoded
+})
 
-const isoOf = (seconds: number): string | undefined =>
-  Math.abs(seconds) <= maxDateSeconds ? new Date(seconds * 1000).toISOString() : undefined
+const noneDecoded: MappedUpdate["decoded"] = { events: [], history: [] }
+
+/**
+ * The wire form of an event the mapper built, as `Schema.encode(ContextEvent)` would give it
+ * but without re-validating (and without the empty `links` / `media` lists).
+ */
+const wireEvent = (e: ContextEvent): ContextEventInput => {
+  if (e.type !== "message_observed" && e.type !== "message_edited") {
+    return e.type === "poll_closed" ? { type: e.type, event_id: e.event_id, ...(e.poll_id === undefined ? {} : { poll_id: e.poll_id }) } : e as never
+  }
+  const out: Record<string, unknown> = {
+    type: e.type,
+    chat_id: e.chat_id,
+    message_id: e.message_id,
+    topic_id: e.topic_id,
+    reply_to_message_id: e.reply_to_message_id,
+    sender_user_id: e.sender_user_id,
+    direction: e.direction,
+    ...(e.sent_at === undefined ? {} : { sent_at: formatTimestamp(e.sent_at) }),
+    ...(e.is_forum === undefined ? {} : { is_forum: e.is_forum })
+  }
+  if (e.type === "message_edited") out["edited_at"] = formatTimestamp(e.edited_at)
+  if (e.links.length > 0) out["links"] = e.links
+  if (e.media.length > 0) out["media"] = e.media
+  if (e.media_group_id !== undefined) out["media_group_id"] = e.media_group_id
+  if (e.poll !== undefined) out["poll"] = e.poll
+  return out as ContextEventInput
+}
+
+/**
+ * A mapped update from decoded events and items. The wire forms are derived from them when
+ * first read: the recorder never reads them.
+ */
+const mapped = (
+  fields: Omit<MappedUpdate, "events" | "history" | "decoded">,
+  events: ReadonlyArray<ContextEvent>,
+  history: ReadonlyArray<HistoryItem.HistoryItem>
+): MappedUpdate => {
+  let wireEvents: ReadonlyArray<ContextEventInput> | undefined
+  let wireHistory: ReadonlyArray<HistoryItem.HistoryItemEncoded> | undefined
+  return {
+    ...fields,
+    get events() {
+      return wireEvents ??= events.map(wireEvent)
+    },
+    get history() {
+      return wireHistory ??= history.map(HistoryItem.encodeTrusted)
+    },
+    decoded: { events, history }
+  }
+}
+
+// Whether a Telegram date (seconds) is an instant a Date can hold (±8.64e15 ms).
+const inDateRange = (seconds: number): boolean => Math.abs(seconds) <= maxDateSeconds
 
 // Cuts to `max` UTF-16 code units without splitting a surrogate pair.
 const cut = (text: string, max: number): string => {
@@ -197,6 +335,16 @@ const originPerson = (origin: Tg.MessageOrigin | undefined): PeopleRef.Person | 
   return null
 }
 
+const forwardOf = (origin: Tg.ForwardOrigin | undefined, automatic: boolean): HistoryItem.ForwardInput | undefined => {
+  if (origin === undefined || !inDateRange(origin.date)) return undefined
+  const kind = origin.type === "user" || origin.type === "hidden_user" || origin.type === "chat" || origin.type === "channel"
+    ? origin.type
+    : undefined
+  const sender = originPerson(origin)
+  if (kind === undefined || sender === null) return undefined
+  return { origin: kind, sender, sent_at: origin.date * 1000, ...(automatic ? { automatic } : {}) }
+}
+
 const inRange = (text: string, e: Tg.Entity) => e.offset >= 0 && e.length > 0 && e.offset + e.length <= text.length
 
 const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Array<string>) => {
@@ -218,7 +366,7 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
     if (seen.has(url) || links.length >= maxLinks) continue
     seen.add(url)
     const title = e.type === "text_link" ? span.replace(/\s+/g, " ").trim() : ""
-    links.push(title === "" || title === url ? { url } : { url, title })
+    links.push(title === "" || title === url ? { url } : { url, title: capLabel(title) })
   }
   return links
 }
@@ -230,7 +378,7 @@ const mediaRef = (kind: MediaRef["kind"], fileId: string | undefined, label: str
   const ref: MediaRef = { kind }
   if (fileId !== undefined && fileId.length > 0 && fileId.length <= maxRefLength) ref.file_id = fileId
   const clean = label?.replace(/\s+/g, " ").trim()
-  if (clean !== undefined && clean !== "") ref.label = cut(clean, 512)
+  if (clean !== undefined && clean !== "") ref.label = capLabel(clean)
   return ref
 }
 
@@ -285,16 +433,19 @@ const mediaOf = (m: Tg.Message, caption: string | undefined) => {
   }
   if (m.sticker !== undefined) attachments.push(attachment("sticker", m.sticker.emoji))
   if (m.poll !== undefined) attachments.push(attachment("poll", m.poll.question))
-  if (m.location !== undefined) attachments.push(attachment("location", undefined))
+  if (m.location !== undefined || m.venue !== undefined) attachments.push(attachment("location", m.venue?.title))
   if (m.contact !== undefined) attachments.push(attachment("contact", undefined))
+  if (m.dice !== undefined) attachments.push(attachment("other", m.dice.emoji))
   return { media, attachments }
 }
 
 const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions) => {
   if (m.chat.type === "private") return true
-  if (options.botId !== undefined && m.reply_to_message?.from !== undefined && String(m.reply_to_message.from.id) === options.botId) {
-    return true
-  }
+  const replied = m.reply_to_message
+  // (The key written as a template: the published package's import scan reads quoted `from`s.)
+  const sender = isRecord(replied) ? replied[`from`] : undefined
+  const repliedFrom = isRecord(sender) ? sender["id"] : undefined
+  if (options.botId !== undefined && typeof repliedFrom === "number" && String(repliedFrom) === options.botId) return true
   const username = options.botUsername?.replace(/^@/, "").toLowerCase()
   for (const e of entities) {
     if (!inRange(text, e)) continue
@@ -332,21 +483,46 @@ const toMentionEntities = (text: string, entities: ReadonlyArray<Tg.Entity>): Ar
       return entity
     })
 
-/**
- * Maps one decoded Telegram message (a `message`, `edited_message`, `channel_post` or
- * `edited_channel_post`, or a message the bot just sent) to its event and history item.
- *
- * @since 0.1.0
- * @category mapping
- */
-export const mapMessage = (input: unknown, options: MapOptions = {}, updateType = "message"): MappedUpdate => {
-  const decoded = decodeMessage(input, { errors: "first", onExcessProperty: "ignore" })
-  if (Either.isLeft(decoded)) return empty(null, updateType, `malformed ${updateType}: ${firstIssue(decoded.left)}`)
-  const m = decoded.right
-  const warnings: Array<string> = []
-  const sentAt = isoOf(m.date)
-  if (sentAt === undefined) return empty(null, updateType, `malformed ${updateType}: date out of range`)
+interface One {
+  readonly event: MessageObserved | MessageEdited
+  readonly item: HistoryItem.HistoryItem
+  readonly scope: MessageScope
+  readonly outbound: boolean
+  readonly text: string
+  readonly entities: ReadonlyArray<Tg.Entity>
+}
 
+const isRecordOf = (u: unknown): u is Readonly<Record<string, unknown>> => isRecord(u)
+
+/** Whether a raw message carries anything people write; a message carrying none is a service notice. */
+const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentKeys.some((k) => raw[k] !== undefined)
+
+/** The service notice a raw message is (its first key that is not content), for logs. */
+const serviceKind = (raw: Readonly<Record<string, unknown>>): string => {
+  const known = new Set([
+    "message_id", "message_thread_id", `from`, "sender_chat", "sender_boost_count", "sender_business_bot", "date",
+    "business_connection_id", "chat", "is_topic_message", "is_from_offline", "has_protected_content", "author_signature",
+    "reply_to_message", "via_bot", "edit_date", "entities", "link_preview_options", "reply_markup"
+  ])
+  const key = Object.keys(raw).find((k) => !known.has(k))
+  return key === undefined ? "no content" : cut(key, 40)
+}
+
+/** One message's event and item, without anything about the message it replies to. */
+const mapOne = (
+  m: Tg.Message,
+  options: MapOptions,
+  context: {
+    readonly edited: boolean
+    readonly replyTo: string | null
+    readonly quote: HistoryItem.QuoteInput | null
+    readonly quotedPerson: PeopleRef.Person | null
+    readonly seenVia: "reply" | undefined
+    readonly warnings: Array<string>
+  }
+): One | string => {
+  const warnings = context.warnings
+  if (!inDateRange(m.date)) return "date out of range"
   const chatId = String(m.chat.id)
   const topicId = topicIdOf(m)
   const rawText = m.text ?? m.caption ?? ""
@@ -356,109 +532,230 @@ export const mapMessage = (input: unknown, options: MapOptions = {}, updateType 
   const entities = allEntities.slice(0, maxEntities)
   if (entities.length < allEntities.length) warnings.push(`only the first ${maxEntities} entities read`)
 
-  // In a forum, a message that is not an explicit reply still "replies" to its topic's
-  // creation message; that is not a reply.
-  const replied = m.reply_to_message
-  const repliesToTopicRoot = replied !== undefined &&
-    (replied.forum_topic_created !== undefined ||
-      (m.is_topic_message === true && replied.message_id === m.message_thread_id))
-  const external = m.external_reply
-  const replyTo = replied !== undefined && !repliesToTopicRoot
-    ? String(replied.message_id)
-    : external?.chat !== undefined && external.chat.id === m.chat.id && external.message_id !== undefined
-    ? String(external.message_id)
-    : null
-
   const sender = senderOf(m)
   const senderId = sender?.user_id ?? null
   const outbound = options.botId !== undefined && m.from !== undefined && String(m.from.id) === options.botId &&
     m.sender_chat === undefined
   const { attachments, media } = mediaOf(m, m.caption)
   const links = linksOf(text, entities, warnings)
+  const album = m.media_group_id !== undefined && m.media_group_id.length > 0 && m.media_group_id.length <= 256
+    ? m.media_group_id
+    : undefined
+  const editedSeconds = m.edit_date !== undefined && inDateRange(m.edit_date) ? m.edit_date : m.date
+  const editedAt = context.edited || m.edit_date !== undefined ? editedSeconds * 1000 : undefined
 
-  const observed: Record<string, unknown> = {
-    type: "message_observed",
-    chat_id: chatId,
-    message_id: String(m.message_id),
-    topic_id: topicId,
-    reply_to_message_id: replyTo,
-    sender_user_id: senderId,
-    direction: outbound ? "outbound" : "inbound",
-    sent_at: sentAt
-  }
-  if (links.length > 0) observed["links"] = links
-  if (media.length > 0) observed["media"] = media.slice(0, maxLinks)
+  let poll: MessageObserved["poll"]
   if (m.poll !== undefined) {
-    if (m.poll.id.length > 0 && m.poll.id.length <= maxPollIdLength) {
-      observed["poll"] = {
+    if (pollIdOk(m.poll.id)) {
+      poll = {
         poll_id: m.poll.id,
-        ...(m.poll.question === undefined || m.poll.question.trim() === "" ? {} : { question: m.poll.question }),
+        ...(m.poll.question === undefined || m.poll.question.trim() === "" ? {} : { question: capLabel(m.poll.question) }),
         is_closed: m.poll.is_closed ?? false
       }
     } else {
       warnings.push("poll id unusable; poll not recorded")
     }
   }
+  const observed: MessageObserved = {
+    type: "message_observed",
+    chat_id: chatId,
+    message_id: String(m.message_id),
+    topic_id: topicId,
+    reply_to_message_id: context.replyTo,
+    sender_user_id: senderId,
+    direction: outbound ? "outbound" : "inbound",
+    sent_at: m.date * 1000,
+    is_forum: m.chat.is_forum === true,
+    links,
+    media: media.slice(0, maxLinks),
+    ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),
+    ...(poll === undefined ? {} : { poll })
+  }
+  const event: MessageObserved | MessageEdited = context.edited
+    ? { ...observed, type: "message_edited", edited_at: editedAt ?? m.date * 1000 }
+    : observed
 
-  const quotedPerson = replied !== undefined && !repliesToTopicRoot
-    ? senderOf(replied) ?? null
-    : originPerson(external?.origin)
-  const people = [sender, quotedPerson].filter((p): p is PeopleRef.Person => p !== undefined && p !== null)
+  const forward = forwardOf(m.forward_origin, m.is_automatic_forward === true)
+  const people = [sender, context.quotedPerson].filter((p): p is PeopleRef.Person => p !== undefined && p !== null)
   const built = HistoryItem.build({
     kind: outbound ? "outbound_agent" : "inbound_user",
     chat_id: chatId,
     topic_id: topicId,
     chat_type: m.chat.type === undefined ? null : cut(m.chat.type, 32),
     message_id: String(m.message_id),
-    reply_to_message_id: replyTo,
+    reply_to_message_id: context.replyTo,
     sender: sender ?? { display_name: m.chat.title ?? null },
     text,
     entities: toMentionEntities(text, entities),
     people,
+    quote: context.quote,
+    attachments: attachments.slice(0, 50),
+    ...(editedAt === undefined ? {} : { edited_at: editedAt }),
+    ...(forward === undefined ? {} : { forward }),
+    ...(album === undefined ? {} : { album_id: album }),
+    ...(context.seenVia === undefined ? {} : { seen_via: context.seenVia })
+  }, m.date * 1000)
+  warnings.push(...built.warnings)
+  return {
+    event,
+    item: withinLimits(built.item),
+    scope: {
+      chat_id: chatId,
+      topic_id: topicId,
+      message_id: String(m.message_id),
+      reply_to_message_id: context.replyTo,
+      sender_user_id: senderId,
+      chat_type: m.chat.type ?? null
+    },
+    outbound,
+    text,
+    entities
+  }
+}
+
+/** What a message says about the message it replies to: its id, and the copy Telegram embedded. */
+const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded: Tg.Message | undefined } => {
+  const raw = m.reply_to_message
+  if (raw === undefined) {
+    const external = m.external_reply
+    // A reply to another chat names a message of that chat: never one of this chat.
+    return external?.chat !== undefined && external.chat.id === m.chat.id && external.message_id !== undefined
+      ? { id: String(external.message_id), embedded: undefined }
+      : { id: null, embedded: undefined }
+  }
+  const decoded = Tg.parseMessage(raw)
+  if (!decoded.ok) {
+    const head = decodeChatOnly(raw, { onExcessProperty: "ignore" })
+    return { id: Either.isRight(head) ? String(head.right.message_id) : null, embedded: undefined }
+  }
+  const r = decoded.message
+  // In a forum, a message that is not an explicit reply still "replies" to its topic's creation notice.
+  if (r.forum_topic_created !== undefined || (m.is_topic_message === true && r.message_id === m.message_thread_id)) {
+    return { id: null, embedded: undefined }
+  }
+  if (isRecordOf(raw) && !hasContent(raw)) {
+    // A reply to a pin notice means the pinned message (when it is still accessible: date > 0).
+    if (r.pinned_message !== undefined) {
+      const pinned = Tg.parseMessage(r.pinned_message)
+      if (pinned.ok) {
+        const accessible = pinned.message.date > 0 && isRecordOf(r.pinned_message) && hasContent(r.pinned_message)
+        return { id: String(pinned.message.message_id), embedded: accessible ? pinned.message : undefined }
+      }
+      const head = decodeChatOnly(r.pinned_message, { onExcessProperty: "ignore" })
+      if (Either.isRight(head)) return { id: String(head.right.message_id), embedded: undefined }
+    }
+    // Another service notice: a reply to it names it, but it is never recorded.
+    return { id: String(r.message_id), embedded: undefined }
+  }
+  return { id: String(r.message_id), embedded: r }
+}
+
+/**
+ * Maps one Telegram message (a `message`, `edited_message`, `channel_post` or
+ * `edited_channel_post`, or a message the bot just sent) to its events and history items:
+ * the message replied to first (`seen_via: "reply"`: often the only copy of it the bot gets),
+ * then the message itself (`message_edited` for an edit). A service notice (a join, a pin, a
+ * topic change…) maps to nothing — except a group's upgrade to a supergroup, which maps to
+ * its `migration`.
+ *
+ * @since 0.1.0
+ * @category mapping
+ */
+export const mapMessage = (
+  input: unknown,
+  options: MapOptions = {},
+  updateType = "message",
+  updateId: number | null = null
+): MappedUpdate => {
+  const decoded = Tg.parseMessage(input)
+  if (!decoded.ok) return empty(updateId, updateType, `malformed ${updateType}: ${decoded.issue}`)
+  const m = decoded.message
+  const warnings: Array<string> = []
+  if (!inDateRange(m.date)) return empty(updateId, updateType, `malformed ${updateType}: date out of range`)
+
+  if (isRecordOf(input) && !hasContent(input)) {
+    const migration = m.migrate_to_chat_id !== undefined
+      ? { from_chat_id: String(m.chat.id), to_chat_id: String(m.migrate_to_chat_id) }
+      : m.migrate_from_chat_id !== undefined
+      ? { from_chat_id: String(m.migrate_from_chat_id), to_chat_id: String(m.chat.id) }
+      : undefined
+    if (migration === undefined || migration.from_chat_id === migration.to_chat_id) {
+      return empty(updateId, updateType, `service message (${serviceKind(input)}): not conversation`)
+    }
+    return { update_id: updateId, update_type: updateType, events: [], history: [], migration, addressed: false, warnings, decoded: noneDecoded }
+  }
+
+  const reply = replyOf(m)
+  const external = m.external_reply
+  const quotedPerson = reply.embedded !== undefined
+    ? senderOf(reply.embedded) ?? null
+    : m.reply_to_message === undefined
+    ? originPerson(external?.origin)
+    : null
+  const edited = updateType.startsWith("edited_")
+  const main = mapOne(m, options, {
+    edited,
+    replyTo: reply.id,
     quote: m.quote === undefined ? null : {
       sender: quotedPerson,
       text: cut(m.quote.text, maxTextLength),
       entities: toMentionEntities(m.quote.text, (m.quote.entities ?? []).slice(0, maxEntities))
     },
-    attachments: attachments.slice(0, 50)
-  }, m.date * 1000)
-  warnings.push(...built.warnings)
-  const item = built.item.text.length <= maxHistoryText ? built.item : { ...built.item, text: cut(built.item.text, maxHistoryText) }
-  const encoded = encodeItem(item)
-  if (Either.isLeft(encoded)) return empty(null, updateType, `unmappable ${updateType}: ${firstIssue(encoded.left)}`, warnings)
-
-  return validated({
-    update_id: null,
-    update_type: updateType,
-    events: [observed as ContextEventInput],
-    history: [encoded.right],
-    scope: {
-      chat_id: chatId,
-      topic_id: topicId,
-      message_id: String(m.message_id),
-      reply_to_message_id: replyTo,
-      sender_user_id: senderId,
-      chat_type: m.chat.type ?? null
-    },
-    addressed: !outbound && addressedToBot(m, text, entities, options),
+    quotedPerson,
+    seenVia: undefined,
     warnings
   })
-}
+  if (typeof main === "string") return empty(updateId, updateType, `unmappable ${updateType}: ${main}`, warnings)
 
-// The output is checked against the very Schemas its consumers decode with, so what this
-// module hands out is always accepted whole.
-const validated = (mapped: MappedUpdate): MappedUpdate => {
-  const events = decodeEvents(mapped.events)
-  if (Either.isLeft(events)) {
-    return empty(mapped.update_id, mapped.update_type, `unmappable ${mapped.update_type}: ${events.left.path}: ${events.left.message}`, mapped.warnings)
-  }
-  for (const item of mapped.history) {
-    const decoded = decodeItem(item, { errors: "first" })
-    if (Either.isLeft(decoded)) {
-      return empty(mapped.update_id, mapped.update_type, `unmappable ${mapped.update_type}: ${firstIssue(decoded.left)}`, mapped.warnings)
+  const events: Array<ContextEvent> = []
+  const history: Array<HistoryItem.HistoryItem> = []
+  if (reply.embedded !== undefined) {
+    const embeddedWarnings: Array<string> = []
+    const embedded = mapOne(reply.embedded, options, {
+      edited: false,
+      replyTo: null,
+      quote: null,
+      quotedPerson: null,
+      seenVia: "reply",
+      warnings: embeddedWarnings
+    })
+    if (typeof embedded === "string") {
+      warnings.push(`the replied message was not recorded: ${embedded}`)
+    } else if (embedded.scope.chat_id === main.scope.chat_id) {
+      events.push(embedded.event)
+      history.push(embedded.item)
+      warnings.push(...embeddedWarnings.map((w) => `replied message: ${w}`))
     }
   }
-  return mapped
+  events.push(main.event)
+  history.push(main.item)
+  const responses: Array<BotResponse> = main.outbound && reply.id !== null
+    ? [{ chat_id: main.scope.chat_id, topic_id: main.scope.topic_id, message_id: reply.id, response_id: main.scope.message_id }]
+    : []
+
+  return mapped({
+    update_id: updateId,
+    update_type: updateType,
+    scope: main.scope,
+    ...(responses.length === 0 ? {} : { responses }),
+    addressed: !main.outbound && addressedToBot(m, main.text, main.entities, options),
+    warnings
+  }, events, history)
+}
+
+/**
+ * An item within every limit of chathistory's Schema (what its consumers decode with): the
+ * mapper builds its output directly in the decoded form, so these are enforced here; the
+ * property test checks that everything handed out decodes.
+ */
+const withinLimits = (item: HistoryItem.HistoryItem): HistoryItem.HistoryItem => {
+  const text = item.text.length <= maxHistoryText ? item.text : cut(item.text, maxHistoryText)
+  const forward = item.forward === undefined || item.forward.sender_ref.length <= 512
+    ? item.forward
+    : { ...item.forward, sender_ref: cut(item.forward.sender_ref, 512) }
+  return text === item.text && forward === item.forward
+    ? item
+    : { ...item, text, ...(forward === undefined ? {} : { forward }) }
 }
 
 const reactionText = (reactions: ReadonlyArray<Tg.Reaction>): string =>
@@ -471,13 +768,16 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
   if (Either.isLeft(decoded)) return empty(updateId, "message_reaction", `malformed message_reaction: ${firstIssue(decoded.left)}`)
   const r = decoded.right
   if (r.new_reaction.length === 0) return empty(updateId, "message_reaction", "message_reaction: a reaction removed; nothing to record")
-  if (isoOf(r.date) === undefined) return empty(updateId, "message_reaction", "malformed message_reaction: date out of range")
+  if (!inDateRange(r.date)) return empty(updateId, "message_reaction", "malformed message_reaction: date out of range")
   const sender = r.actor_chat !== undefined
     ? personOfChat(r.actor_chat)
     : r.user !== undefined
     ? personOfUser(r.user)
     : { display_name: "anonymous" }
+  const actor = r.actor_chat !== undefined ? `chat${r.actor_chat.id}` : r.user !== undefined ? String(r.user.id) : "anonymous"
   const built = HistoryItem.build({
+    // Its identity: a redelivered update is stored once.
+    event_id: cut(`telegram:reaction:${r.chat.id}:${r.message_id}:${actor}:${r.date}`, 256),
     kind: "inbound_reaction",
     chat_id: String(r.chat.id),
     // Reaction updates carry no thread: the caller places them by the reacted message.
@@ -487,28 +787,25 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
     sender,
     text: cut(reactionText(r.new_reaction.slice(0, 20)), 512)
   }, r.date * 1000)
-  const encoded = encodeItem(built.item)
-  if (Either.isLeft(encoded)) return empty(updateId, "message_reaction", `unmappable message_reaction: ${firstIssue(encoded.left)}`)
-  return validated({
-    update_id: updateId,
-    update_type: "message_reaction",
-    events: [],
-    history: [encoded.right],
-    addressed: false,
-    warnings: built.warnings
-  })
+  return mapped({ update_id: updateId, update_type: "message_reaction", addressed: false, warnings: built.warnings }, [], [
+    withinLimits(built.item)
+  ])
 }
 
 /**
  * Maps one Telegram `Update` (untrusted JSON) to deixis events and history items.
  *
- * - `message`, `edited_message`, `channel_post`, `edited_channel_post`: one
- *   `message_observed` event (with links, media and poll) and one history item.
+ * - `message`, `channel_post`, `business_message`: a `message_observed` event (with links,
+ *   media, poll, album) and a history item — preceded by the message replied to, as seen in
+ *   the reply; `edited_*`: the same with `message_edited` and `edited_at`; a service notice:
+ *   nothing, or for a group's upgrade its `migration` (see {@link mapMessage}).
  * - `poll` with `is_closed: true`: one `poll_closed` event by `poll_id`
  *   (`event_id: "telegram:poll_closed:<poll_id>"`); an open poll's update maps to nothing.
  * - `message_reaction`: one `inbound_reaction` history item, `topic_id` null and
- *   `reply_to_message_id` the reacted message (place it by that message).
- * - `poll_answer`, `callback_query` and every other type: nothing, with `skipped`.
+ *   `reply_to_message_id` the reacted message (place it by that message), its `event_id`
+ *   naming the reaction so a redelivery is stored once.
+ * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates, and
+ *   every type not known: nothing, with `skipped`.
  *
  * Never throws.
  *
@@ -522,24 +819,18 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
   const updateId = head.right.update_id
   for (const key of messageKeys) {
     if (update[key] !== undefined) {
-      const mapped = mapMessage(update[key], options, key)
-      return { ...mapped, update_id: updateId }
+      return mapMessage(update[key], options, key, updateId)
     }
   }
   if (update["poll"] !== undefined) {
     const poll = decodePoll(update["poll"], { onExcessProperty: "ignore" })
-    if (Either.isLeft(poll) || poll.right.id.length === 0 || poll.right.id.length > maxPollIdLength) {
+    if (Either.isLeft(poll) || !pollIdOk(poll.right.id)) {
       return empty(updateId, "poll", "malformed poll: id")
     }
     return poll.right.is_closed === true
-      ? validated({
-        update_id: updateId,
-        update_type: "poll",
-        events: [{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }],
-        history: [],
-        addressed: false,
-        warnings: []
-      })
+      ? mapped({ update_id: updateId, update_type: "poll", addressed: false, warnings: [] }, [
+        { type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }
+      ], [])
       : empty(updateId, "poll", "poll: still open; votes are not context events")
   }
   if (update["poll_answer"] !== undefined) {
@@ -548,8 +839,8 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
       : empty(updateId, "poll_answer", "poll_answer: carries no chat; votes are not context events")
   }
   if (update["message_reaction"] !== undefined) return mapReaction(update["message_reaction"], updateId)
-  if (update["callback_query"] !== undefined) {
-    return empty(updateId, "callback_query", "callback_query: a button press is not a context event")
+  for (const [type, why] of Object.entries(ignoredUpdates)) {
+    if (update[type] !== undefined) return empty(updateId, type, `${type}: ${why}`)
   }
   const keys = Object.keys(update).filter((k) => k !== "update_id").slice(0, 3).map((k) => cut(k, 40))
   return empty(updateId, null, `unknown update type: ${keys.length === 0 ? "(none)" : keys.join(", ")}`)

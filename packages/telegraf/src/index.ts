@@ -10,6 +10,13 @@
 export * as UpdateMapper from "./UpdateMapper.js"
 
 /**
+ * The one recording path: a raw Update to everything deixis records, idempotently.
+ *
+ * @since 0.1.0
+ */
+export * as TelegramRecorder from "./TelegramRecorder.js"
+
+/**
  * The Telegraf middleware (`ctx.deixis`) and the Effect functions it runs.
  *
  * @since 0.1.0

@@ -85,6 +85,11 @@ describe("DeixisTelegraf.middleware", () => {
         source_message_id: 50,
         kind: "link"
       })
+      yield* feed({
+        update_id: 299,
+        message: { ...command(0, 60, "", 9).message, text: "https://example.com/nine", entities: [{ type: "url", offset: 0, length: 24 }] }
+      })
+      yield* ingest.ingest({ type: "object_activated", event_id: "fetch-9", chat_id: F.forum.id, reason: "url_fetched", source_message_id: 60, kind: "link" })
       yield* feed(command(300, 301, "/context", 7))
       yield* feed(command(302, 303, "/context", 9))
       const replies = api.callsOf("sendMessage")
@@ -92,11 +97,13 @@ describe("DeixisTelegraf.middleware", () => {
       assert.strictEqual(replies[0]!.payload["message_thread_id"], 7)
       assert.strictEqual(replies[0]!.payload["text"], "link https://example.com/rust")
       assert.strictEqual(replies[1]!.payload["message_thread_id"], 9)
-      assert.strictEqual(replies[1]!.payload["text"], "nothing active")
+      assert.strictEqual(replies[1]!.payload["text"], "link https://example.com/nine")
       // The bot's own replies are recorded as outbound history.
       const history = yield* HistoryStore
       const recent = yield* history.recent({ chat_id: String(F.forum.id), topic_id: "9" }, 10)
-      assert.deepStrictEqual(recent.map((e) => e.item.kind), ["inbound_user", "outbound_agent"])
+      assert.deepStrictEqual(recent.map((e) => [e.item.kind, e.item.message_id]), [["inbound_user", "60"], ["inbound_user", "303"], ["outbound_agent", "10001"]])
+      // The reply is the command's answer: its bot_response_id.
+      assert.strictEqual(recent[1]!.item.bot_response_id, "10001")
     }).pipe(Effect.provide(Live)))
 
   it.scoped("a poll the bot sent resolves, and its close is tracked by poll id", () =>

@@ -98,17 +98,20 @@ export const ThreadContext = Schema.Struct({
  */
 export type ThreadContext = typeof ThreadContext.Type
 
+// The toolkit always records a resolution as a resolver touch (the model does not choose).
+const { record_touch: _recordTouch, ...resolveParameters } = ReferenceResolver.ResolveRequest.fields
+
 /**
  * @since 0.1.0
  * @category tools
  */
 export const ResolveReferenceTarget = Tool.make("resolve_reference_target", {
   description:
-    "Find the object a reference like \"this\", \"the poll\", \"my reminder\" points at, from metadata (reply chain, topic, recency) and normalized hints — never from the words. data.status is resolved (one best_match), ambiguous (candidates to ask about) or not_found, with reason codes.",
-  parameters: ReferenceResolver.ResolveRequest.fields,
+    "Find the object a reference like \"this\", \"the poll\", \"my reminder\" points at, from metadata (reply chain, topic, recency) and normalized hints — never from the words. data.status is resolved (one best_match), ambiguous (candidates to ask about) or not_found, with reason codes. A resolved object counts as touched (it stays active a little longer, within its kind's TTL).",
+  parameters: resolveParameters,
   success: Envelope.Envelope,
   failure: Envelope.Envelope
-}).annotate(Tool.Readonly, true)
+}).annotate(Tool.Readonly, false).annotate(Tool.Idempotent, true).annotate(Tool.Destructive, false)
 
 /**
  * @since 0.1.0
@@ -417,7 +420,7 @@ export const makeHandlers = (options: Options = {}) =>
 
     return toolkit.of({
       resolve_reference_target: (params) =>
-        resolver.resolve(params).pipe(
+        resolver.resolve({ ...params, record_touch: true }).pipe(
           Effect.flatMap((result) => Effect.map(encodeResolve(result), (data) => Envelope.ok(summarize.resolve_reference_target(result), data))),
           respond("resolve_reference_target")
         ),

@@ -140,4 +140,20 @@ describe("DeixisToolkit", () => {
       assert.include(envelope.error?.message, "get_conversation_state: the arguments do not match")
       assert.include(envelope.error?.message, "[\"chat_id\"]")
     }).pipe(run))
+
+  it.effect("a resolution through the toolkit is recorded as a resolver touch; the model is not asked to choose", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([
+        { type: "message_observed", chat_id: 5, message_id: 1, links: [{ url: "https://example.com/a" }] },
+        { type: "message_observed", chat_id: 5, message_id: 2, reply_to_message_id: 1 }
+      ])
+      const definition = DeixisToolkit.definitions.find((d) => d.name === "resolve_reference_target")!
+      assert.notInclude(JSON.stringify(definition.parameters), "record_touch")
+      const resolved = yield* call("resolve_reference_target", { chat_id: 5, current_message_id: 2, reply_to_message_id: 1 })
+      assert.strictEqual(resolved.status, "ok")
+      const listed = yield* call("list_active_context_objects", { chat_id: 5, current_message_id: 3 })
+      const objects = (listed.data as { objects: ReadonlyArray<{ object_id: string; why_active: ReadonlyArray<string> }> }).objects
+      assert.deepStrictEqual(objects.map((o) => [o.object_id, o.why_active.includes("activated_by_resolver")]), [["5/1/link", true]])
+    })))
 })

@@ -207,7 +207,7 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.core).toContain("Deixis")
     expect(report.chathistory).toContain("HistoryRenderer")
     expect(report.storeSql).toEqual(["SqlStore", "StoreConfig"])
-    expect(report.telegraf).toEqual(["DeixisTelegraf", "UpdateMapper"])
+    expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
     expect(report.sameScoring).toBe(true)
     expect(report.scoringWeights).toBe("object")

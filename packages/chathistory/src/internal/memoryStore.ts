@@ -1,7 +1,8 @@
-import { compareMessageIds } from "@deixis/core/Ids"
+import { compareMessageIds, migratedMessageId } from "@deixis/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { HistoryItem, Sender } from "../HistoryItem.js"
+import { mergeVersions } from "../HistoryItem.js"
 import type {
   AppendResult,
   HistoryEntry,
@@ -89,6 +90,7 @@ class Fifo {
 
 class Chat {
   readonly byId = new Map<string, Entry>()
+  readonly byEvent = new Map<string, Entry>()
   readonly byResponse = new Map<string, Entry>()
   readonly replies = new Map<string, Array<Entry>>()
   readonly topics = new Map<string | null, Topic>()
@@ -184,6 +186,8 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
     if (id !== null && chat.byId.get(id) === entry) chat.byId.delete(id)
     const response = entry.item.bot_response_id
     if (response !== null && chat.byResponse.get(response) === entry) chat.byResponse.delete(response)
+    const event = entry.item.event_id
+    if (event !== undefined && chat.byEvent.get(event) === entry) chat.byEvent.delete(event)
     chat.removeReply(entry)
     chat.size--
     total--
@@ -198,7 +202,8 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
   const replace = (chat: Chat, entry: Entry, incoming: HistoryItem): AppendResult => {
     const before = entry.item
     // An item's topic is fixed by its first append: its position lives in that topic.
-    const item: HistoryItem = before.topic_id === incoming.topic_id ? incoming : { ...incoming, topic_id: before.topic_id }
+    const item = mergeVersions(before, incoming)
+    if (item === undefined) return "unchanged"
     if (before.reply_to_message_id !== item.reply_to_message_id) {
       chat.removeReply(entry)
       entry.item = item
@@ -218,6 +223,8 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
     if (id !== null) {
       const existing = chat.byId.get(id)
       if (existing !== undefined) return replace(chat, existing, incoming)
+    } else if (incoming.event_id !== undefined && chat.byEvent.has(incoming.event_id)) {
+      return "unchanged"
     }
     const topicId = incoming.topic_id === null ? null : chat.intern(incoming.topic_id)
     const item: HistoryItem = {
@@ -236,8 +243,7 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
       chat.byId.set(id, entry)
     }
     topic.insert(entry)
-    if (item.bot_response_id !== null) chat.byResponse.set(item.bot_response_id, entry)
-    chat.addReply(entry)
+    index(chat, entry)
     chat.arrival.push(entry)
     chat.size++
     total++
@@ -246,6 +252,63 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
       if (!evictLeastRecentChat(chat)) evictOldest(chat)
     }
     return "appended"
+  }
+
+  const index = (chat: Chat, entry: Entry) => {
+    const item = entry.item
+    if (item.message_id !== null) chat.byId.set(item.message_id, entry)
+    if (item.bot_response_id !== null) chat.byResponse.set(item.bot_response_id, entry)
+    if (item.event_id !== undefined && item.message_id === null) chat.byEvent.set(item.event_id, entry)
+    chat.addReply(entry)
+  }
+
+  const migrateChat = (from: string, to: string): number => {
+    const old = chats.get(from)
+    if (from === to || old === undefined) return 0
+    chats.delete(from)
+    if (lastWritten === old) lastWritten = undefined
+    total -= old.size
+    const chat = chatFor(to)
+    const rekey = (id: string | null) => (id === null ? null : migratedMessageId(id))
+    // Oldest first, so the new chat evicts the old chat's items before its own.
+    const arrivals: Array<Entry> = []
+    for (let i = old.arrival.head; i < old.arrival.items.length; i++) {
+      const e = old.arrival.items[i]
+      if (e !== undefined && !e.gone) arrivals.push(e)
+    }
+    const moved: Array<Entry> = []
+    for (const e of arrivals) {
+      const item = e.item
+      const messageId = rekey(item.message_id)
+      if (messageId !== null && chat.byId.has(messageId)) continue
+      const next: HistoryItem = {
+        ...item,
+        chat_id: to,
+        message_id: messageId,
+        reply_to_message_id: rekey(item.reply_to_message_id),
+        bot_response_id: rekey(item.bot_response_id)
+      }
+      // An item placed before any message ("" anchor) goes before the old chat's messages.
+      const entry = new Entry(next, e.anchor === "" ? migratedMessageId("") : migratedMessageId(e.anchor), e.seq)
+      chat.topic(next.topic_id).insert(entry)
+      index(chat, entry)
+      moved.push(entry)
+    }
+    const rest: Array<Entry> = []
+    for (let i = chat.arrival.head; i < chat.arrival.items.length; i++) {
+      const e = chat.arrival.items[i]
+      if (e !== undefined && !e.gone) rest.push(e)
+    }
+    chat.arrival.items = [...moved, ...rest]
+    chat.arrival.head = 0
+    chat.seq = Math.max(chat.seq, old.seq)
+    chat.size += moved.length
+    total += moved.length
+    while (chat.size > settings.max_items_per_chat) evictOldest(chat)
+    while (total > settings.max_items_total) {
+      if (!evictLeastRecentChat(chat)) evictOldest(chat)
+    }
+    return moved.length
   }
 
   const find = (scope: HistoryScope, externalId: unknown): Entry | undefined => {
@@ -263,6 +326,8 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
 
   return {
     append: (item) => Effect.sync(() => append(item)),
+    appendAll: (items) => Effect.sync(() => items.map(append)),
+    migrateChat: (from, to) => Effect.sync(() => migrateChat(from, to)),
     lookup: (scope, externalId) => Effect.sync(() => Option.fromNullable(find(scope, externalId))),
     around: (scope, externalId, window) =>
       Effect.sync(() => {

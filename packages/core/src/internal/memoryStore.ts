@@ -1,5 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type { ChatInfo, MigrationResult } from "../ChatInfo.js"
+import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { isActive, messageObject } from "../ContextObject.js"
@@ -14,7 +16,7 @@ import type {
   PoolTier,
   StoreStats
 } from "../ContextStore.js"
-import { compareMessageIds } from "../Ids.js"
+import { compareMessageIds, migratedMessageId } from "../Ids.js"
 import type { ObjectKind } from "../ObjectKind.js"
 import { applyEvent, type StateWriter } from "./reducer.js"
 
@@ -83,6 +85,7 @@ class Chat {
   readonly events = new Set<string>()
   readonly eventOrder = new Deque<string>()
   readonly strings = new Map<string, string>()
+  info: ChatInfo | undefined = undefined
   gone = 0
   constructor(readonly id: string) {}
   intern(s: string): string {
@@ -105,13 +108,15 @@ class Chat {
 }
 
 // Nothing is known of an unknown chat: its own scope is missing, so the (empty) chat was searched.
-const emptyPool: CandidatePool = { entries: [], chain: [], fallback: true }
+const emptyPool = (topicId: string | null): CandidatePool => ({ entries: [], chain: [], fallback: true, topic_id: topicId })
 
 export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape => {
   // Map order is the LRU order: a used chat is moved to the end.
   const chats = new Map<string, Chat>()
   const polls = new Map<string, { readonly chat_id: string; readonly object_id: string }>()
   const pendingCloses = new Map<string, { readonly event_id: string; readonly at: number }>()
+  // Migrations by the chat they left: kept apart from the chats, which LRU eviction may drop.
+  const migrations = new Map<string, { readonly to: string; readonly at: number }>()
   let lastUsed: Chat | undefined
   let totalMessages = 0
   const counters = { evicted_chats: 0, evicted_messages: 0, evicted_objects: 0, swept_objects: 0 }
@@ -274,6 +279,15 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
         if (!first.done) pendingCloses.delete(first.value)
       }
     },
+    chat: (chatId) => chats.get(chatId)?.info,
+    putChat: (info) => {
+      chatFor(info.chat_id).info = info
+    },
+    removeObject: (o) => {
+      const chat = chats.get(o.chat_id)
+      const rec = chat?.objects.get(o.object_id)
+      if (chat !== undefined && rec !== undefined) removeObject(chat, rec)
+    },
     markSeen: (chatId, eventId) => {
       const chat = chatFor(chatId)
       chat.events.add(eventId)
@@ -300,12 +314,24 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
 
   const pool = (q: PoolQuery): CandidatePool => {
     const chat = chats.get(q.chat_id)
-    if (chat === undefined) return emptyPool
+    if (chat === undefined) return emptyPool(q.topic_id)
     use(chat)
+    const topicId = effectiveTopic(q.topic_id, chat.info?.is_forum ?? false)
     const out = new Map<string, PoolEntry>()
     const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
-    const accept = (o: ContextObject) => kindOk(o.kind) && (!q.active_only || isActive(o, q.now))
+    // An expired object stands aside for its message (see `add`), whatever the kind filter says of it.
+    const accept = (o: ContextObject) =>
+      q.active_only ? kindOk(o.kind) && isActive(o, q.now) : kindOk(o.kind) || expired(o)
+    const expired = (o: ContextObject) => q.keep_expired !== true && o.active_until !== null && o.active_until <= q.now
     const add = (o: ContextObject, tier: PoolTier) => {
+      if (expired(o)) {
+        // Its TTL is over: the message it came from is the candidate, not a typed object.
+        const m = chat.messages.get(o.source_message_id)
+        if (m === undefined || m.message_id === q.current_message_id) return
+        const stand = messageObject(m)
+        if (!kindOk(stand.kind)) return
+        o = stand
+      }
       if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
     }
     const addMessage = (m: MessageMeta, tier: PoolTier): boolean => {
@@ -353,23 +379,37 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       const items = scope.messages.items
       for (let i = items.length - 1, taken = 0, scanned = 0; i >= scope.messages.head && taken < q.limits.recent_messages && scanned < 64; i--, scanned++) {
         const m = items[i]!
-        if (m.topic_id === q.topic_id ? tier !== "home" : tier === "home") continue
+        if (m.topic_id === topicId ? tier !== "home" : tier === "home") continue
         if (addMessage(m, tier)) taken++
       }
     }
+    const liveActive = (scope: Scope, inScope: (o: ContextObject) => boolean) => {
+      for (const rec of scope.active) {
+        if (!rec.gone && inScope(rec.o) && kindOk(rec.o.kind) && isActive(rec.o, q.now)) return true
+      }
+      return false
+    }
 
     // 2. The request's own scope: its topic, or the topicless part of the chat.
-    const home = chat.topics.get(q.topic_id)
-    if (home !== undefined) collect(home, "home", (o) => o.topic_id === q.topic_id)
+    const home = chat.topics.get(topicId)
+    const inHome = (o: ContextObject) => o.topic_id === topicId
+    const elsewhere = (o: ContextObject) => o.topic_id !== topicId
+    if (home !== undefined) collect(home, "home", inHome)
 
-    // 3. The rest of the chat, only when nothing at all is known of the request's own scope
-    // (a topic deixis has not seen yet): topics are never mixed otherwise.
+    // 3. The rest of the chat when the request's own scope has no active object: everything
+    // when nothing at all is known of it (a topic deixis has not seen yet), otherwise only what
+    // is active there — a topic's plain chatter never mixes with another's.
     let fallback = false
     if (home === undefined || home.isEmpty()) {
       fallback = true
-      collect(chat.all, "fallback", (o) => o.topic_id !== q.topic_id)
+      collect(chat.all, "fallback", elsewhere)
+    } else if (!liveActive(home, inHome)) {
+      fallback = true
+      for (const rec of chat.all.active) {
+        if (!rec.gone && elsewhere(rec.o) && kindOk(rec.o.kind) && isActive(rec.o, q.now)) add(rec.o, "fallback")
+      }
     }
-    return { entries: [...out.values()], chain, fallback }
+    return { entries: [...out.values()], chain, fallback, topic_id: topicId }
   }
 
   const snapshot = (chatId: string): ChatSnapshot => {
@@ -405,6 +445,107 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     return removed
   }
 
+  const migrateChat = (from: string, to: string, at: number): MigrationResult => {
+    if (from === to || migrations.has(from)) return { migrated: false, moved: 0 }
+    migrations.set(from, { to, at })
+    if (migrations.size > maxPolls) {
+      const first = migrations.keys().next()
+      if (!first.done) migrations.delete(first.value)
+    }
+    const old = chats.get(from)
+    if (old === undefined) return { migrated: true, moved: 0 }
+    chats.delete(from)
+    if (lastUsed === old) lastUsed = undefined
+    totalMessages -= old.messages.size
+    const existing = chats.get(to)
+    if (existing !== undefined) chats.delete(to)
+    // Rebuilt whole: the old chat's messages and objects first (they are older), then the new
+    // chat's own, so every index keeps its order.
+    const chat = new Chat(to)
+    chat.info = existing?.info ?? (old.info === undefined ? undefined : { ...old.info, chat_id: to, migrated_to: null, migrated_at: null })
+    chats.set(to, chat)
+    lastUsed = chat
+    const rekey = (id: string) => migratedMessageId(id)
+    const legacyMessages = [...old.messages.values()].sort((a, b) => compareMessageIds(a.message_id, b.message_id))
+    const pushMessage = (m: MessageMeta) => {
+      chat.messages.set(m.message_id, m)
+      chat.all.messages.push(m)
+      chat.topic(m.topic_id).messages.push(m)
+      totalMessages++
+    }
+    for (const m of legacyMessages) {
+      pushMessage({
+        ...m,
+        chat_id: to,
+        message_id: rekey(m.message_id),
+        reply_to_message_id: m.reply_to_message_id === null ? null : rekey(m.reply_to_message_id)
+      })
+    }
+    if (existing !== undefined) {
+      totalMessages -= existing.messages.size
+      const items = existing.all.messages.items
+      for (let i = existing.all.messages.head; i < items.length; i++) {
+        if (existing.messages.get(items[i]!.message_id) === items[i]) pushMessage(items[i]!)
+      }
+    }
+    const pushObject = (o: ContextObject) => {
+      const rec = new ObjRec(o)
+      chat.objects.set(o.object_id, rec)
+      chat.objectOrder.push(rec)
+      chat.all.add(rec)
+      chat.topic(o.topic_id).add(rec)
+      const siblings = chat.byMessage.get(o.source_message_id)
+      if (siblings === undefined) chat.byMessage.set(o.source_message_id, [rec])
+      else siblings.push(rec)
+      if (o.created_by_user_id !== undefined) {
+        const owned = chat.owned.get(o.created_by_user_id)
+        if (owned === undefined) chat.owned.set(o.created_by_user_id, [rec])
+        else owned.push(rec)
+      }
+      if (o.active_until !== null) {
+        chat.all.active.add(rec)
+        chat.topic(o.topic_id).active.add(rec)
+      }
+    }
+    const liveOrder = (c: Chat) => {
+      const out: Array<ContextObject> = []
+      const items = c.objectOrder.items
+      for (let i = c.objectOrder.head; i < items.length; i++) if (!items[i]!.gone) out.push(items[i]!.o)
+      return out
+    }
+    const legacyObjects = liveOrder(old)
+    for (const o of legacyObjects) pushObject({ ...o, chat_id: to, source_message_id: rekey(o.source_message_id) })
+    if (existing !== undefined) for (const o of liveOrder(existing)) pushObject(o)
+    for (const [pollId, ref] of polls) {
+      if (ref.chat_id === from) polls.set(pollId, { chat_id: to, object_id: ref.object_id })
+    }
+    const seen = (c: Chat) => c.eventOrder.items.slice(c.eventOrder.head).filter((id) => c.events.has(id))
+    for (const id of [...seen(old), ...(existing === undefined ? [] : seen(existing))]) {
+      if (chat.events.has(id)) continue
+      chat.events.add(id)
+      chat.eventOrder.push(id)
+    }
+    while (chat.messages.size > settings.max_messages_per_chat) evictOldestMessage(chat)
+    while (chat.objects.size > settings.max_objects_per_chat) {
+      const oldest = chat.objectOrder.shift()
+      if (oldest === undefined) break
+      if (!oldest.gone) {
+        removeObject(chat, oldest)
+        counters.evicted_objects++
+      }
+    }
+    while (totalMessages > settings.max_messages_total) {
+      if (!evictLeastRecentChat(chat)) evictOldestMessage(chat)
+    }
+    return { migrated: true, moved: legacyMessages.length + legacyObjects.length }
+  }
+
+  const chatInfo = (chatId: string): ChatInfo => {
+    const migration = migrations.get(chatId)
+    const base = chats.get(chatId)?.info ?? unknownChat(chatId)
+    return migration === undefined ? base : { ...base, migrated_to: migration.to, migrated_at: migration.at }
+  }
+
   const stats = (): StoreStats => {
     let objects = 0
     for (const chat of chats.values()) objects += chat.objects.size
@@ -430,6 +571,8 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
         return out
       }),
     snapshot: (chatId) => Effect.sync(() => snapshot(chatId)),
+    chat: (chatId) => Effect.sync(() => chatInfo(chatId)),
+    migrateChat: (from, to, at) => Effect.sync(() => migrateChat(from, to, at)),
     sweep: (now) => Effect.sync(() => sweep(now)),
     stats: Effect.sync(stats)
   }

@@ -2,9 +2,11 @@
  * The one place events become state. Every ContextStore adapter applies events through
  * `applyEvent`, over its own implementation of `StateWriter`, so adapters cannot drift.
  */
+import type { ChatInfo } from "../ChatInfo.js"
+import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { objectIdFor } from "../ContextObject.js"
-import type { ContextEvent, MessageObserved, ObjectActivated } from "../ContextEvent.js"
+import type { ContextEvent, MessageEdited, MessageObserved, ObjectActivated } from "../ContextEvent.js"
 import type { ObjectKind } from "../ObjectKind.js"
 import * as Ttl from "../TtlPolicy.js"
 
@@ -23,6 +25,11 @@ export interface StateWriter {
   readonly pendingPollClose: (pollId: string) => { readonly event_id: string; readonly at: number } | undefined
   readonly putPendingPollClose: (pollId: string, close: { readonly event_id: string; readonly at: number } | undefined) => void
   readonly markSeen: (chatId: string, eventId: string) => void
+  /** What is known of a chat (forum, migration); undefined for a chat never recorded. */
+  readonly chat: (chatId: string) => ChatInfo | undefined
+  readonly putChat: (info: ChatInfo) => void
+  /** Removes a stored object (an edit took away what it stood for). */
+  readonly removeObject: (object: ContextObject) => void
 }
 
 export type Outcome =
@@ -50,6 +57,8 @@ export const applyEvent = (
   switch (event.type) {
     case "message_observed":
       return observeMessage(w, event, now, settings)
+    case "message_edited":
+      return editMessage(w, event, now, settings)
     case "object_activated":
       return activateObject(w, event, now, settings)
     case "poll_closed": {
@@ -108,53 +117,89 @@ export const applyEvent = (
   }
 }
 
-const observeMessage = (w: StateWriter, e: MessageObserved, now: number, settings: Ttl.TtlSettings): Outcome => {
-  if (w.message(e.chat_id, e.message_id) !== undefined) return duplicate
+/**
+ * Remembers what a message says of its chat (whether it is a forum) and returns whether the
+ * chat is a forum as far as is known now.
+ */
+const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined): boolean => {
+  const known = w.chat(chatId)
+  if (isForum !== undefined && (known?.is_forum ?? false) !== isForum) {
+    w.putChat({ ...(known ?? unknownChat(chatId)), is_forum: isForum })
+  }
+  return isForum ?? known?.is_forum ?? false
+}
+
+/** An object a message carries: known, not active. */
+const knownObject = (
+  e: MessageObserved | MessageEdited,
+  topicId: string | null,
+  sentAt: number,
+  kind: ObjectKind,
+  index: number,
+  extra: Partial<ContextObject>
+): ContextObject => ({
+  object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
+  kind,
+  chat_id: e.chat_id,
+  topic_id: topicId,
+  source_message_id: e.message_id,
+  created_at: sentAt,
+  last_touched_at: sentAt,
+  activation_reasons: [],
+  ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
+  created_by_bot: e.direction === "outbound",
+  ttl_class: Ttl.classFor(kind, undefined),
+  active_until: null,
+  activated_at: null,
+  ...extra
+})
+
+/** The links and media objects a message's content derives, in their deterministic ids. */
+const derivedObjects = (
+  e: MessageObserved | MessageEdited,
+  topicId: string | null,
+  sentAt: number
+): Array<ContextObject> => {
+  const known = (kind: ObjectKind, index: number, extra: Partial<ContextObject>) =>
+    knownObject(e, topicId, sentAt, kind, index, extra)
+  const out: Array<ContextObject> = []
+  e.links.forEach((link, i) => {
+    out.push(known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url }))
+  })
+  const perKind = new Map<ObjectKind, number>()
+  for (const media of e.media) {
+    const index = perKind.get(media.kind) ?? 0
+    perKind.set(media.kind, index + 1)
+    out.push(known(media.kind, index, {
+      ...(media.label === undefined ? {} : { title_or_label: media.label }),
+      ...(media.file_id === undefined ? {} : { ref: media.file_id }),
+      ...(e.media_group_id === undefined ? {} : { album_id: e.media_group_id })
+    }))
+  }
+  return out
+}
+
+const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now: number, settings: Ttl.TtlSettings): Outcome => {
+  if (w.message(e.chat_id, e.message_id) !== undefined) {
+    noteChat(w, e.chat_id, e.is_forum)
+    return duplicate
+  }
+  const topicId = effectiveTopic(e.topic_id, noteChat(w, e.chat_id, e.is_forum))
   const sentAt = e.sent_at ?? now
   const fromBot = e.direction === "outbound"
   const message: MessageMeta = {
     chat_id: e.chat_id,
     message_id: e.message_id,
-    topic_id: e.topic_id,
+    topic_id: topicId,
     reply_to_message_id: e.reply_to_message_id,
     sender_user_id: e.sender_user_id,
     from_bot: fromBot,
     sent_at: sentAt
   }
   w.putMessage(message)
-  const known = (kind: ObjectKind, index: number, extra: Partial<ContextObject>): ContextObject => ({
-    object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
-    kind,
-    chat_id: e.chat_id,
-    topic_id: e.topic_id,
-    source_message_id: e.message_id,
-    created_at: sentAt,
-    last_touched_at: sentAt,
-    activation_reasons: [],
-    ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
-    created_by_bot: fromBot,
-    ttl_class: Ttl.classFor(kind, undefined),
-    active_until: null,
-    activated_at: null,
-    ...extra
-  })
-  e.links.forEach((link, i) => {
-    putKnown(w, known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url }))
-  })
-  const perKind = new Map<ObjectKind, number>()
-  for (const media of e.media) {
-    const index = perKind.get(media.kind) ?? 0
-    perKind.set(media.kind, index + 1)
-    putKnown(
-      w,
-      known(media.kind, index, {
-        ...(media.label === undefined ? {} : { title_or_label: media.label }),
-        ...(media.file_id === undefined ? {} : { ref: media.file_id })
-      })
-    )
-  }
+  for (const o of derivedObjects(e, topicId, sentAt)) putKnown(w, o)
   if (e.poll !== undefined) {
-    const o = known("poll", 0, {
+    const o = knownObject(e, topicId, sentAt, "poll", 0, {
       ...(e.poll.question === undefined ? {} : { title_or_label: e.poll.question }),
       ttl_class: e.poll.is_closed ? "poll_grace" : "poll_open",
       poll: e.poll.is_closed
@@ -176,6 +221,61 @@ const observeMessage = (w: StateWriter, e: MessageObserved, now: number, setting
   return applied
 }
 
+const derivedKinds: ReadonlySet<ObjectKind> = new Set<ObjectKind>([
+  "link",
+  "media.image",
+  "media.video",
+  "media.voice",
+  "media.document",
+  "media.pdf"
+])
+
+/**
+ * An edit: the message's links and media are derived again. An object whose reference is the
+ * same keeps its state (and takes the new label); one whose reference changed starts afresh;
+ * one the new content no longer carries goes, with any article fetched from a link now gone.
+ */
+const editMessage = (w: StateWriter, e: MessageEdited, now: number, settings: Ttl.TtlSettings): Outcome => {
+  const eventId = e.event_id ?? `message_edited:${e.message_id}:${e.edited_at}`
+  if (w.seen(e.chat_id, eventId)) return duplicate
+  const stored = w.message(e.chat_id, e.message_id)
+  if (stored === undefined) {
+    observeMessage(w, e, now, settings)
+    w.markSeen(e.chat_id, eventId)
+    return applied
+  }
+  noteChat(w, e.chat_id, e.is_forum)
+  const wanted = derivedObjects(e, stored.topic_id, stored.sent_at)
+  const wantedIds = new Set(wanted.map((o) => o.object_id))
+  const current = w.objectsOfMessage(e.chat_id, e.message_id)
+  const urls = new Set(e.links.map((l) => l.url))
+  for (const o of current) {
+    const gone = derivedKinds.has(o.kind)
+      ? !wantedIds.has(o.object_id)
+      : o.kind === "article" && o.ref !== undefined && !urls.has(o.ref)
+    if (gone) w.removeObject(o)
+  }
+  for (const next of wanted) {
+    const existing = w.object(e.chat_id, next.object_id)
+    if (existing === undefined) {
+      w.putObject(next, undefined)
+    } else if (existing.ref === next.ref) {
+      const label = next.title_or_label ?? existing.title_or_label
+      w.putObject({
+        ...existing,
+        ...(label === undefined ? {} : { title_or_label: label }),
+        ...(next.album_id === undefined ? {} : { album_id: next.album_id })
+      }, existing)
+    } else {
+      // Another link or file under the same slot: a new object, not yet active.
+      w.removeObject(existing)
+      w.putObject(next, undefined)
+    }
+  }
+  w.markSeen(e.chat_id, eventId)
+  return applied
+}
+
 /**
  * Stores an object a message carries. When an activation already created it (events can
  * arrive out of order), its activation state stays; the message contributes where the
@@ -193,6 +293,7 @@ const putKnown = (w: StateWriter, carried: ContextObject) => {
     ...(title === undefined ? {} : { title_or_label: title }),
     ...(ref === undefined ? {} : { ref }),
     ...(poll === undefined ? {} : { poll }),
+    ...(existing.album_id === undefined && carried.album_id !== undefined ? { album_id: carried.album_id } : {}),
     ...(existing.created_by_user_id === undefined && carried.created_by_user_id !== undefined
       ? { created_by_user_id: carried.created_by_user_id }
       : {})
@@ -229,7 +330,7 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
       object_id: e.object_id ?? objectIdFor(e.chat_id, e.source_message_id, e.kind, existing),
       kind: e.kind,
       chat_id: e.chat_id,
-      topic_id: source?.topic_id ?? e.topic_id ?? null,
+      topic_id: source?.topic_id ?? effectiveTopic(e.topic_id ?? null, w.chat(e.chat_id)?.is_forum ?? false),
       source_message_id: e.source_message_id,
       ...(title === undefined ? {} : { title_or_label: title }),
       ...(ref === undefined ? {} : { ref }),

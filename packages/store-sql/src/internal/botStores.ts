@@ -5,6 +5,7 @@
  * the transaction holds the database's write lock (`BEGIN IMMEDIATE`).
  */
 import { StoreError } from "@deixis/core/ContextStore"
+import { migratedIdPrefix } from "@deixis/core/Ids"
 import type { ClaimedReminder, Reminder, ReminderStoreShape } from "@deixis/core/ReminderStore"
 import { Reminder as ReminderSchema } from "@deixis/core/ReminderStore"
 import type { UpdateInboxShape } from "@deixis/core/UpdateInbox"
@@ -31,6 +32,10 @@ const reminderOf = (row: Row): Effect.Effect<Reminder, string> =>
 export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
   const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
   const C = db.C
+  // The body of a moved reminder: its source message id in migrated form (a constant prefix).
+  const migratedBody = db.dialect === "pg"
+    ? `jsonb_set(body::jsonb, '{source_message_id}', to_jsonb('${migratedIdPrefix}' || (body::jsonb ->> 'source_message_id')))::text`
+    : `json_set(body, '$.source_message_id', '${migratedIdPrefix}' || json_extract(body, '$.source_message_id'))`
   return {
     add: (r) =>
       db.query(
@@ -102,10 +107,11 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         ),
     migrateChat: (from, to) =>
       from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
-        // A reminder already under the new id wins; the claim does not move (it is due for anyone again).
+        // A reminder already under the new id wins; the claim does not move (it is due for anyone
+        // again); the source message id takes its migrated form, as the context store's messages do.
         const moved = yield* db.query(
           `INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
-           SELECT ?, object_id, topic, due_at, due_at, NULL, attempts, body FROM deixis_reminders WHERE chat_id = ?
+           SELECT ?, object_id, topic, due_at, due_at, NULL, attempts, ${migratedBody} FROM deixis_reminders WHERE chat_id = ?
            ON CONFLICT (chat_id, object_id) DO NOTHING RETURNING object_id`,
           [to, from]
         )

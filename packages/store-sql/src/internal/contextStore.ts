@@ -21,7 +21,8 @@ import type {
   StoreStats
 } from "@deixis/core/ContextStore"
 import { StoreError } from "@deixis/core/ContextStore"
-import { compareMessageIds } from "@deixis/core/Ids"
+import { type ChatInfo, effectiveTopic, type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
+import { compareMessageIds, migratedMessageId, positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
@@ -139,6 +140,8 @@ class Wanted {
 /** The rows of one batch, as loaded, then as the reducer changes them. */
 interface Loaded {
   readonly nextSeq: Map<string, number>
+  /** Chat id → whether it is a forum. */
+  readonly forums: Map<string, boolean>
   readonly messages: Map<string, MessageMeta | null>
   readonly objects: Map<string, ContextObject | null>
   /** Message key → keys of its objects, in the order they were stored. */
@@ -154,6 +157,7 @@ interface Loaded {
 /** Nothing loaded: the reducer run over it names, as missing, every row a batch reads. */
 const nothingLoaded = (): Loaded => ({
   nextSeq: new Map(),
+  forums: new Map(),
   messages: new Map(),
   objects: new Map(),
   byMessage: new Map(),
@@ -166,6 +170,10 @@ const nothingLoaded = (): Loaded => ({
 
 interface Changes {
   readonly messages: Array<MessageMeta>
+  /** Chat id → its new forum flag. */
+  readonly forums: Map<string, boolean>
+  /** Object key → the object removed (an edit took away what it stood for). */
+  readonly removed: Map<string, ContextObject>
   /** Object key → the object and whether it takes a new sequence number (new, or moved topic). */
   readonly objects: Map<string, { object: ContextObject; fresh: boolean }>
   readonly polls: Map<string, PollRef>
@@ -205,6 +213,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     Effect.gen(function*() {
       const chats = [...w.chats].sort()
       const nextSeq = new Map<string, number>()
+      const forums = new Map<string, boolean>()
       for (const part of chunks(chats, 3)) {
         // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
         // the same chats run one after the other instead of interleaving their reads and writes.
@@ -213,12 +222,15 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
           part.flatMap((c) => [c, 1, now])
         )
         const rows = yield* db.query(
-          `SELECT chat_id, next_seq FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
+          `SELECT chat_id, next_seq, is_forum FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
             pg ? " FOR UPDATE" : ""
           }`,
           part
         )
-        for (const r of rows) nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+        for (const r of rows) {
+          nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+          forums.set(str(r["chat_id"]), bool(r["is_forum"]))
+        }
       }
 
       // Each table is read with one statement over the batch's keys passed in bulk (see rowsTables).
@@ -227,7 +239,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
       if (w.messages.size > 0) {
         const rows = yield* bulk(
           [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
-          [...w.messages.values()].map(([c, m]) => [c, m.length, m]),
+          [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
           (from) =>
             `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
            ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
@@ -308,12 +320,20 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }
-      return { nextSeq, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+      return { nextSeq, forums, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
     })
 
   /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
   const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
-    const changes: Changes = { messages: [], objects: new Map(), polls: new Map(), closes: new Map(), seen: [] }
+    const changes: Changes = {
+      messages: [],
+      forums: new Map(),
+      removed: new Map(),
+      objects: new Map(),
+      polls: new Map(),
+      closes: new Map(),
+      seen: []
+    }
     const writer: StateWriter = {
       message: (chatId, messageId) => {
         const found = s.messages.get(key(chatId, messageId))
@@ -360,9 +380,35 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         const list = s.byMessage.get(key(o.chat_id, o.source_message_id))
         if (list !== undefined && !list.includes(k)) list.push(k)
         const before = changes.objects.get(k)
-        const fresh = previous === undefined || previous.topic_id !== o.topic_id || (before?.fresh ?? false)
+        // Stored again after a removal in this batch: a new object, with a new place in the order.
+        const renewed = changes.removed.delete(k)
+        const fresh = renewed || previous === undefined || previous.topic_id !== o.topic_id || (before?.fresh ?? false)
         changes.objects.set(k, { object: o, fresh })
         if (!s.nextSeq.has(o.chat_id)) missing.chats.add(o.chat_id)
+      },
+      removeObject: (o) => {
+        const k = key(o.chat_id, o.object_id)
+        s.objects.set(k, null)
+        const list = s.byMessage.get(key(o.chat_id, o.source_message_id))
+        if (list !== undefined) {
+          const i = list.indexOf(k)
+          if (i >= 0) list.splice(i, 1)
+        }
+        changes.objects.delete(k)
+        changes.removed.set(k, o)
+      },
+      chat: (chatId) => {
+        const isForum = s.forums.get(chatId)
+        if (isForum === undefined) {
+          missing.chats.add(chatId)
+          return undefined
+        }
+        return { ...unknownChat(chatId), is_forum: isForum }
+      },
+      putChat: (info) => {
+        s.forums.set(info.chat_id, info.is_forum)
+        changes.forums.set(info.chat_id, info.is_forum)
+        if (!s.nextSeq.has(info.chat_id)) missing.chats.add(info.chat_id)
       },
       putPoll: (pollId, chatId, objectId) => {
         const ref = { chat_id: chatId, object_id: objectId }
@@ -428,10 +474,10 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
           ],
           changes.messages.map((m) => [
             m.chat_id,
-            m.message_id.length,
+            positionLength(m.message_id),
             m.message_id,
             topicKey(m.topic_id),
-            m.reply_to_message_id === null ? null : m.reply_to_message_id.length,
+            m.reply_to_message_id === null ? null : positionLength(m.reply_to_message_id),
             m.reply_to_message_id,
             m.sender_user_id,
             m.from_bot ? 1 : 0,
@@ -441,6 +487,15 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
             `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
+      }
+      for (const part of chunks([...changes.removed.values()], 2)) {
+        yield* db.query(
+          `DELETE FROM deixis_objects WHERE ${part.map(() => "(chat_id = ? AND object_id = ?)").join(" OR ")}`,
+          part.flatMap((o) => [o.chat_id, o.object_id])
+        )
+      }
+      for (const [chatId, isForum] of changes.forums) {
+        yield* db.query(`UPDATE deixis_chats SET is_forum = ? WHERE chat_id = ?`, [isForum ? 1 : 0, chatId])
       }
       const touchedChats = new Set<string>()
       const objectRows: Array<ReadonlyArray<Scalar>> = []
@@ -634,7 +689,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   const chainParts = (q: PoolQuery, parts: Array<string>, params: Array<Param>): string => {
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return ""
-    params.push(reply.length, reply, q.chat_id, q.limits.chain_depth)
+    params.push(positionLength(reply), reply, q.chat_id, q.limits.chain_depth)
     // CROSS JOIN fixes SQLite's join order: walk from the chain into the tables, never the reverse.
     const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
@@ -684,7 +739,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
           fallback ? "true" : "false",
           q.current_message_id,
           reply,
-          reply === null ? null : reply.length,
+          reply === null ? null : positionLength(reply),
           q.limits.chain_depth,
           q.sender_user_id,
           q.kinds ?? null,
@@ -707,14 +762,20 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     return db.query(cte + parts.join("\nUNION ALL\n"), params)
   }
 
-  const pool = (q: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
+  const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
     Effect.gen(function*() {
-      if (!storable(q.chat_id, q.topic_id, q.current_message_id, q.reply_to_message_id, q.sender_user_id)) {
-        return { entries: [], chain: [], fallback: false }
+      if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
+        return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
       }
+      // In a forum, a request without a topic is in the General topic.
+      const isForum = query.topic_id === null ? yield* forumOf(query.chat_id) : false
+      const topicId = effectiveTopic(query.topic_id, isForum)
+      const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
       const out = new Map<string, PoolEntry>()
       const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
-      const accept = (o: ContextObject) => kindOk(o.kind) && (!q.active_only || isActive(o, q.now))
+      const expired = (o: ContextObject) => q.keep_expired !== true && o.active_until !== null && o.active_until <= q.now
+      // An expired object stands aside for its message (resolved below), whatever the kind filter says of it.
+      const accept = (o: ContextObject) => (q.active_only ? kindOk(o.kind) && isActive(o, q.now) : kindOk(o.kind) || expired(o))
       const add = (o: ContextObject, tier: PoolTier) => {
         if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
       }
@@ -782,11 +843,68 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
       // 2. The request's own scope.
       yield* collectScope(rows, "home")
 
-      // 3. The rest of the chat, only when nothing at all is known of the request's own scope.
-      const fallback = !rows.has("e")
-      if (fallback) yield* collectScope(byPart(yield* scopeRows(q, true)), "fallback")
-      return { entries: [...out.values()], chain, fallback }
+      // 3. The rest of the chat when the request's own scope has no active object: everything when
+      // nothing at all is known of it, otherwise only what is active there.
+      const homeActive = (rows.get("a") ?? []).some((r) => {
+        const o = objectOf(r["body"])
+        return Either.isRight(o) && kindOk(o.right.kind) && isActive(o.right, q.now)
+      })
+      const fallback = !homeActive
+      if (fallback) {
+        const everything = !rows.has("e")
+        yield* collectScope(byPart(yield* scopeRows(everything ? q : { ...q, active_only: true }, true)), "fallback")
+      }
+
+      // Objects whose activity expired give way to the messages they came from.
+      const entries = [...out.values()]
+      const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
+      const sources = stale.length === 0
+        ? new Map<string, MessageMeta>()
+        : yield* messagesOf(q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
+      const final: Array<PoolEntry> = []
+      const taken = new Set<string>()
+      for (const e of entries) {
+        let entry = e
+        if (expired(e.object)) {
+          const m = sources.get(e.object.source_message_id)
+          if (m === undefined || m.message_id === q.current_message_id) continue
+          const stand = messageObject(m)
+          if (!kindOk(stand.kind)) continue
+          entry = { object: stand, tier: e.tier }
+        }
+        if (taken.has(entry.object.object_id)) continue
+        taken.add(entry.object.object_id)
+        final.push(entry)
+      }
+      return { entries: final, chain, fallback, topic_id: topicId }
     }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
+
+  /** Whether a chat is a forum (false for a chat never seen). */
+  const forumOf = (chatId: string) =>
+    Effect.map(
+      db.query(`SELECT is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
+      (rows) => rows[0] !== undefined && bool(rows[0]["is_forum"])
+    )
+
+  /** The stored metadata of some messages of one chat, by id. */
+  const messagesOf = (chatId: string, ids: ReadonlyArray<string>) =>
+    Effect.map(
+      bulk(
+        [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
+        ids.map((id) => [chatId, positionLength(id), id]),
+        (from) =>
+          `SELECT m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
+      ),
+      (rows) => {
+        const out = new Map<string, MessageMeta>()
+        for (const r of rows) {
+          const m = messageOf(chatId, r)
+          out.set(m.message_id, m)
+        }
+        return out
+      }
+    )
 
   // ---------------------------------------------------------------------------
   // reads, sweep, stats
@@ -795,7 +913,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
   const message = (chatId: string, messageId: string) =>
     !storable(chatId, messageId) ? Effect.succeed(Option.none<MessageMeta>()) : db.query(
       `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
-      [chatId, messageId.length, messageId]
+      [chatId, positionLength(messageId), messageId]
     ).pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => messageOf(chatId, r))),
       Effect.mapError(failStore("message"))
@@ -826,7 +944,7 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
        SELECT c.depth, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at
        FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
        ORDER BY c.depth`,
-      [messageId.length, messageId, chatId, depth, chatId]
+      [positionLength(messageId), messageId, chatId, depth, chatId]
     ).pipe(
       Effect.map((rows) => {
         const out: Array<MessageMeta> = []
@@ -859,6 +977,110 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
         objects: objects.sort((a, b) => (a.object_id < b.object_id ? -1 : a.object_id > b.object_id ? 1 : 0))
       }
     }).pipe(Effect.mapError(failStore("snapshot")))
+
+  const chat = (chatId: string): Effect.Effect<ChatInfo, StoreError> =>
+    db.query(
+      `SELECT (SELECT is_forum FROM deixis_chats WHERE chat_id = ?) AS is_forum,
+              (SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?) AS to_chat,
+              (SELECT migrated_at FROM deixis_chat_migrations WHERE chat_id = ?) AS migrated_at`,
+      [chatId, chatId, chatId]
+    ).pipe(
+      Effect.map((rows): ChatInfo => {
+        const r = rows[0] ?? {}
+        return {
+          chat_id: chatId,
+          is_forum: bool(r["is_forum"]),
+          migrated_to: strOrNull(r["to_chat"]),
+          migrated_at: r["migrated_at"] === null || r["migrated_at"] === undefined ? null : num(r["migrated_at"])
+        }
+      }),
+      Effect.mapError(failStore("chat"))
+    )
+
+  const migrateChat = (from: string, to: string, at: number): Effect.Effect<MigrationResult, StoreError> =>
+    from === to ? Effect.succeed({ migrated: false, moved: 0 }) : db.transaction(Effect.gen(function*() {
+      // Both chats' rows, locked in a fixed order (as apply takes them), so no batch interleaves.
+      const pair = [from, to].sort()
+      yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, 1, ?), (?, 1, ?) ON CONFLICT (chat_id) DO NOTHING`, [
+        pair[0]!, at, pair[1]!, at
+      ])
+      yield* db.query(`SELECT chat_id FROM deixis_chats WHERE chat_id IN (?, ?) ORDER BY chat_id${C}${pg ? " FOR UPDATE" : ""}`, pair)
+      const done = yield* db.query(`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?`, [from])
+      if (done.length > 0) return { migrated: false, moved: 0 }
+      yield* db.query(`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (?, ?, ?)`, [from, to, at])
+
+      // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
+      const messageRows = yield* db.query(
+        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
+        [from]
+      )
+      yield* bulk(
+        [
+          ["chat_id", "TEXT"],
+          ["id_len", "INTEGER"],
+          ["message_id", "TEXT"],
+          ["topic", "TEXT"],
+          ["reply_len", "INTEGER"],
+          ["reply_to", "TEXT"],
+          ["sender", "TEXT"],
+          ["from_bot", "INTEGER"],
+          ["sent_at", "BIGINT"]
+        ],
+        messageRows.map((r) => {
+          const id = migratedMessageId(str(r["message_id"]))
+          const reply = strOrNull(r["reply_to"])
+          const replyTo = reply === null ? null : migratedMessageId(reply)
+          return [to, positionLength(id), id, str(r["topic"]), replyTo === null ? null : positionLength(replyTo), replyTo, strOrNull(r["sender"]), bool(r["from_bot"]) ? 1 : 0, num(r["sent_at"])]
+        }),
+        (rows) =>
+          `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+           SELECT * FROM ${rows} WHERE true ON CONFLICT DO NOTHING`
+      )
+      yield* db.query(`DELETE FROM deixis_messages WHERE chat_id = ?`, [from])
+
+      // Objects: ids stay; they come before the new chat's own in the order of storage.
+      const objectRows = yield* db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? ORDER BY seq`, [from])
+      const lowest = yield* db.query(`SELECT MIN(seq) AS low FROM deixis_objects WHERE chat_id = ?`, [to])
+      const low = lowest[0]?.["low"] === null || lowest[0]?.["low"] === undefined ? 1 : num(lowest[0]["low"])
+      const base = Math.min(low, 1) - objectRows.length
+      const moved: Array<ReadonlyArray<Scalar>> = []
+      for (let i = 0; i < objectRows.length; i++) {
+        const decoded = objectOf(objectRows[i]!["body"])
+        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        const o: ContextObject = { ...decoded.right, chat_id: to, source_message_id: migratedMessageId(decoded.right.source_message_id) }
+        moved.push([
+          o.chat_id, o.object_id, base + i, o.kind, topicKey(o.topic_id), o.source_message_id, o.created_by_user_id ?? null,
+          o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)
+        ])
+      }
+      yield* bulk(
+        [
+          ["chat_id", "TEXT"],
+          ["object_id", "TEXT"],
+          ["seq", "BIGINT"],
+          ["kind", "TEXT"],
+          ["topic", "TEXT"],
+          ["source_message_id", "TEXT"],
+          ["created_by", "TEXT"],
+          ["active_until", "BIGINT"],
+          ["since", "BIGINT"],
+          ["body", "TEXT"]
+        ],
+        moved,
+        (rows) => `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${rows} WHERE true ON CONFLICT (chat_id, object_id) DO NOTHING`
+      )
+      yield* db.query(`DELETE FROM deixis_objects WHERE chat_id = ?`, [from])
+
+      // Poll ids and the event ids already applied follow the chat.
+      yield* db.query(`UPDATE deixis_polls SET chat_id = ? WHERE chat_id = ?`, [to, from])
+      yield* db.query(
+        `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT ?, event_id, seen_at FROM deixis_events WHERE chat_id = ?
+         ON CONFLICT DO NOTHING`,
+        [to, from]
+      )
+      yield* db.query(`DELETE FROM deixis_events WHERE chat_id = ?`, [from])
+      return { migrated: true, moved: messageRows.length + objectRows.length }
+    })).pipe(Effect.mapError(failStore("migrateChat")), Effect.withSpan("SqlContextStore.migrateChat"))
 
   const counters = { evicted_messages: 0, swept_objects: 0 }
 
@@ -918,6 +1140,8 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextS
     object,
     replyChain,
     snapshot,
+    chat,
+    migrateChat,
     sweep,
     stats
   }

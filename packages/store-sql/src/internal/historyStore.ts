@@ -3,16 +3,17 @@
  * order (length, then code points) followed by the per-chat append counter of items without a
  * message id. Every read is one indexed range scan in one chat and topic.
  */
-import { HistoryItem } from "@deixis/chathistory/HistoryItem"
+import { HistoryItem, mergeVersions } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
+import { compareMessageIds, migratedMessageId, positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type Db, describe, num, type Param, type Row, str, topicKey } from "./db.js"
+import { type ColumnType, type Db, describe, num, type Param, type Row, rowsTables, type Scalar, str, topicKey } from "./db.js"
 import { storable } from "./ids.js"
 
 export interface HistorySettings {
@@ -75,64 +76,230 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       return row !== undefined && str(row["topic"]) === topicKey(scope.topic_id) ? Option.some(row) : Option.none<Row>()
     })
 
-  const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
-    db.transaction(Effect.gen(function*() {
-      // The chat's counter row: its update serialises appends to one chat across processes.
-      const counter = yield* db.query(
-        `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 1)
-         ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq + 1 RETURNING seq`,
-        [incoming.chat_id]
+  /** Runs `statement` over `rows` passed in bulk as the table `k` (see rowsTables); returns every row it returns. */
+  const bulk = (
+    columns: ReadonlyArray<readonly [string, ColumnType]>,
+    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
+    statement: (from: string) => string
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+    rows.length === 0
+      ? Effect.succeed([])
+      : Effect.map(
+        Effect.forEach(rowsTables(db.dialect, columns, rows), (k) => db.query(statement(k.from), k.params)),
+        (results) => (results.length === 1 ? results[0]! : results.flat())
       )
-      const id = incoming.message_id
-      if (id !== null) {
-        const existing = yield* db.query(`SELECT topic FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
-          incoming.chat_id,
-          id
-        ])
-        const stored = existing[0]
-        if (stored !== undefined) {
-          // A replaced item keeps its position and its topic.
-          const topic = str(stored["topic"])
-          const item: HistoryItem = { ...incoming, topic_id: topic === "" ? null : topic }
-          yield* db.query(
-            `UPDATE deixis_history SET reply_to = ?, response_id = ?, sent_at = ?, rev = rev + 1, body = ?
-             WHERE chat_id = ? AND message_id = ?`,
-            [item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item), item.chat_id, id]
-          )
-          return "replaced" as const
+  const pairKey = (a: string, b: string) => `${a.length}:${a}${b}`
+  // SQLite takes CROSS JOIN as the join order (the batch's keys first); PostgreSQL needs a plain JOIN.
+  const join = db.dialect === "pg" ? "JOIN" : "CROSS JOIN"
+  const rowColumns: ReadonlyArray<readonly [string, ColumnType]> = [
+    ["chat_id", "TEXT"],
+    ["topic", "TEXT"],
+    ["anchor_len", "INTEGER"],
+    ["anchor", "TEXT"],
+    ["seq", "BIGINT"],
+    ["message_id", "TEXT"],
+    ["reply_to", "TEXT"],
+    ["response_id", "TEXT"],
+    ["event_id", "TEXT"],
+    ["sent_at", "BIGINT"],
+    ["body", "TEXT"]
+  ]
+
+  /**
+   * Appends items in order inside the caller's transaction, with one statement per table for
+   * the whole batch: the chats' counters, the stored copies of the batch's messages and event
+   * ids, the newest message of each topic an item without an id follows, then the new rows
+   * and the replaced ones. The result is what appending them one by one gives.
+   */
+  const appendMany = (items: ReadonlyArray<HistoryItem>): Effect.Effect<Array<AppendResult>, SqlError | string> =>
+    Effect.gen(function*() {
+      // The chats' counter rows, taken in a fixed order: their update serialises appends to a chat
+      // across processes; each item without a message id takes the next number.
+      const idless = new Map<string, number>()
+      for (const item of items) {
+        idless.set(item.chat_id, (idless.get(item.chat_id) ?? 0) + (item.message_id === null ? 1 : 0))
+      }
+      const chats = [...idless.keys()].sort()
+      const counters = yield* bulk(
+        [["chat_id", "TEXT"], ["seq", "BIGINT"]],
+        chats.map((c) => [c, Math.max(1, idless.get(c)!)]),
+        (from) =>
+          `INSERT INTO deixis_history_chats (chat_id, seq) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq + excluded.seq RETURNING chat_id, seq`
+      )
+      const nextSeq = new Map<string, number>()
+      for (const r of counters) {
+        const chat = str(r["chat_id"])
+        nextSeq.set(chat, num(r["seq"]) - Math.max(1, idless.get(chat) ?? 1) + 1)
+      }
+
+      // What the store holds of the batch's messages and event ids.
+      const ids = new Map<string, readonly [string, string]>()
+      const events = new Map<string, readonly [string, string]>()
+      const topics = new Map<string, readonly [string, string]>()
+      for (const item of items) {
+        if (item.message_id !== null) {
+          if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id])
+        } else {
+          if (item.event_id !== undefined) events.set(pairKey(item.chat_id, item.event_id), [item.chat_id, item.event_id])
+          const topic = topicKey(item.topic_id)
+          topics.set(pairKey(item.chat_id, topic), [item.chat_id, topic])
         }
       }
-      const topic = topicKey(incoming.topic_id)
-      let anchor = id
-      let seq = 0
-      if (anchor === null) {
-        // Right after the newest message its topic holds.
-        const newest = yield* db.query(
-          `SELECT anchor FROM deixis_history WHERE chat_id = ? AND topic = ? AND seq = 0 ORDER BY ${desc} LIMIT 1`,
-          [incoming.chat_id, topic]
-        )
-        anchor = newest[0] === undefined ? "" : str(newest[0]["anchor"])
-        seq = num(counter[0]?.["seq"])
+      const stored = new Map<string, HistoryItem>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["message_id", "TEXT"]], [...ids.values()], (from) =>
+        `SELECT h.chat_id, h.message_id, h.body FROM ${from}
+         ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`)) {
+        stored.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
       }
-      const params: ReadonlyArray<Param> = [
-        incoming.chat_id,
-        topic,
-        anchor.length,
-        anchor,
-        seq,
-        id,
-        incoming.reply_to_message_id,
-        incoming.bot_response_id,
-        incoming.sent_at,
-        JSON.stringify(incoming)
-      ]
-      yield* db.query(
-        `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, sent_at, rev, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-        params
+      const seenEvents = new Set<string>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["event_id", "TEXT"]], [...events.values()], (from) =>
+        `SELECT h.chat_id, h.event_id FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
+        seenEvents.add(pairKey(str(r["chat_id"]), str(r["event_id"])))
+      }
+      const newest = new Map<string, string>()
+      for (const r of yield* bulk([["chat_id", "TEXT"], ["topic", "TEXT"]], [...topics.values()], (from) =>
+        `SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
+           WHERE h.chat_id = k.chat_id AND h.topic = k.topic AND h.seq = 0 ORDER BY ${desc} LIMIT 1) AS anchor FROM ${from}`)) {
+        if (r["anchor"] !== null && r["anchor"] !== undefined) newest.set(pairKey(str(r["chat_id"]), str(r["topic"])), str(r["anchor"]))
+      }
+
+      // The appends, in order, over what is stored and what the batch appended before.
+      const results: Array<AppendResult> = []
+      const inserts = new Map<string, HistoryItem>()
+      const insertRows: Array<ReadonlyArray<Scalar>> = []
+      const updates = new Map<string, HistoryItem>()
+      for (const incoming of items) {
+        const id = incoming.message_id
+        const topic = topicKey(incoming.topic_id)
+        if (id !== null) {
+          const k = pairKey(incoming.chat_id, id)
+          const before = inserts.get(k) ?? updates.get(k) ?? stored.get(k)
+          if (before !== undefined) {
+            const item = mergeVersions(before, incoming)
+            if (item === undefined) {
+              results.push("unchanged")
+            } else {
+              if (inserts.has(k)) inserts.set(k, item)
+              else updates.set(k, item)
+              results.push("replaced")
+            }
+            continue
+          }
+          inserts.set(k, incoming)
+          const tk = pairKey(incoming.chat_id, topic)
+          const max = newest.get(tk)
+          if (max === undefined || compareMessageIds(id, max) > 0) newest.set(tk, id)
+          results.push("appended")
+          continue
+        }
+        if (incoming.event_id !== undefined) {
+          const ek = pairKey(incoming.chat_id, incoming.event_id)
+          if (seenEvents.has(ek)) {
+            results.push("unchanged")
+            continue
+          }
+          seenEvents.add(ek)
+        }
+        // Right after the newest message its topic holds.
+        const anchor = newest.get(pairKey(incoming.chat_id, topic)) ?? ""
+        const seq = nextSeq.get(incoming.chat_id) ?? 1
+        nextSeq.set(incoming.chat_id, seq + 1)
+        insertRows.push([
+          incoming.chat_id, topic, positionLength(anchor), anchor, seq, null, incoming.reply_to_message_id,
+          incoming.bot_response_id, incoming.event_id ?? null, incoming.sent_at, JSON.stringify(incoming)
+        ])
+        results.push("appended")
+      }
+      for (const item of inserts.values()) {
+        const id = item.message_id!
+        insertRows.push([
+          item.chat_id, topicKey(item.topic_id), positionLength(id), id, 0, id, item.reply_to_message_id,
+          item.bot_response_id, null, item.sent_at, JSON.stringify(item)
+        ])
+      }
+      yield* bulk(rowColumns, insertRows, (from) =>
+        `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+         SELECT chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, 0, body FROM ${from} WHERE true`)
+      yield* bulk(
+        [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
+        [...updates.values()].map((item) => [
+          item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
+        ]),
+        (from) =>
+          `UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`
       )
-      return "appended" as const
-    })).pipe(Effect.mapError(failStore("append")))
+      return results
+    })
+
+  const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
+    db.transaction(appendMany([incoming])).pipe(Effect.map((r) => r[0]!), Effect.mapError(failStore("append")))
+
+  const appendAll = (items: ReadonlyArray<HistoryItem>): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> =>
+    items.length === 0
+      ? Effect.succeed([])
+      : db.transaction(appendMany(items)).pipe(Effect.mapError(failStore("appendAll")))
+
+  const migrateChat = (from: string, to: string): Effect.Effect<number, StoreError> =>
+    from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
+      // Both chats' counters, locked in a fixed order.
+      for (const chatId of [from, to].sort()) {
+        yield* db.query(
+          `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 0)
+           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq RETURNING seq`,
+          [chatId]
+        )
+      }
+      const rows = yield* db.query(
+        `SELECT topic, anchor, seq, message_id, event_id, body FROM deixis_history WHERE chat_id = ? ORDER BY ${asc}`,
+        [from]
+      )
+      const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
+      let moved = 0
+      for (const r of rows) {
+        const item = yield* itemOf(r["body"])
+        const messageId = rekey(item.message_id)
+        if (messageId !== null) {
+          const taken = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [to, messageId])
+          if (taken.length > 0) continue
+        }
+        const next: HistoryItem = {
+          ...item,
+          chat_id: to,
+          message_id: messageId,
+          reply_to_message_id: rekey(item.reply_to_message_id),
+          bot_response_id: rekey(item.bot_response_id)
+        }
+        // An item placed before any message ("" anchor) goes before the old chat's messages.
+        const anchor = migratedMessageId(str(r["anchor"]))
+        const inserted = yield* db.query(
+          `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING RETURNING 1 AS ok`,
+          [
+            to,
+            str(r["topic"]),
+            positionLength(anchor),
+            anchor,
+            num(r["seq"]),
+            messageId,
+            next.reply_to_message_id,
+            next.bot_response_id,
+            r["event_id"] === null || r["event_id"] === undefined ? null : str(r["event_id"]),
+            next.sent_at,
+            JSON.stringify(next)
+          ]
+        )
+        moved += inserted.length
+      }
+      yield* db.query(`DELETE FROM deixis_history WHERE chat_id = ?`, [from])
+      yield* db.query(
+        `UPDATE deixis_history_chats SET seq = (SELECT MAX(seq) FROM deixis_history_chats WHERE chat_id IN (?, ?)) WHERE chat_id = ?`,
+        [from, to, to]
+      )
+      yield* db.query(`DELETE FROM deixis_history_chats WHERE chat_id = ?`, [from])
+      return moved
+    })).pipe(Effect.mapError(failStore("migrateChat")))
 
   const lookup = (scope: HistoryScope, externalId: string | number) =>
     find(scope, externalId).pipe(
@@ -152,7 +319,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const anchor = str(found.value["anchor"])
       const seq = num(found.value["seq"])
       const topic = topicKey(scope.topic_id)
-      const at: ReadonlyArray<Param> = [anchor.length, anchor, seq]
+      const at: ReadonlyArray<Param> = [positionLength(anchor), anchor, seq]
       const before = Math.max(0, window.before)
       const after = Math.max(0, window.after)
       const older = before === 0 ? [] : yield* db.query(
@@ -179,7 +346,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         ])
         : yield* db.query(
           `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? AND (${position}) < (?, ?, 0) ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, topic, before.length, before, n]
+          [scope.chat_id, topic, positionLength(before), before, n]
         )
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("recent")))
@@ -201,7 +368,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         : yield* db.query(
           `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND reply_to = ? AND topic = ? AND (${position}) < (?, ?, 0)
            ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, messageId, topic, before.length, before, options.limit]
+          [scope.chat_id, messageId, topic, positionLength(before), before, options.limit]
         )
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("replies")))
@@ -258,6 +425,6 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     Effect.mapError(failStore("stats"))
   )
 
-  const store: HistoryStoreShape = { append, lookup, around, recent, replies, recordResponse, stats }
+  const store: HistoryStoreShape = { append, appendAll, lookup, around, recent, replies, recordResponse, migrateChat, stats }
   return { store, sweep }
 }

@@ -223,6 +223,27 @@ export const migrations: ReadonlyArray<Migration> = [
         `CREATE INDEX deixis_updates_done ON deixis_updates (received_at) WHERE payload IS NULL`
       ]
     }
+  },
+  {
+    version: 7,
+    name: "telegram_traffic",
+    statements: (dialect) => {
+      const t = types(dialect)
+      return [
+        // Whether a chat is a forum: a message or request without a topic there is its General topic.
+        `ALTER TABLE deixis_chats ADD COLUMN is_forum ${t.small} NOT NULL DEFAULT 0`,
+        // A chat that migrated (a Telegram group upgraded to a supergroup): where to, once.
+        `CREATE TABLE deixis_chat_migrations (
+          chat_id TEXT NOT NULL PRIMARY KEY,
+          to_chat_id TEXT NOT NULL,
+          migrated_at ${t.big} NOT NULL
+        )`,
+        `CREATE INDEX deixis_polls_chat ON deixis_polls (chat_id)`,
+        // The identity of a history item without a message id (a reaction), so a redelivery is stored once.
+        `ALTER TABLE deixis_history ADD COLUMN event_id TEXT`,
+        `CREATE UNIQUE INDEX deixis_history_event ON deixis_history (chat_id, event_id) WHERE event_id IS NOT NULL`
+      ]
+    }
   }
 ]
 

@@ -120,6 +120,18 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
           (e): e is SqlError => typeof e === "object" && e !== null && "_tag" in e && e._tag === "SqlError",
           (e) => Effect.fail(fail("modify")(e))
         )
-      )
+      ),
+    migrateChat: (from, to) =>
+      from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
+        // A scope the new chat already has keeps its own (newer) state.
+        const moved = yield* db.query(
+          `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+           SELECT ?, topic, revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ?
+           ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
+          [to, from]
+        )
+        yield* db.query(`DELETE FROM deixis_conversation_state WHERE chat_id = ?`, [from])
+        return moved.length
+      })).pipe(Effect.mapError(fail("migrateChat")))
   }
 }

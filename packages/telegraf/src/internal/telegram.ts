@@ -79,14 +79,21 @@ const ExternalReply = Schema.Struct({
   message_id: Schema.optional(Int)
 })
 
-// One level only: Telegram never nests reply_to_message further.
-const RepliedMessage = Schema.Struct({
-  message_id: Int,
-  from: Schema.optional(User),
+// What every message's forward_origin holds: its type, when the original was sent, and who sent it.
+export const ForwardOrigin = Schema.Struct({
+  type: Schema.String,
+  date: Int,
+  sender_user: Schema.optional(User),
+  sender_user_name: Schema.optional(Schema.String),
   sender_chat: Schema.optional(Chat),
-  forum_topic_created: Schema.optional(Schema.Unknown)
+  chat: Schema.optional(Chat)
 })
+export type ForwardOrigin = typeof ForwardOrigin.Type
 
+/**
+ * A message. `reply_to_message` and `pinned_message` are full messages too (one level:
+ * Telegram never nests a reply's reply), decoded on their own with this same Schema.
+ */
 export const Message = Schema.Struct({
   message_id: Int,
   date: Int,
@@ -95,8 +102,16 @@ export const Message = Schema.Struct({
   sender_chat: Schema.optional(Chat),
   message_thread_id: Schema.optional(Int),
   is_topic_message: Schema.optional(Schema.Boolean),
-  reply_to_message: Schema.optional(RepliedMessage),
+  reply_to_message: Schema.optional(Schema.Unknown),
   external_reply: Schema.optional(ExternalReply),
+  edit_date: Schema.optional(Int),
+  media_group_id: Schema.optional(Schema.String),
+  forward_origin: Schema.optional(ForwardOrigin),
+  is_automatic_forward: Schema.optional(Schema.Boolean),
+  pinned_message: Schema.optional(Schema.Unknown),
+  forum_topic_created: Schema.optional(Schema.Unknown),
+  migrate_to_chat_id: Schema.optional(Int),
+  migrate_from_chat_id: Schema.optional(Int),
   quote: Schema.optional(TextQuote),
   text: Schema.optional(Schema.String),
   entities: Schema.optional(Schema.Array(Entity)),
@@ -112,7 +127,9 @@ export const Message = Schema.Struct({
   sticker: Schema.optional(Schema.Struct({ file_id: Schema.String, emoji: Schema.optional(Schema.String) })),
   poll: Schema.optional(Poll),
   location: Schema.optional(Schema.Unknown),
-  contact: Schema.optional(Schema.Unknown)
+  venue: Schema.optional(Schema.Struct({ title: Schema.optional(Schema.String), address: Schema.optional(Schema.String) })),
+  contact: Schema.optional(Schema.Unknown),
+  dice: Schema.optional(Schema.Struct({ emoji: Schema.optional(Schema.String), value: Schema.optional(Int) }))
 })
 export type Message = typeof Message.Type
 
@@ -142,3 +159,101 @@ export const PollAnswer = Schema.Struct({
 })
 
 export const UpdateHead = Schema.Struct({ update_id: Int })
+
+// -----------------------------------------------------------------------------
+// A hand-compiled check of `Message`, for the hot path: every update carries one or two.
+// Schema's generic decoder costs more than all the mapping after it; this checks the same
+// fields the same way (unknown fields ignored, a field of the wrong type fails the message)
+// and returns the input itself instead of a copy. `test/UpdateMapper.test.ts` holds it to
+// the Schema's verdicts.
+// -----------------------------------------------------------------------------
+
+type Check = (v: unknown) => string | undefined
+
+const isObject = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null && !Array.isArray(v)
+const cInt: Check = (v) => (typeof v === "number" && Number.isSafeInteger(v) ? undefined : "expected an integer")
+const cNumber: Check = (v) => (typeof v === "number" && !Number.isNaN(v) ? undefined : "expected a number")
+const cString: Check = (v) => (typeof v === "string" ? undefined : "expected a string")
+const cBoolean: Check = (v) => (typeof v === "boolean" ? undefined : "expected a boolean")
+const cUnknown: Check = () => undefined
+
+const cStruct = (required: ReadonlyArray<readonly [string, Check]>, optional: ReadonlyArray<readonly [string, Check]>): Check => (v) => {
+  if (!isObject(v)) return "expected an object"
+  for (const [key, check] of required) {
+    const value = v[key]
+    if (value === undefined) return `${key}: is missing`
+    const issue = check(value)
+    if (issue !== undefined) return `${key}: ${issue}`
+  }
+  for (const [key, check] of optional) {
+    const value = v[key]
+    if (value === undefined) continue
+    const issue = check(value)
+    if (issue !== undefined) return `${key}: ${issue}`
+  }
+  return undefined
+}
+
+const cArray = (item: Check): Check => (v) => {
+  if (!Array.isArray(v)) return "expected an array"
+  for (let i = 0; i < v.length; i++) {
+    const issue = item(v[i])
+    if (issue !== undefined) return `[${i}]: ${issue}`
+  }
+  return undefined
+}
+
+const cUser = cStruct([["id", cInt]], [["is_bot", cBoolean], ["first_name", cString], ["last_name", cString], ["username", cString]])
+const cChat = cStruct([["id", cInt]], [
+  ["type", cString], ["is_forum", cBoolean], ["title", cString], ["username", cString], ["first_name", cString], ["last_name", cString]
+])
+const cEntity = cStruct([["type", cString], ["offset", cInt], ["length", cInt]], [["url", cString], ["user", cUser]])
+const cFile = cStruct([["file_id", cString]], [["file_name", cString], ["mime_type", cString], ["title", cString], ["performer", cString]])
+const cOrigin = cStruct([["type", cString]], [["sender_user", cUser], ["sender_user_name", cString], ["sender_chat", cChat], ["chat", cChat]])
+const cForwardOrigin = cStruct([["type", cString], ["date", cInt]], [
+  ["sender_user", cUser], ["sender_user_name", cString], ["sender_chat", cChat], ["chat", cChat]
+])
+
+const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]], [
+  [`from`, cUser],
+  ["sender_chat", cChat],
+  ["message_thread_id", cInt],
+  ["is_topic_message", cBoolean],
+  ["reply_to_message", cUnknown],
+  ["external_reply", cStruct([], [["origin", cOrigin], ["chat", cChat], ["message_id", cInt]])],
+  ["edit_date", cInt],
+  ["media_group_id", cString],
+  ["forward_origin", cForwardOrigin],
+  ["is_automatic_forward", cBoolean],
+  ["pinned_message", cUnknown],
+  ["forum_topic_created", cUnknown],
+  ["migrate_to_chat_id", cInt],
+  ["migrate_from_chat_id", cInt],
+  ["quote", cStruct([["text", cString]], [["entities", cArray(cEntity)]])],
+  ["text", cString],
+  ["entities", cArray(cEntity)],
+  ["caption", cString],
+  ["caption_entities", cArray(cEntity)],
+  ["photo", cArray(cStruct([["file_id", cString]], [["width", cNumber], ["height", cNumber]]))],
+  ["video", cFile],
+  ["video_note", cFile],
+  ["voice", cFile],
+  ["audio", cFile],
+  ["document", cFile],
+  ["animation", cFile],
+  ["sticker", cStruct([["file_id", cString]], [["emoji", cString]])],
+  ["poll", cStruct([["id", cString]], [["question", cString], ["is_closed", cBoolean]])],
+  ["location", cUnknown],
+  ["venue", cStruct([], [["title", cString], ["address", cString]])],
+  ["contact", cUnknown],
+  ["dice", cStruct([], [["emoji", cString], ["value", cInt]])]
+])
+
+/**
+ * `input` as a {@link Message}, or the first problem found (`chat: is missing`): the
+ * verdict of `Schema.decodeUnknownEither(Message)`, without building a copy.
+ */
+export const parseMessage = (input: unknown): { readonly ok: true; readonly message: Message } | { readonly ok: false; readonly issue: string } => {
+  const issue = cMessage(input)
+  return issue === undefined ? { ok: true, message: input as Message } : { ok: false, issue }
+}
