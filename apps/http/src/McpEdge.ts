@@ -40,6 +40,7 @@ import type * as Tool from "@effect/ai/Tool"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Routes from "./Routes.js"
 
@@ -87,13 +88,12 @@ export type Checked =
   | { readonly _tag: "Response" }
   | { readonly _tag: "Invalid"; readonly id: Id | null; readonly message: string }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isSafeInteger(u))
 
 /** Checks one JSON value against JSON-RPC 2.0 as MCP narrows it (ids are strings or integers). */
 export const check = (message: unknown): Checked => {
-  if (!isRecord(message)) return { _tag: "Invalid", id: null, message: "a JSON-RPC message must be a JSON object" }
+  if (!Predicate.isRecord(message)) return { _tag: "Invalid", id: null, message: "a JSON-RPC message must be a JSON object" }
   const id = Object.hasOwn(message, "id") && isId(message["id"]) ? message["id"] : null
   const invalid = (why: string): Checked => ({ _tag: "Invalid", id, message: why })
   if (message["jsonrpc"] !== "2.0") return invalid("\"jsonrpc\" must be \"2.0\"")
@@ -179,10 +179,10 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
       const text = response.body._tag === "Uint8Array" ? new TextDecoder().decode(response.body.body) : ""
       const parsed: unknown = text === "" ? undefined : JSON.parse(text)
       const answers = Array.isArray(parsed) ? parsed : [parsed]
-      const answer = answers.find((a): a is Record<string, unknown> => isRecord(a) && a["id"] === 1 && ("result" in a || "error" in a))
+      const answer = answers.find((a): a is Record<string, unknown> => Predicate.isRecord(a) && a["id"] === 1 && ("result" in a || "error" in a))
       if (answer === undefined) return failure(request.id, ErrorCode.InternalError, "Internal error")
       const error = answer["error"]
-      if (isRecord(error)) {
+      if (Predicate.isRecord(error)) {
         const code = typeof error["code"] === "number" && standardCodes.has(error["code"]) ? error["code"] : ErrorCode.InternalError
         const message = code !== ErrorCode.InternalError && typeof error["message"] === "string" ? error["message"] : "Internal error"
         return failure(request.id, code, message)
@@ -199,7 +199,7 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
       return Effect.succeed(failure(request.id, ErrorCode.MethodNotFound, `Method not found: ${shown(request.method)}`))
     }
     // MCP makes `arguments` of tools/call optional; the library's Schema wants it.
-    const params = request.method === "tools/call" && isRecord(request.params) && request.params["arguments"] === undefined
+    const params = request.method === "tools/call" && Predicate.isRecord(request.params) && request.params["arguments"] === undefined
       ? { ...request.params, arguments: {} }
       : request.params ?? {}
     const decoded = decode(params)
@@ -209,7 +209,7 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
         failure(request.id, ErrorCode.InvalidParams, `Invalid params: ${issue.path}: ${issue.message}`, issue)
       )
     }
-    if (request.method === "tools/call" && isRecord(params)) {
+    if (request.method === "tools/call" && Predicate.isRecord(params)) {
       const name = String(params["name"])
       const decodeArguments = toolDecoders.get(name)
       if (decodeArguments === undefined) {

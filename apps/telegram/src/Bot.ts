@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
@@ -103,7 +104,6 @@ export interface Bot {
   readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 const isHint = Schema.is(TargetKindHint)
 
 type CommandContext = DeixisTelegraf.DeixisContext & { readonly payload: string }
@@ -471,7 +471,7 @@ export const make = (
     )
 
     const handle = (update: unknown): Effect.Effect<void> =>
-      isRecord(update) && Number.isSafeInteger(update["update_id"])
+      Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"])
         ? Effect.scoped(Effect.gen(function*() {
           const fibers = yield* FiberSet.make<unknown, unknown>()
           runners.set(update, yield* FiberSet.runtimePromise(fibers)<Services>())

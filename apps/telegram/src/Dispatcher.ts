@@ -14,6 +14,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 
 /**
@@ -111,7 +112,6 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     }
   })
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * The key an update is ordered by: its chat, and its forum topic when it is a topic message
@@ -122,11 +122,11 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
  * @category keys
  */
 export const keyOf = (update: unknown): string => {
-  if (!isRecord(update)) return "other"
-  const callback = isRecord(update["callback_query"]) ? update["callback_query"] : undefined
+  if (!Predicate.isRecord(update)) return "other"
+  const callback = Predicate.isRecord(update["callback_query"]) ? update["callback_query"] : undefined
   const message = [update["message"], update["edited_message"], update["channel_post"], update["edited_channel_post"], callback?.["message"]]
-    .find(isRecord)
-  if (message !== undefined && isRecord(message["chat"])) {
+    .find(Predicate.isRecord)
+  if (message !== undefined && Predicate.isRecord(message["chat"])) {
     const chat = String(message["chat"]["id"])
     return message["is_topic_message"] === true && typeof message["message_thread_id"] === "number"
       ? `${chat}/${message["message_thread_id"]}`
@@ -134,9 +134,9 @@ export const keyOf = (update: unknown): string => {
   }
   for (const field of ["message_reaction", "message_reaction_count", "my_chat_member", "chat_member", "chat_join_request", "chat_boost", "removed_chat_boost"]) {
     const value = update[field]
-    if (isRecord(value) && isRecord(value["chat"])) return String(value["chat"]["id"])
+    if (Predicate.isRecord(value) && Predicate.isRecord(value["chat"])) return String(value["chat"]["id"])
   }
-  if (isRecord(update["poll"])) return `poll:${String(update["poll"]["id"])}`
-  if (isRecord(update["poll_answer"])) return `poll:${String(update["poll_answer"]["poll_id"])}`
+  if (Predicate.isRecord(update["poll"])) return `poll:${String(update["poll"]["id"])}`
+  if (Predicate.isRecord(update["poll_answer"])) return `poll:${String(update["poll_answer"]["poll_id"])}`
   return "other"
 }

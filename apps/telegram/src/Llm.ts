@@ -37,6 +37,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 
@@ -280,7 +281,6 @@ export const systemPrompt = (botName: string, scope: UpdateMapper.MessageScope, 
     ...(instructions === "" ? [] : [instructions])
   ].join("\n")
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * A model's tool arguments pinned to the current scope: the chat, topic and sender are always
@@ -351,7 +351,7 @@ export const make = (settings: LlmConfig) =>
           return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments are not valid JSON"), 512))
         }
       }
-      if (!isRecord(args)) return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments must be a JSON object"), 512))
+      if (!Predicate.isRecord(args)) return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments must be a JSON object"), 512))
       return toolkit.handle(name as DeixisToolkit.ToolName, pinArguments(name, args, scope) as never).pipe(
         Effect.map((result) => JSON.stringify(result.encodedResult)),
         Effect.catchAll((error) => Effect.succeed(Envelope.render(DeixisToolkit.errorEnvelope(error), 2000))),

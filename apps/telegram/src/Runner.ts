@@ -24,6 +24,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
@@ -102,7 +103,6 @@ export type LaunchOptions = Pick<
   readonly owner: string
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 type CallApiSignal = NonNullable<NonNullable<Parameters<Bot.Bot["telegraf"]["telegram"]["callApi"]>[2]>["signal"]>
 
@@ -166,7 +166,7 @@ export const launch = (
         const results: Array<IntakeResult> = items.map(() => "queued")
         const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly raw?: string | undefined }> = []
         for (const [index, { raw, update }] of items.entries()) {
-          if (!isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
+          if (!Predicate.isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
             Metrics.updates.inc({ outcome: "malformed" })
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
@@ -218,7 +218,7 @@ export const launch = (
         } catch {
           update = null
         }
-        if (!isRecord(update)) {
+        if (!Predicate.isRecord(update)) {
           yield* inbox.done(source, [s.update_id])
           continue
         }
@@ -334,7 +334,7 @@ const poll = (
       conflictSince = null
       setHealthy(true)
       const updates = (Array.isArray(result.right) ? (result.right as ReadonlyArray<unknown>) : []).filter((update) => {
-        const id = isRecord(update) ? update["update_id"] : undefined
+        const id = Predicate.isRecord(update) ? update["update_id"] : undefined
         return !(typeof id === "number" && Number.isSafeInteger(id) && id < offset)
       })
       if (updates.length === 0) continue
@@ -347,7 +347,7 @@ const poll = (
         continue
       }
       for (const update of updates) {
-        const id = isRecord(update) ? update["update_id"] : undefined
+        const id = Predicate.isRecord(update) ? update["update_id"] : undefined
         if (typeof id === "number" && Number.isSafeInteger(id) && id >= offset) offset = id + 1
       }
     }

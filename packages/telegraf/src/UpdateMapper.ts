@@ -14,6 +14,7 @@ import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import type * as Mentions from "@deixis/chathistory/Mentions"
 import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Tg from "./internal/telegram.js"
 
@@ -187,8 +188,6 @@ const ignoredUpdates: Readonly<Record<string, string>> = {
   deleted_business_messages: "deletions are not recorded"
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const firstIssue = (error: { readonly message: string }): string => {
   const line = error.message.split("\n").slice(-1)[0] ?? error.message
@@ -443,8 +442,8 @@ const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.
   if (m.chat.type === "private") return true
   const replied = m.reply_to_message
   // (The key written as a template: the published package's import scan reads quoted `from`s.)
-  const sender = isRecord(replied) ? replied[`from`] : undefined
-  const repliedFrom = isRecord(sender) ? sender["id"] : undefined
+  const sender = Predicate.isRecord(replied) ? replied[`from`] : undefined
+  const repliedFrom = Predicate.isRecord(sender) ? sender["id"] : undefined
   if (options.botId !== undefined && typeof repliedFrom === "number" && String(repliedFrom) === options.botId) return true
   const username = options.botUsername?.replace(/^@/, "").toLowerCase()
   for (const e of entities) {
@@ -492,7 +491,7 @@ interface One {
   readonly entities: ReadonlyArray<Tg.Entity>
 }
 
-const isRecordOf = (u: unknown): u is Readonly<Record<string, unknown>> => isRecord(u)
+const isRecordOf = (u: unknown): u is Readonly<Record<string, unknown>> => Predicate.isRecord(u)
 
 /** Whether a raw message carries anything people write; a message carrying none is a service notice. */
 const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentKeys.some((k) => raw[k] !== undefined)
@@ -813,7 +812,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
  * @category mapping
  */
 export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpdate => {
-  if (!isRecord(update)) return empty(null, null, "malformed update: not a JSON object")
+  if (!Predicate.isRecord(update)) return empty(null, null, "malformed update: not a JSON object")
   const head = decodeHead(update)
   if (Either.isLeft(head)) return empty(null, null, "malformed update: update_id is not an integer")
   const updateId = head.right.update_id

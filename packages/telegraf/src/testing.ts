@@ -23,6 +23,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -121,7 +122,6 @@ export interface FakeBotApi {
   ) => Effect.Effect<ApiCall>
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 interface MutableCall {
   method: string
@@ -207,7 +207,7 @@ export const make = (
           if (text.length > 4096) return bad("message is too long")
           return ok(messageFor(payload, {
             text,
-            ...(isRecord(payload["reply_parameters"]) ? { reply_to_message: { message_id: payload["reply_parameters"]["message_id"] } } : {}),
+            ...(Predicate.isRecord(payload["reply_parameters"]) ? { reply_to_message: { message_id: payload["reply_parameters"]["message_id"] } } : {}),
             ...(payload["reply_markup"] ? { reply_markup: payload["reply_markup"] } : {})
           }))
         }
@@ -217,7 +217,7 @@ export const make = (
           const poll = {
             id: `poll-${nextPollId++}`,
             question: payload["question"],
-            options: options.map((o) => ({ text: isRecord(o) ? o["text"] : o, voter_count: 0 })),
+            options: options.map((o) => ({ text: Predicate.isRecord(o) ? o["text"] : o, voter_count: 0 })),
             total_voter_count: 0,
             is_closed: false,
             is_anonymous: payload["is_anonymous"] !== false,
@@ -258,15 +258,15 @@ export const make = (
         case "getWebhookInfo":
           return ok({ url: webhook?.url ?? "", has_custom_certificate: false, pending_update_count: queue.length })
         case "setMyCommands": {
-          const scope = isRecord(payload["scope"]) && typeof payload["scope"]["type"] === "string" ? payload["scope"]["type"] : "default"
+          const scope = Predicate.isRecord(payload["scope"]) && typeof payload["scope"]["type"] === "string" ? payload["scope"]["type"] : "default"
           const language = typeof payload["language_code"] === "string" && payload["language_code"] !== "" ? `:${payload["language_code"]}` : ""
           const list = Array.isArray(payload["commands"]) ? payload["commands"] : []
           if (list.length > 100) return bad("too many commands")
-          commands.set(`${scope}${language}`, list.map((c) => ({ command: String(isRecord(c) ? c["command"] : ""), description: String(isRecord(c) ? c["description"] : "") })))
+          commands.set(`${scope}${language}`, list.map((c) => ({ command: String(Predicate.isRecord(c) ? c["command"] : ""), description: String(Predicate.isRecord(c) ? c["description"] : "") })))
           return ok(true)
         }
         case "getMyCommands": {
-          const scope = isRecord(payload["scope"]) && typeof payload["scope"]["type"] === "string" ? payload["scope"]["type"] : "default"
+          const scope = Predicate.isRecord(payload["scope"]) && typeof payload["scope"]["type"] === "string" ? payload["scope"]["type"] : "default"
           return ok(commands.get(scope) ?? [])
         }
         default:
@@ -299,7 +299,7 @@ export const make = (
         let payload: Record<string, unknown> = {}
         try {
           const parsed: unknown = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString("utf8"))
-          payload = isRecord(parsed) ? parsed : {}
+          payload = Predicate.isRecord(parsed) ? parsed : {}
         } catch {
           return reply(400, { ok: false, error_code: 400, description: "Bad Request: invalid JSON" })
         }
@@ -322,13 +322,13 @@ export const make = (
           const offset = typeof payload["offset"] === "number" ? payload["offset"] : 0
           const limit = typeof payload["limit"] === "number" ? Math.max(1, Math.min(100, payload["limit"])) : 100
           const serve = () => {
-            queue = queue.filter((u) => !isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
+            queue = queue.filter((u) => !Predicate.isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
             const batch = queue.slice(0, limit)
             // Updates without a numeric id can never be confirmed: they are served once.
-            queue = queue.filter((u) => !batch.includes(u) || (isRecord(u) && typeof u["update_id"] === "number"))
+            queue = queue.filter((u) => !batch.includes(u) || (Predicate.isRecord(u) && typeof u["update_id"] === "number"))
             reply(200, { ok: true, result: batch })
           }
-          queue = queue.filter((u) => !isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
+          queue = queue.filter((u) => !Predicate.isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
           if (queue.length > 0) return serve()
           let timer: ReturnType<typeof setTimeout> | undefined
           const finish = (conflicted: boolean) => {
