@@ -188,7 +188,6 @@ const ignoredUpdates: Readonly<Record<string, string>> = {
   deleted_business_messages: "deletions are not recorded"
 }
 
-
 const firstIssue = (error: { readonly message: string }): string => {
   const line = error.message.split("\n").slice(-1)[0] ?? error.message
   return line.trim().slice(0, 200)
@@ -491,8 +490,6 @@ interface One {
   readonly entities: ReadonlyArray<Tg.Entity>
 }
 
-const isRecordOf = (u: unknown): u is Readonly<Record<string, unknown>> => Predicate.isRecord(u)
-
 /** Whether a raw message carries anything people write; a message carrying none is a service notice. */
 const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentKeys.some((k) => raw[k] !== undefined)
 
@@ -632,12 +629,12 @@ const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded
   if (r.forum_topic_created !== undefined || (m.is_topic_message === true && r.message_id === m.message_thread_id)) {
     return { id: null, embedded: undefined }
   }
-  if (isRecordOf(raw) && !hasContent(raw)) {
+  if (Predicate.isRecord(raw) && !hasContent(raw)) {
     // A reply to a pin notice means the pinned message (when it is still accessible: date > 0).
     if (r.pinned_message !== undefined) {
       const pinned = Tg.parseMessage(r.pinned_message)
       if (pinned.ok) {
-        const accessible = pinned.message.date > 0 && isRecordOf(r.pinned_message) && hasContent(r.pinned_message)
+        const accessible = pinned.message.date > 0 && Predicate.isRecord(r.pinned_message) && hasContent(r.pinned_message)
         return { id: String(pinned.message.message_id), embedded: accessible ? pinned.message : undefined }
       }
       const head = decodeChatOnly(r.pinned_message, { onExcessProperty: "ignore" })
@@ -672,7 +669,7 @@ export const mapMessage = (
   const warnings: Array<string> = []
   if (!inDateRange(m.date)) return empty(updateId, updateType, `malformed ${updateType}: date out of range`)
 
-  if (isRecordOf(input) && !hasContent(input)) {
+  if (Predicate.isRecord(input) && !hasContent(input)) {
     const migration = m.migrate_to_chat_id !== undefined
       ? { from_chat_id: String(m.chat.id), to_chat_id: String(m.migrate_to_chat_id) }
       : m.migrate_from_chat_id !== undefined
