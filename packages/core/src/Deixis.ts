@@ -26,7 +26,20 @@ export type Services =
   | Scoring.Scoring
   | TtlPolicy.TtlPolicy
 
-const tools = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
+/**
+ * Ingest and both tools over the services they read: a `ContextStore`, a `TtlPolicy` and a
+ * `Scoring` (and the `KindRegistry`, the built-ins unless provided). Provide replaced
+ * services here to change the rules.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const tools: Layer.Layer<
+  ContextIngest.ContextIngest | ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext,
+  never,
+  ContextStore.ContextStore | Scoring.Scoring | TtlPolicy.TtlPolicy
+> = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
+
 
 /**
  * The core's services over any ContextStore layer.
@@ -38,7 +51,7 @@ export const layerWith = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>,
   options: { readonly ttl?: Partial<TtlPolicy.TtlSettings>; readonly scoring?: Scoring.ScoringOptions } = {}
 ): Layer.Layer<Services, E, R> =>
-  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring))))
+  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layer(options.scoring), TtlPolicy.layer(options.ttl)))))
 
 /**
  * The core's services over the in-memory store.
@@ -64,7 +77,7 @@ export const layerMemory = (
 export const layerWithConfig = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>
 ): Layer.Layer<Services, E | ConfigError.ConfigError, R> =>
-  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layerConfig, Scoring.layerConfig)))
+  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layerConfig, TtlPolicy.layerConfig))))
 
 /**
  * The core's services over the in-memory store, every setting read from configuration.

@@ -17,7 +17,7 @@ const messages = (chat: string, from: number, to: number, topic?: number) =>
   decode(Array.from({ length: to - from + 1 }, (_, i) => ({
     type: "message_observed", chat_id: chat, message_id: from + i, topic_id: topic ?? null, links: [{ url: `https://x/${from + i}` }]
   })))
-const options = { now: T0, ttl: TtlPolicy.defaults }
+const options = { now: T0, ttl: TtlPolicy.defaultPolicy }
 
 describe("the memory ContextStore's bounds", () => {
   it.effect("a chat past its message cap drops its oldest messages, counted", () =>
@@ -87,7 +87,7 @@ describe("the memory ContextStore's bounds", () => {
       const store = Context.get(context, ContextStore.ContextStore)
       // Never activated, created just under 7 days (the retention) before now.
       const createdAt = T0 - 7 * 24 * 3_600_000 + 30_000
-      yield* store.apply(messages("c", 1, 1), { now: createdAt, ttl: TtlPolicy.defaults })
+      yield* store.apply(messages("c", 1, 1), { now: createdAt, ttl: TtlPolicy.defaultPolicy })
       yield* TestClock.adjust("10 seconds")
       assert.strictEqual((yield* store.stats).swept_objects, 0)
       yield* TestClock.adjust("60 seconds")
