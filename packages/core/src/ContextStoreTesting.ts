@@ -62,6 +62,23 @@ export interface ContractOptions {
 }
 
 /**
+ * A replaced policy's settings, every duration other than today's: run the suite with it too
+ * (`contextStoreContract(name, layer, { ttl: replacedTtl })`) to prove the adapter keeps what
+ * the policy wrote rather than rules of its own.
+ *
+ * @since 0.2.0
+ * @category testing
+ */
+export const replacedTtl: Partial<TtlPolicy.TtlSettings> = {
+  medium: 20 * minute,
+  short_medium: 7 * minute,
+  short: 3 * minute,
+  poll_grace: 4 * minute,
+  reminder_grace: 2 * minute,
+  touch_cap_factor: 2
+}
+
+/**
  * Registers the contract cases for one adapter.
  *
  * @since 0.1.0

@@ -6,10 +6,12 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { ContextEventBatch } from "../src/ContextEvent.js"
 import * as ContextStore from "../src/ContextStore.js"
-import { contextStoreContract } from "../src/ContextStoreTesting.js"
+import { contextStoreContract, replacedTtl } from "../src/ContextStoreTesting.js"
 import * as TtlPolicy from "../src/TtlPolicy.js"
 
 contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }))
+// The same cases under a replaced TTL policy: the store keeps what the policy wrote.
+contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }), { ttl: replacedTtl })
 
 const T0 = Date.parse("2026-11-22T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
