@@ -3,7 +3,7 @@
  * client and the OpenAPI document all derive. JSON field names are the specs' snake_case.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextEvent, ConversationState, ContextStore, Errors, Ids, ReferenceResolver } from "@deixis/core"
 import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
@@ -174,6 +174,8 @@ export class Tools extends HttpApiGroup.make("tools")
   )
   .middleware(Authorization)
   .addError(ContextStore.StoreError)
+  // A kind or kind hint the KindRegistry does not know.
+  .addError(Errors.InvalidRequest)
 {}
 
 export class Chats extends HttpApiGroup.make("chats")

@@ -18,7 +18,8 @@ import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
-import { KindRegistry } from "./KindRegistry.js"
+import { InvalidRequest } from "./Errors.js"
+import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 
 /**
  * @since 0.1.0
@@ -115,7 +116,8 @@ export const encodeResult: (result: ListResult) => typeof ListResult.Encoded = t
  * @category models
  */
 export interface ActiveContextShape {
-  readonly list: (request: ListRequest) => Effect.Effect<ListResult, StoreError>
+  /** Fails with `InvalidRequest` for an allowed kind the `KindRegistry` does not know. */
+  readonly list: (request: ListRequest) => Effect.Effect<ListResult, StoreError | InvalidRequest>
 }
 
 /**
@@ -174,8 +176,9 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
             why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
           })))
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
-    const list = (request: ListRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const list = (request: ListRequest): Effect.Effect<ListResult, StoreError | InvalidRequest> => {
+      const unknown = unknownInRequest(kinds, request.allowed_kinds, undefined)
+      return unknown !== undefined ? Effect.fail(new InvalidRequest(unknown)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const query: PoolQuery = {
           chat_id: request.chat_id,
           topic_id: request.topic_id,
@@ -230,6 +233,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           )
         )
       })
+    }
     return { list }
   }
 )

@@ -168,6 +168,34 @@ export interface Registry {
 }
 
 /**
+ * What a tool request names that the registry does not know — an `allowed_kinds` entry or a
+ * kind hint — as the path and message of its `InvalidRequest`; undefined when all is known.
+ *
+ * @since 0.2.0
+ * @category validation
+ */
+export const unknownInRequest = (
+  registry: Registry,
+  allowedKinds: ReadonlyArray<ObjectKind> | undefined,
+  hint: TargetKindHint | undefined
+): { readonly path: string; readonly message: string } | undefined => {
+  if (allowedKinds !== undefined) {
+    for (let i = 0; i < allowedKinds.length; i++) {
+      if (registry.get(allowedKinds[i]!) === undefined) {
+        return { path: `allowed_kinds[${i}]`, message: `kind "${allowedKinds[i]}" is not registered in the KindRegistry` }
+      }
+    }
+  }
+  if (hint !== undefined && registry.kindsForHint(hint).length === 0) {
+    return {
+      path: "normalized_reference_hints.target_kind_hint",
+      message: `no registered kind answers the hint "${hint}"`
+    }
+  }
+  return undefined
+}
+
+/**
  * A registry that cannot be built: a descriptor that is not a namespaced custom kind, or a
  * kind registered twice. `kind` names it.
  *

@@ -19,7 +19,8 @@ import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
-import { KindRegistry } from "./KindRegistry.js"
+import { InvalidRequest } from "./Errors.js"
+import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
 /**
@@ -162,7 +163,8 @@ export const encodeResult: (result: ResolveResult) => typeof ResolveResult.Encod
  * @category models
  */
 export interface ReferenceResolverShape {
-  readonly resolve: (request: ResolveRequest) => Effect.Effect<ResolveResult, StoreError>
+  /** Fails with `InvalidRequest` for a kind or kind hint the `KindRegistry` does not know. */
+  readonly resolve: (request: ResolveRequest) => Effect.Effect<ResolveResult, StoreError | InvalidRequest>
 }
 
 /**
@@ -334,8 +336,9 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
     const kinds = yield* KindRegistry
     let sequence = 0
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
-    const resolve = (request: ResolveRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const resolve = (request: ResolveRequest): Effect.Effect<ResolveResult, StoreError | InvalidRequest> => {
+      const unknown = unknownInRequest(kinds, request.allowed_kinds, request.normalized_reference_hints.target_kind_hint)
+      return unknown !== undefined ? Effect.fail(new InvalidRequest(unknown)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hints = request.normalized_reference_hints
         // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only.
         return store.pool({
@@ -380,6 +383,7 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
           )
         }))
       })
+    }
     return { resolve }
   }
 )

@@ -166,6 +166,20 @@ describe("KindRegistry: a team's own kind", () => {
       assert.deepStrictEqual(listed.objects, [])
     })))
 
+  it.effect("the tools answer a kind or kind hint nobody registered with InvalidRequest naming the field", () =>
+    withCore(Effect.gen(function*() {
+      yield* ingest(message(1))
+      const listed = yield* Effect.flip(list({ chat_id: 1, current_message_id: 2, allowed_kinds: ["link", "x.nope"] }))
+      assert.deepStrictEqual([listed._tag, (listed as { readonly path: string }).path], ["InvalidRequest", "allowed_kinds[1]"])
+      const resolved = yield* Effect.flip(
+        resolve({ chat_id: 1, current_message_id: 2, normalized_reference_hints: { target_kind_hint: "x.nope" } })
+      )
+      assert.deepStrictEqual(
+        [resolved._tag, (resolved as { readonly path: string }).path],
+        ["InvalidRequest", "normalized_reference_hints.target_kind_hint"]
+      )
+    })))
+
   it.effect("a kind that is not namespaced, or registered twice, fails the registry's layer with its name", () =>
     Effect.gen(function*() {
       const bare = yield* Effect.either(KindRegistry.make([{ ...ticket, kind: "media.ticket" }]))
