@@ -93,10 +93,10 @@ const encodeDecodeError = Schema.encodeSync(HttpApiError.HttpApiDecodeError)
 const decodeErrorBody = (error: ParseResult.ParseError) =>
   JSON.stringify(encodeDecodeError(Effect.runSync(HttpApiError.HttpApiDecodeError.fromParseError(error))))
 
-// The tools' typed failures, as HttpApi encodes them from their annotated Schemas.
-const storeErrorStatus = HttpApiSchema.getStatusError(ContextStore.StoreError)
+// The tools' typed failures, with the status Api.ts hands HttpApi (`addError(E, { status })`).
+const storeErrorStatus = Errors.statusOf(ContextStore.StoreError) ?? 500
 const encodeStoreError = Schema.encodeSync(ContextStore.StoreError)
-const invalidRequestStatus = HttpApiSchema.getStatusError(Errors.InvalidRequest)
+const invalidRequestStatus = Errors.statusOf(Errors.InvalidRequest) ?? 500
 const encodeInvalidRequest = Schema.encodeSync(Errors.InvalidRequest)
 
 // The media types both the gate and HttpApi read as JSON without rewriting the request.
