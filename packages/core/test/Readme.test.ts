@@ -54,4 +54,20 @@ describe("README", () => {
   it("the custom scorer feature example: the embedding's closest link wins, its feature in diagnostics", async () => {
     expect(await output("customScorer")).toEqual({ status: "resolved", best: "-1001/10/link", embedding: 40 })
   }, 60_000)
+
+  it("names only ConfigKeys helpers that ConfigKeys exports", () => {
+    const row = fs.readFileSync(readme, "utf8").split("\n").find((line) => line.startsWith("| `ConfigKeys` |"))!
+    const named = [...row.split("|")[2]!.matchAll(/`(\w+)(?:\([^`]*\))?`/g)].map((m) => m[1]!)
+    expect(named.sort()).toEqual(Object.keys(Core.ConfigKeys).sort())
+  })
+
+  it("every `pnpm <script>` it says to run at the repository root is a root script running core's", () => {
+    const root = JSON.parse(fs.readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
+      readonly scripts: Record<string, string>
+    }
+    const text = [fs.readFileSync(readme, "utf8"), ...["quickstart", "customKind", "customTtlPolicy", "customScorer"].map(example)].join("\n")
+    const said = [...text.matchAll(/`pnpm (\w+)` at the repository root/g)].map((m) => m[1]!)
+    expect(said.length).toBeGreaterThan(0)
+    for (const script of said) expect(root.scripts[script], script).toContain("@deixis/core")
+  })
 })
