@@ -182,30 +182,27 @@ export const make = (options: Options = {}): Effect.Effect<ConversationStateServ
       )
     }
 
-    const update = (request: UpdateRequest): Effect.Effect<UpdateConversationStateResult, UpdateError> => {
-      const problem = internal.validateJson(request.patch)
+    // Traced: one span per update, with the scope as attributes.
+    const update = Effect.fn("ConversationState.update")(function*(request: UpdateRequest) {
+      const scope = { chat_id: request.scope.chat_id, topic_id: request.scope.topic_id ?? "none" }
+      yield* Effect.annotateCurrentSpan(scope)
+      const patch = request.patch
+      const problem = internal.validateJson(patch)
       if (problem !== undefined) {
-        return Effect.fail(new InvalidMergePatch({ path: internal.formatPath(problem.path), message: problem.message }))
+        return yield* new InvalidMergePatch({ path: internal.formatPath(problem.path), message: problem.message })
       }
-      if (!internal.isJsonObject(request.patch)) {
-        return Effect.fail(
-          new InvalidMergePatch({
-            path: "$",
-            message: "a patch must be a JSON object; to clear a key, set it to null"
-          })
-        )
+      if (!internal.isJsonObject(patch)) {
+        return yield* new InvalidMergePatch({
+          path: "$",
+          message: "a patch must be a JSON object; to clear a key, set it to null"
+        })
       }
-      const once = attempt(request, request.patch)
+      const once = attempt(request, patch)
       const guarded = request.expected_revision === undefined
         ? Effect.retry(once, { while: (e) => e._tag === "ConversationStateConflict", times: blindRetries })
         : once
-      return withLock(internal.scopeKey(request.scope))(guarded).pipe(
-        Effect.annotateLogs({ chat_id: request.scope.chat_id, topic_id: request.scope.topic_id ?? "none" }),
-        Effect.withSpan("ConversationState.update", {
-          attributes: { chat_id: request.scope.chat_id, topic_id: request.scope.topic_id ?? "none" }
-        })
-      )
-    }
+      return yield* withLock(internal.scopeKey(request.scope))(guarded).pipe(Effect.annotateLogs(scope))
+    })
 
     return ConversationState.of({
       get,
