@@ -10,22 +10,12 @@ import * as Scoring from "../src/Scoring.js"
 import * as TtlPolicy from "../src/TtlPolicy.js"
 import { activate, advance, ingest, list, message, minutes, resolve, T0, withCore } from "./fixtures.js"
 
-/** The core over a fresh memory store with the given services replaced, clock at T0. */
-const withServices = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  services: {
-    readonly ttl?: Layer.Layer<TtlPolicy.TtlPolicy>
-    readonly scoring?: Layer.Layer<Scoring.Scoring, never, TtlPolicy.TtlPolicy>
-    readonly kinds?: ReadonlyArray<KindRegistry.KindDescriptor>
-  }
-) => {
-  const rules = Layer.provideMerge(services.scoring ?? Scoring.layer(), services.ttl ?? TtlPolicy.layer())
-  const core = Deixis.tools.pipe(Layer.provideMerge(Layer.merge(ContextStore.layerMemory({ sweep_interval: 0 }), rules)))
-  return TestClock.setTime(T0).pipe(
+/** The core over a fresh memory store with the given rules replaced, clock at T0. */
+const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>, rules: Deixis.Rules) =>
+  TestClock.setTime(T0).pipe(
     Effect.zipRight(effect),
-    Effect.provide(services.kinds === undefined ? core : Layer.provide(core, KindRegistry.layer(services.kinds)))
+    Effect.provide(Deixis.layerWithRules(ContextStore.layerMemory({ sweep_interval: 0 }), rules))
   )
-}
 
 /** Chat 2 runs on short TTLs; every other chat on today's rules. */
 const perChatPolicy = Layer.effect(
@@ -66,7 +56,7 @@ describe("TtlPolicy as a service", () => {
         assert.deepStrictEqual(yield* activeIn(1), ["1/1/link"])
         assert.deepStrictEqual(yield* activeIn(2), [])
       }),
-      { ttl: perChatPolicy }
+      { policy: perChatPolicy }
     ))
 
   it.effect("with the default layer both chats' links stay active (the control)", () =>
@@ -99,7 +89,7 @@ describe("Scoring as a service", () => {
         name: "x.pinned",
         value: (entry) => (entry.object.title_or_label?.startsWith("pinned:") ? 80 : 0)
       }
-      const custom = yield* withServices(Effect.zipRight(twoLinks, whichLink), { scoring: Scoring.layer({}, [pinned]) })
+      const custom = yield* withServices(Effect.zipRight(twoLinks, whichLink), { scorer: Scoring.layer({}, [pinned]) })
       assert.strictEqual(custom.status, "resolved")
       assert.strictEqual(custom.best_match!.object_id, "1/1/link")
       assert.strictEqual(custom.diagnostics.scored[0]!.features["x.pinned"], 80)
@@ -115,7 +105,7 @@ describe("Scoring as a service", () => {
         assert.deepStrictEqual(result.reasons, ["below_min_score"])
       }),
       {
-        scoring: Layer.effect(
+        scorer: Layer.effect(
           Scoring.Scoring,
           Effect.map(TtlPolicy.TtlPolicy, (ttl) => ({ ...Scoring.make({}, { ttl }), plausible: () => false }))
         )
