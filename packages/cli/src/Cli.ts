@@ -18,6 +18,7 @@ import * as Deixis from "@deixis/core/Deixis"
 import * as SqlStore from "@deixis/store-sql/SqlStore"
 import * as StoreConfig from "@deixis/store-sql/StoreConfig"
 import * as Clock from "effect/Clock"
+import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -107,7 +108,7 @@ const importCommand = (out: Output) =>
           }) into ${StoreConfig.describeChoice(choice)}`
         )
         out.line(
-          `history items written ${summary.recorded}, events applied ${summary.applied}, already known ${summary.duplicates}; ${summary.batches} batches in ${
+          `history items written or rewritten ${summary.recorded}, events applied ${summary.applied}, already known ${summary.duplicates}; ${summary.batches} batches in ${
             (summary.elapsed_ms / 1000).toFixed(1)
           }s (${rate(summary.messages, summary.elapsed_ms)} msg/s)`
         )
@@ -198,6 +199,19 @@ export const command = (out: Output = stdout) =>
     Command.withDescription("operate a deixis store"),
     Command.withSubcommands([importCommand(out), statsCommand(out), sweepCommand(out), migrateCommand(out), exportCommand(out)])
   )
+
+/**
+ * One line for a failure of a command: its message, and the key at fault of a configuration error.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const describeError = (error: unknown): string =>
+  ConfigError.isConfigError(error)
+    ? `configuration: ${String(error)}`
+    : typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string"
+    ? (error as { message: string }).message
+    : String(error)
 
 /**
  * Runs the command on `argv` (without the node and script paths).

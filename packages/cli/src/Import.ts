@@ -69,7 +69,7 @@ export interface Summary {
   readonly service: number
   /** Forum topics found. */
   readonly topics: number
-  /** History items written or replaced (0 on a re-import). */
+  /** History items written or replaced (a re-import rewrites equal copies in place: `duplicates` tells it apart). */
   readonly recorded: number
   /** Events core applied, and those it had already applied (a re-import: all of them). */
   readonly applied: number
@@ -155,7 +155,7 @@ export const importFile = (
             case "Field": {
               if (token.key === "chats" || token.key === "personal_information") {
                 return yield* new TelegramExport.NotAChatExport({
-                  message: "not a Telegram Desktop chat export: a full account export (\"chats\".\"list\"): export a single chat instead (the chat's ⋮ menu → Export chat history → JSON)"
+                  message: `not a Telegram Desktop chat export: ${TelegramExport.fullExport}`
                 })
               }
               fields.set(token.key, yield* Effect.try({ try: () => JSON.parse(token.raw) as unknown, catch: () => fail(new ScanError("syntax", `field "${token.key}": not JSON`, null)) }))

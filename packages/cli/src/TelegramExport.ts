@@ -140,6 +140,16 @@ export const ExportMessage = Schema.Struct({
  */
 export type ExportMessage = typeof ExportMessage.Type
 
+/**
+ * What a full account export (Settings → Export Telegram data) is called when given instead
+ * of a single chat's.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const fullExport =
+  "a full Telegram Desktop account export (\"chats\".\"list\"): export a single chat instead (the chat's ⋮ menu → Export chat history → JSON)"
+
 const decodeMessage = Schema.decodeUnknownEither(ExportMessage)
 const decodeChatType = Schema.decodeUnknownEither(ChatType)
 
@@ -178,7 +188,7 @@ export const readHead = (fields: ReadonlyMap<string, unknown>): Either.Either<Ch
   const id = fields.get("id")
   if (type === undefined || id === undefined) {
     const what = fields.has("chats") || fields.has("personal_information")
-      ? "a full Telegram Desktop account export (\"chats\".\"list\"): export a single chat instead (the chat's ⋮ menu → Export chat history → JSON)"
+      ? fullExport
       : fields.has("ok") && fields.has("result")
       ? "a Bot API response (getUpdates?), not a Telegram Desktop chat export"
       : fields.has("update_id")
