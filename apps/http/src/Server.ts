@@ -24,6 +24,7 @@ import * as Auth from "./Auth.js"
 import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
 import * as Gate from "./Gate.js"
+import * as Inspector from "./Inspector.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
@@ -147,6 +148,7 @@ export const routes = (options: Pick<ServerOptions, "maxBodyBytes" | "telegram">
     health,
     ready,
     metricsRoute,
+    Inspector.layer(),
     Gate.layer(options)
   )
 

@@ -127,12 +127,12 @@ describe("the edge", () => {
       assert.deepStrictEqual(guarded.map((r) => `${r.method} ${r.path}`).sort(), Object.keys(samples).sort())
     }))
 
-  it.effect("every endpoint of the API needs credentials: only health, readiness and the documentation are public", () =>
+  it.effect("every endpoint of the API needs credentials: only health, readiness, the documentation and the inspector's static shell are public", () =>
     Effect.sync(() => {
       assert.deepStrictEqual(Routes.table.filter((r) => r.endpoint !== undefined && r.access === "public"), [])
       assert.deepStrictEqual(
         Routes.table.filter((r) => r.access === "public").map((r) => r.path).sort(),
-        ["/docs", "/healthz", "/openapi.json", "/readyz"]
+        ["/docs", "/healthz", "/inspect", "/inspect/*", "/openapi.json", "/readyz"]
       )
     }))
 
