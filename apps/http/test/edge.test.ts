@@ -50,7 +50,10 @@ const samples: Record<
   },
   "GET /mcp": { path: "/mcp", headers: mcpHeaders, status: 405 },
   "DELETE /mcp": { path: "/mcp", headers: mcpHeaders, status: 405 },
-  "GET /metrics": { path: "/metrics" }
+  "GET /metrics": { path: "/metrics" },
+  "GET /v1/inspect/chats": { path: "/v1/inspect/chats" },
+  // Without Accept: text/event-stream the live feed answers 406 at once instead of streaming.
+  "GET /v1/inspect/live": { path: "/v1/inspect/live", status: 406 }
 }
 
 const guarded = Routes.table.filter((r) => r.access !== "public")
