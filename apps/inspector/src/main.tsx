@@ -299,11 +299,31 @@ function App() {
       setError(null)
     }, refuse)
 
+  const [active, setActive] = useState<Array<Item>>([])
+  const [lastLive, setLastLive] = useState<Item | null>(null)
+  const [connected, setConnected] = useState(false)
+  const refreshChats = (t: string) => Api.chats(t).then((b: Item) => setActive(b.chats), refuse)
   useEffect(() => {
-    if (open === null || token === null || !live) return
-    // Polling: the API has no event stream yet; every 3 s the open topic is read again.
-    const timer = setInterval(() => void load(open, token), 3000)
-    return () => clearInterval(timer)
+    if (token !== null) void refreshChats(token)
+  }, [token])
+
+  // Live: server-sent events of every message recorded; the open topic is read again when one
+  // of its messages arrives, the list of active chats always.
+  useEffect(() => {
+    if (token === null || !live) return
+    const abort = new AbortController()
+    void Api.live(token, (event: Item) => {
+      setLastLive(event)
+      void refreshChats(token)
+      if (open !== null && event.chat_id === open.chat && (open.topic === "" || event.topic_id === open.topic)) void load(open, token)
+    }, abort.signal, (e) => setError(e.message), () => {
+      setConnected(true)
+      if (open !== null) void load(open, token)
+    })
+    return () => {
+      abort.abort()
+      setConnected(false)
+    }
   }, [open, token, live])
 
   if (token === null) {
@@ -358,6 +378,22 @@ function App() {
         <button type="submit">Open</button>
         <label class="inline"><input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} /> Live</label>
       </form>
+      {active.length > 0 && (
+        <section class="card" aria-labelledby="active-title">
+          <h2 id="active-title">Chats with recent activity</h2>
+          <ul class="chats">
+            {active.map((c) => (
+              <li key={`${c.chat_id}/${c.topic_id ?? ""}`}>
+                <button type="button" class="link" onClick={() => openTopic({ chat: c.chat_id, topic: c.topic_id ?? "" })}>
+                  {c.chat_id}{c.topic_id === null ? "" : ` · topic ${c.topic_id}`}
+                </button>{" "}
+                <span class="muted">{c.messages} messages · last {time(c.last_at)}</span>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {live && <p class="muted" aria-live="polite">Live{!connected ? ": connecting…" : lastLive === null ? ": connected, waiting for traffic" : `: last message #${lastLive.message_id} in ${lastLive.chat_id} at ${time(lastLive.at)}`}</p>}
       {recent.length > 0 && (
         <nav aria-label="recently opened" class="recent">
           {recent.map((r) => (

@@ -48,10 +48,11 @@ describe("the inspector in a real Chromium", () => {
     page.on("request", (request) => requested.push(request.url()))
     await page.goto(`${service.url}/inspect`)
     await connect(page, token)
-    // Open the topic: the timeline shows its messages with the reply arrow, the edit and the album.
-    await page.getByLabel("Chat id").fill(String(chat))
-    await page.getByLabel("Topic id (forums)").fill(String(topic))
-    await page.getByRole("button", { name: "Open", exact: true }).click()
+    // Chats with recent activity: the seeded topic is listed; open it from there. The timeline
+    // shows its messages with the reply arrow, the edit and the album.
+    const active = page.locator("section[aria-labelledby=active-title]")
+    await active.getByRole("button", { name: `${chat} · topic ${topic}` }).click()
+    expect(await active.textContent()).toMatch(/\d+ messages · last /)
     await page.getByText("is this one still current?").waitFor()
     const timeline = page.locator("section[aria-labelledby=timeline-title]")
     expect(await timeline.getByLabel("reply to message 101").count()).toBe(1)
@@ -73,8 +74,9 @@ describe("the inspector in a real Chromium", () => {
     expect(await chart.locator(".feature").count()).toBeGreaterThan(0)
     expect(await page.locator(".result").textContent()).toContain("resolved")
 
-    // Live: a new message recorded through the API shows up without a reload.
+    // Live (server-sent events): a new message recorded through the API shows up without a reload.
     await page.getByLabel("Live").check()
+    await page.getByText("Live: connected, waiting for traffic").waitFor()
     const posted = await service.post("/v1/telegram/updates", [message(105, "deploy finished, all green")])
     expect(posted.ok).toBe(true)
     await page.getByText("deploy finished, all green").waitFor({ timeout: 15_000 })
