@@ -51,24 +51,17 @@ export class Scanner {
   private capturing: "key" | "value" | "element" | null = null
   private index = 0
   private consumed = 0
-  private at: () => number = () => this.consumed
 
   constructor(
     private readonly arrayKey: string,
     private readonly maxValue: number
   ) {}
 
-  /** The number of characters read so far. */
-  get position(): number {
-    return this.consumed
-  }
-
   /** Reads a chunk, returning what completed in it. */
   feed(chunk: string): Array<Token> {
     const out: Array<Token> = []
     let i = 0
     const n = chunk.length
-    this.at = () => this.consumed + i
     while (i < n) {
       if (this.capturing !== null) {
         i = this.capture(chunk, i, out)
@@ -87,23 +80,23 @@ export class Scanner {
           break
         case "key":
           if (c === 0x7d) this.state = "done"
-          else if (c === 0x22) this.begin("key")
-          else throw this.syntax(`expected a field name, found ${show(c)}`)
-          i++
-          if (this.capturing === "key") {
+          else if (c === 0x22) {
+            // The key is captured from its opening quote, already read.
+            this.begin("key")
             this.parts.push("\"")
             this.size = 1
             this.inString = true
-          }
+          } else throw this.syntax(`expected a field name, found ${show(c)}`, i)
+          i++
           break
         case "colon":
-          if (c !== 0x3a) throw this.syntax(`expected ':' after "${this.key}", found ${show(c)}`)
+          if (c !== 0x3a) throw this.syntax(`expected ':' after "${this.key}", found ${show(c)}`, i)
           this.state = "value"
           i++
           break
         case "value":
           if (this.key === this.arrayKey) {
-            if (c !== 0x5b) throw this.syntax(`"${this.arrayKey}" is not an array`)
+            if (c !== 0x5b) throw this.syntax(`"${this.arrayKey}" is not an array`, i)
             out.push({ _tag: "ArrayStart", key: this.key })
             this.state = "array"
             i++
@@ -114,7 +107,7 @@ export class Scanner {
         case "afterValue":
           if (c === 0x2c) this.state = "key"
           else if (c === 0x7d) this.state = "done"
-          else throw this.syntax(`expected ',' or '}' after "${this.key}", found ${show(c)}`)
+          else throw this.syntax(`expected ',' or '}' after "${this.key}", found ${show(c)}`, i)
           i++
           break
         case "array":
@@ -131,11 +124,11 @@ export class Scanner {
           else if (c === 0x5d) {
             out.push({ _tag: "ArrayEnd", key: this.key, count: this.index })
             this.state = "afterValue"
-          } else throw this.syntax(`expected ',' or ']' after element ${this.index}, found ${show(c)}`)
+          } else throw this.syntax(`expected ',' or ']' after element ${this.index}, found ${show(c)}`, i)
           i++
           break
         case "done":
-          throw this.syntax(`text after the end of the object: ${show(c)}`)
+          throw this.syntax(`text after the end of the object: ${show(c)}`, i)
       }
     }
     this.consumed += n
@@ -156,9 +149,9 @@ export class Scanner {
     )
   }
 
-  private syntax(message: string): ScanError {
+  private syntax(message: string, i: number): ScanError {
     const inside = this.state === "array" || this.state === "afterElement" || this.capturing === "element"
-    return new ScanError("syntax", `${message} at character ${this.at()}`, inside ? this.index : null)
+    return new ScanError("syntax", `${message} at character ${this.consumed + i}`, inside ? this.index : null)
   }
 
   private begin(kind: "key" | "value" | "element") {
