@@ -20,7 +20,7 @@ export class ScanError extends Error {
   constructor(
     readonly reason: "not-object" | "syntax" | "too-large" | "truncated",
     message: string,
-    /** The index of the array element being read, when the error is inside one. */
+    /** The index of the array element being read, when the error is inside one (the message then says "it"). */
     readonly element: number | null
   ) {
     super(message)
@@ -124,7 +124,7 @@ export class Scanner {
           else if (c === 0x5d) {
             out.push({ _tag: "ArrayEnd", key: this.key, count: this.index })
             this.state = "afterValue"
-          } else throw this.syntax(`expected ',' or ']' after element ${this.index}, found ${show(c)}`, i)
+          } else throw this.syntax(`expected ',' or ']' after it, found ${show(c)}`, i)
           i++
           break
         case "done":
@@ -143,7 +143,7 @@ export class Scanner {
     throw new ScanError(
       "truncated",
       this.capturing === "element"
-        ? `the file ends inside element ${this.index} of "${this.arrayKey}" (truncated)`
+        ? `the file ends inside it (truncated)`
         : `the file ends before the object closes (truncated)`,
       inside ? this.index : null
     )
@@ -206,7 +206,7 @@ export class Scanner {
     const stop = ended === -1 ? n : ended
     this.size += stop - start
     if (this.size > this.maxValue) {
-      const what = this.capturing === "element" ? `element ${this.index} of "${this.arrayKey}"` : `the value of "${this.key}"`
+      const what = this.capturing === "element" ? "it" : `the value of "${this.key}"`
       throw new ScanError("too-large", `${what} is larger than ${this.maxValue} characters`, this.capturing === "element" ? this.index : null)
     }
     this.parts.push(chunk.slice(start, stop))
