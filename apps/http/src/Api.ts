@@ -24,6 +24,13 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
   HttpApiSchema.annotations({ status: 400 })
 ) {}
 
+/** Too many readers of the live feed at once: try again later. */
+export class ServiceBusy extends Schema.TaggedError<ServiceBusy>()(
+  "ServiceBusy",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 /**
  * The `If-Match` condition is false (RFC 9110 §13.1.1): `*` on a state never written, or no
  * listed entity tag is the state's current ETag. Nothing was written.
@@ -226,11 +233,46 @@ export class Chats extends HttpApiGroup.make("chats")
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
+/**
+ * A chat or topic with recent traffic in this process (the inspector's list).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ChatActivity = Schema.Struct({
+  chat_id: Schema.String,
+  topic_id: Schema.NullOr(Schema.String),
+  last_at: Schema.Number.annotations({ description: "When its newest message was recorded (ms since the epoch)" }),
+  messages: Schema.Number.annotations({ description: "Messages recorded since this process started" })
+}).annotations({ identifier: "ChatActivity" })
+
+// The inspector's data: authenticated like every group (the page itself is a public static shell).
+export class Inspect extends HttpApiGroup.make("inspect")
+  .add(
+    HttpApiEndpoint.get("chats", "/v1/inspect/chats")
+      .addSuccess(Schema.Struct({ chats: Schema.Array(ChatActivity) }))
+      .annotate(OpenApi.Summary, "The chats and topics with recent traffic recorded by this process, newest first (at most 200)")
+  )
+  .add(
+    HttpApiEndpoint.get("live", "/v1/inspect/live")
+      .setUrlParams(Schema.Struct({
+        seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 300)).annotations({
+          description: "How long the stream stays open (default 60): the reader reconnects"
+        }))
+      }))
+      .addSuccess(Schema.String.annotations({ description: "text/event-stream: one `message` event per message recorded, its JSON {chat_id, topic_id, message_id, source, at}" }))
+      .addError(ServiceBusy)
+      .annotate(OpenApi.Summary, "Server-sent events: each message this process records, as it is recorded")
+  )
+  .middleware(Authorization)
+{}
+
 export class Api extends HttpApi.make("deixis")
   .add(Events)
   .add(Webhook)
   .add(Tools)
   .add(Chats)
+  .add(Inspect)
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "deixis")
   .annotate(OpenApi.Version, "1.0.0")

@@ -9,7 +9,7 @@ import { tsBlocks } from "deixis-test-support/readme"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Dependency order: each package's build needs its siblings' dist for their .d.ts.
-const published = ["core", "chathistory", "store-sql", "telegraf", "tools"] as const
+const published = ["core", "chathistory", "store-sql", "telegraf", "tools", "cli"] as const
 
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 const fixture = fileURLToPath(new URL("./fixture/main.ts", import.meta.url))
@@ -209,6 +209,9 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.storeSql).toEqual(["SqlStore", "StoreConfig"])
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
+    expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
+    // The `deixis` executable, as npm linked it: its usage, not a crash.
+    expect(await run(path.join(consumer, "node_modules", ".bin", "deixis"), ["--help"], consumer)).toContain("import")
     expect(report.sameScoring).toBe(true)
     expect(report.scoringWeights).toBe("object")
     expect(report.memoryLayer).toBe(true)
