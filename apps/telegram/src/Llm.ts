@@ -6,9 +6,12 @@
  * - Addressing is decided deterministically before any model call: the mapper's `addressed`
  *   (mention, reply to the bot, private chat) or an alias as a whole word. Nothing else calls
  *   the model, whatever the group mode.
- * - The prompt is `[system, chat_history_context…, current_message]` (chathistory's
- *   `renderPrompt` with `role_split`: the bot's own past replies are `assistant` turns), the
- *   history loaded by chathistory's ContextLoader.
+ * - The prompt is chathistory's `PromptAssembler`, every turn, in one stable order (for prompt
+ *   caching): the system text and the topic's conversation state (core's renderer); the
+ *   context loaded by chathistory's ContextLoader (recency window, reply target and window,
+ *   reply chain), the bot's own past replies as `assistant` turns; a turn context with the
+ *   scope, the gap note and the compact active-object list (core's ActiveContext); the current
+ *   message. Bounded by the `DEIXIS_PROMPT_*` token budget; what is cut is said in the prompt.
  * - A bounded tool loop over `@deixis/tools` (default 6 rounds): the bot names every tool call
  *   itself (`deixis_<round>_<index>`), so ids are unique across rounds whatever the server
  *   sends; the tools are pinned to the current chat, topic and sender. After the last round
@@ -21,9 +24,11 @@
  */
 import * as ContextLoader from "@deixis/chathistory/ContextLoader"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
-import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
+import * as ActiveContext from "@deixis/core/ActiveContext"
+import * as ConversationState from "@deixis/core/ConversationState"
 import type { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
 import { DeixisToolkit, Envelope } from "@deixis/tools"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
@@ -60,6 +65,8 @@ export interface LlmConfig {
   readonly instructions: string
   readonly budgets: DeixisToolkit.Budgets
   readonly context: ContextLoader.ContextLoaderSettings
+  /** The prompt's token budget (`DEIXIS_PROMPT_*`). */
+  readonly prompt: PromptAssembler.PromptBudget
 }
 
 /**
@@ -79,7 +86,7 @@ export const defaults = {
  * `LLM_BASE_URL` (LLM mode is off when unset), `LLM_MODEL` (required with it), `LLM_API_KEY`
  * (optional, redacted), `LLM_MAX_ROUNDS` (6), `LLM_TIMEOUT` (60 seconds), `LLM_ALIASES`
  * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`
- * and the loader's `DEIXIS_CONTEXT_*` keys.
+ * the loader's `DEIXIS_CONTEXT_*` and the prompt budget's `DEIXIS_PROMPT_*` keys.
  *
  * @since 0.1.0
  * @category config
@@ -100,7 +107,8 @@ export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
   ),
   instructions: Config.string("LLM_INSTRUCTIONS").pipe(Config.withDefault(defaults.instructions)),
   budgets: DeixisToolkit.config,
-  context: ContextLoader.config
+  context: ContextLoader.config,
+  prompt: PromptAssembler.config
 }).pipe(Config.mapOrFail(({ baseUrl, model, ...rest }) =>
   Option.isNone(baseUrl)
     ? Either.right(Option.none())
@@ -262,24 +270,31 @@ export const messages = {
 } as const
 
 /**
- * The system prompt: identity, how to read the payloads, the tool rules, and the scope the
- * tools are pinned to.
+ * The system text: identity, how to read the prompt, the tool rules. The same on every turn
+ * of a bot (the cached prefix); what changes per turn is in the turn context.
  *
  * @since 0.1.0
  * @category prompts
  */
-export const systemPrompt = (botName: string, scope: UpdateMapper.MessageScope, extra: ReadonlyArray<string>, instructions: string) =>
+export const systemPrompt = (botName: string, instructions: string) =>
   [
     `You are ${botName}, an assistant in a Telegram chat.`,
-    "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The last user message, of type current_message, is the request to answer.",
-    "Use the tools to find what \"this\" or \"that\" refers to, what is active here, the thread of a message, and the conversation state; keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
-    `Current scope (the tools always use it): chat_id=${scope.chat_id}, topic_id=${scope.topic_id ?? "null"}, current_message_id=${scope.message_id}, reply_to_message_id=${
-      scope.reply_to_message_id ?? "null"
-    }, sender_user_id=${scope.sender_user_id ?? "null"}.`,
+    "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The user message starting \"Turn context\" holds notes for this turn (scope, gap, active objects, what was left out). The last user message, of type current_message, is the request to answer.",
+    "The conversation state below is this topic's saved state. Use the tools to find what \"this\" or \"that\" refers to, the thread of a message, and to keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
     "Answer briefly, in plain text, in the language of the current message.",
-    ...extra,
     ...(instructions === "" ? [] : [instructions])
   ].join("\n")
+
+/**
+ * The per-turn scope line: the chat, topic, message and sender the tools are pinned to.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const scopeLine = (scope: UpdateMapper.MessageScope) =>
+  `Current scope (the tools always use it): chat_id=${scope.chat_id}, topic_id=${scope.topic_id ?? "null"}, current_message_id=${scope.message_id}, reply_to_message_id=${
+    scope.reply_to_message_id ?? "null"
+  }, sender_user_id=${scope.sender_user_id ?? "null"}.`
 
 
 /**
@@ -334,6 +349,8 @@ export interface Assistant {
 export const make = (settings: LlmConfig) =>
   Effect.gen(function*() {
     const history = yield* HistoryStore.HistoryStore
+    const stateService = yield* ConversationState.ConversationState
+    const activeContext = yield* ActiveContext.ActiveContext
     const loader = ContextLoader.make(history, settings.context)
     const toolkit = yield* DeixisToolkit.toolkit.pipe(
       Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets }).pipe(
@@ -404,7 +421,10 @@ export const make = (settings: LlmConfig) =>
         const scope = ctx.deixis.scope
         if (scope === undefined || mapped.skipped !== undefined) return
         const items = yield* Effect.forEach(mapped.history, (encoded) => Effect.option(HistoryItem.decode(encoded)))
-        const current = items.flatMap((o) => Option.isSome(o) && o.value.kind === "inbound_user" ? [o.value] : [])[0]
+        // The message itself, not the replied-to copy the mapper puts before it.
+        const current = items.flatMap((o) =>
+          Option.isSome(o) && o.value.kind === "inbound_user" && o.value.message_id === scope.message_id ? [o.value] : []
+        )[0]
         if (current === undefined || current.text.trim() === "") return
         const byAlias = !mapped.addressed && mentionsAlias(current.text, settings.aliases)
         if (!mapped.addressed && !byAlias) return
@@ -414,24 +434,44 @@ export const make = (settings: LlmConfig) =>
             Effect.catchAll((error) => Effect.logWarning("history item not recorded", error))
           )
         }
-        const loaded = yield* loader.load({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          message_id: scope.message_id,
-          reply_to_message_id: scope.reply_to_message_id,
-          sent_at: current.sent_at
-        }).pipe(Effect.orElseSucceed(() => null))
-        const prompt = HistoryRenderer.renderPrompt({
-          history: loaded?.messages ?? [],
-          current,
-          gap_note: loaded?.gap_note ?? null,
-          role_split: true
-        })
+        const conversation = { chat_id: scope.chat_id, topic_id: scope.topic_id }
+        // Each part is best effort: a store failing leaves that part out, never the answer.
+        const [loaded, state, active] = yield* Effect.all([
+          loader.load({
+            ...conversation,
+            message_id: scope.message_id,
+            reply_to_message_id: scope.reply_to_message_id,
+            sent_at: current.sent_at
+          }).pipe(Effect.tapError((error) => Effect.logWarning("context not loaded", error)), Effect.orElseSucceed(() => null)),
+          stateService.render(conversation).pipe(Effect.tapError((error) => Effect.logWarning("state not loaded", error)), Effect.orElseSucceed(() => null)),
+          settings.prompt.active_max_objects === 0
+            ? Effect.succeed([])
+            : activeContext.list({
+              ...conversation,
+              current_message_id: scope.message_id,
+              reply_to_message_id: scope.reply_to_message_id,
+              sender_user_id: scope.sender_user_id,
+              max_results: Math.min(50, settings.prompt.active_max_objects),
+              include_inactive_debug: false
+            }).pipe(
+              Effect.map((result) => result.objects),
+              Effect.tapError((error) => Effect.logWarning("active objects not listed", error)),
+              Effect.orElseSucceed(() => [])
+            )
+        ], { concurrency: "unbounded" })
         const botName = ctx.botInfo?.username === undefined ? "the bot" : `@${ctx.botInfo.username}`
-        const messages: Array<ChatMessage> = [
-          { role: "system", content: systemPrompt(botName, scope, prompt.system, settings.instructions) },
-          ...prompt.messages
-        ]
+        const prompt = PromptAssembler.assemble({
+          system: systemPrompt(botName, settings.instructions),
+          state,
+          history: loaded?.messages ?? [],
+          reply_target_id: loaded?.reply.status === "found" ? loaded.reply.target_id : null,
+          gap_note: loaded?.gap_note ?? null,
+          active,
+          turn_lines: [scopeLine(scope)],
+          current,
+          budget: settings.prompt
+        })
+        const messages: Array<ChatMessage> = [...prompt.messages]
         const replyTo = Number(scope.message_id)
         const text = yield* complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true).pipe(
           Effect.flatMap((first) => converse(messages, first, scope)),
