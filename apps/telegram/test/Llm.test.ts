@@ -138,7 +138,7 @@ describe("apps/telegram: LLM mode", () => {
           : i === 1
           ? FakeLlm.answer("Noted: pizza at noon.")
           : FakeLlm.answer("Still pizza at noon.")
-      )
+      , { mode: "smart" })
       yield* feed(message("Bob proposes the Napoli place for friday", { from: F.bob, id: 30_001 }))
       for (let i = 0; i < 12; i++) yield* feed(message(`filler chat line ${i}`, { from: F.bob, id: 30_010 + i }))
       yield* feed(message("we settled on pizza at noon, remember it", { mention: true, id: 30_100 }))
@@ -260,6 +260,20 @@ describe("apps/telegram: LLM mode", () => {
       const botMessage = { message_id: 10_000, from: F.bot, chat: F.forum, date: Math.floor(now / 1000), message_thread_id: 7, is_topic_message: true, text: "Hello!" }
       yield* feed(message("thanks", { extra: { reply_to_message: botMessage } }))
       assert.strictEqual(llm.requests().length, 2)
+    }).pipe(withMemory))
+
+  it.scoped("in smart mode every message the bot receives is recorded and reaches the next prompt, but only an addressed one is answered", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => FakeLlm.answer("Friday works."), { mode: "smart" })
+      yield* feed(message("how about friday for the review?", { from: F.bob }))
+      assert.strictEqual(llm.requests().length, 0)
+      assert.strictEqual(sent(api).length, 0)
+      assert.include(yield* historyTexts, "how about friday for the review?")
+      yield* feed(message("does friday work for you?", { mention: true }))
+      assert.strictEqual(llm.requests().length, 1)
+      const history = llm.requests()[0]!.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.include(history, "how about friday for the review?")
+      assert.strictEqual(sent(api).at(-1)!["text"], "Friday works.")
     }).pipe(withMemory))
 
   it("aliases match whole words only, case-insensitively", () => {
