@@ -456,7 +456,8 @@ export const make = (
                 reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
               })
               yield* recordSent(sent, scope)
-            }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error))),
+              return String(sent.message_id)
+            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
           options.mode
         )))
     }

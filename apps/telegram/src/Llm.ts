@@ -28,9 +28,10 @@ import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as ActiveContext from "@deixis/core/ActiveContext"
+import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as ConversationState from "@deixis/core/ConversationState"
 import type { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
-import { DeixisToolkit, Envelope } from "@deixis/tools"
+import { DeixisToolkit, Envelope, ModelActions } from "@deixis/tools"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -281,6 +282,7 @@ export const systemPrompt = (botName: string, instructions: string) =>
     `You are ${botName}, an assistant in a Telegram chat.`,
     "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The user message starting \"Turn context\" holds notes for this turn (scope, gap, active objects, what was left out). The last user message, of type current_message, is the request to answer.",
     "The conversation state below is this topic's saved state. Use the tools to find what \"this\" or \"that\" refers to, the thread of a message, and to keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
+    ModelActions.rules,
     "Answer briefly, in plain text, in the language of the current message.",
     ...(instructions === "" ? [] : [instructions])
   ].join("\n")
@@ -321,8 +323,17 @@ export const pinArguments = (name: string, args: Record<string, unknown>, scope:
     case "update_conversation_state":
       pinned["updated_by"] = scope.sender_user_id
       break
+    case "record_context_action":
+      pinned["current_message_id"] = scope.message_id
+      pinned["actor_user_id"] = scope.sender_user_id
+      break
   }
   return pinned
+}
+
+// What one turn's answer becomes once sent.
+interface Turn {
+  summary: { readonly label: string | undefined } | null
 }
 
 /**
@@ -332,10 +343,13 @@ export const pinArguments = (name: string, args: Record<string, unknown>, scope:
  * @category models
  */
 export interface Assistant {
-  /** Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never fails. */
+  /**
+   * Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never
+   * fails. `send` posts and records the answer, returning its message id (null when not sent).
+   */
   readonly answer: <R>(
     ctx: DeixisTelegraf.DeixisContext,
-    send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+    send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>,
     mode: WritePolicy.GroupMode
   ) => Effect.Effect<void, never, R | WritePolicy.WritePolicy | HistoryStore.HistoryStore>
 }
@@ -351,6 +365,7 @@ export const make = (settings: LlmConfig) =>
     const history = yield* HistoryStore.HistoryStore
     const stateService = yield* ConversationState.ConversationState
     const activeContext = yield* ActiveContext.ActiveContext
+    const ingest = yield* ContextIngest
     const loader = ContextLoader.make(history, settings.context)
     const toolkit = yield* DeixisToolkit.toolkit.pipe(
       Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets }).pipe(
@@ -359,7 +374,8 @@ export const make = (settings: LlmConfig) =>
     )
     const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
 
-    const runTool = (name: string, rawArguments: unknown, scope: UpdateMapper.MessageScope): Effect.Effect<string> => {
+    // `turn` collects what the answer itself becomes once sent (the model's own summary).
+    const runTool = (name: string, rawArguments: unknown, scope: UpdateMapper.MessageScope, turn: Turn): Effect.Effect<string> => {
       let args: unknown = rawArguments ?? {}
       if (typeof args === "string") {
         try {
@@ -369,6 +385,11 @@ export const make = (settings: LlmConfig) =>
         }
       }
       if (!Predicate.isRecord(args)) return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments must be a JSON object"), 512))
+      if (name === "record_context_action" && ModelActions.isAnswerSummary(args)) {
+        turn.summary = { label: typeof args["label"] === "string" ? args["label"].slice(0, 200) : undefined }
+        const pending = ModelActions.pendingSummary
+        return Effect.succeed(Envelope.render(Envelope.ok(DeixisToolkit.summarize.record_context_action(pending), pending), settings.budgets.record_context_action))
+      }
       return toolkit.handle(name as DeixisToolkit.ToolName, pinArguments(name, args, scope) as never).pipe(
         Effect.map((result) => JSON.stringify(result.encodedResult)),
         Effect.catchAll((error) => Effect.succeed(Envelope.render(DeixisToolkit.errorEnvelope(error), 2000))),
@@ -380,7 +401,8 @@ export const make = (settings: LlmConfig) =>
     const converse = (
       messages: Array<ChatMessage>,
       first: ChatResponse,
-      scope: UpdateMapper.MessageScope
+      scope: UpdateMapper.MessageScope,
+      turn: Turn
     ): Effect.Effect<string, LlmError> =>
       Effect.gen(function*() {
         let response = first
@@ -403,7 +425,7 @@ export const make = (settings: LlmConfig) =>
             }))
           })
           for (const { call, id } of named) {
-            messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope) })
+            messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope, turn) })
           }
           yield* Effect.logDebug("tool round done").pipe(Effect.annotateLogs({ round, calls: calls.length }))
           response = yield* complete(client, settings, round < settings.maxRounds ? { messages, tools } : { messages })
@@ -413,7 +435,7 @@ export const make = (settings: LlmConfig) =>
 
     const answer: Assistant["answer"] = <R>(
       ctx: DeixisTelegraf.DeixisContext,
-      send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+      send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>,
       mode: WritePolicy.GroupMode
     ) =>
       Effect.gen(function*() {
@@ -473,8 +495,9 @@ export const make = (settings: LlmConfig) =>
         })
         const messages: Array<ChatMessage> = [...prompt.messages]
         const replyTo = Number(scope.message_id)
+        const turn: Turn = { summary: null }
         const text = yield* complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true).pipe(
-          Effect.flatMap((first) => converse(messages, first, scope)),
+          Effect.flatMap((first) => converse(messages, first, scope, turn)),
           Effect.catchIf(
             (error) => error.first && error.reason !== "timeout",
             (error) =>
@@ -488,7 +511,17 @@ export const make = (settings: LlmConfig) =>
             Effect.as(Effect.logError("model call failed", error), error.reason === "timeout" ? messages_.timeout : messages_.error)
           )
         )
-        yield* send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+        const sentId = yield* send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+        if (sentId !== null && turn.summary !== null) {
+          // The model said its answer is a summary: the sent message is the active summary.
+          yield* ingest.apply([ModelActions.answerSummaryEvent({
+            chat_id: scope.chat_id,
+            topic_id: scope.topic_id,
+            message_id: sentId,
+            label: turn.summary.label,
+            actor_user_id: scope.sender_user_id
+          })]).pipe(Effect.catchAll((error) => Effect.logWarning("summary not recorded", error)))
+        }
       }).pipe(
         Effect.annotateLogs({ llm: settings.model }),
         Effect.catchAllCause((cause) => Effect.logError("LLM answer failed", cause))

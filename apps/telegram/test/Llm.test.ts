@@ -1,7 +1,7 @@
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
-import { DeixisToolkit } from "@deixis/tools"
+import { DeixisToolkit, type Envelope } from "@deixis/tools"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -169,6 +169,46 @@ describe("apps/telegram: LLM mode", () => {
       assert.notInclude(all, "chat number 0 ")
       assert.include(all, "chat number 9 ")
       assert.isAtMost(PromptAssembler.estimateMessages(request.messages.map((m) => ({ role: "user", content: String(m["content"] ?? "") }))), 700)
+    }).pipe(withMemory))
+
+  it.scoped("a URL fetch activates the link, and \"make it shorter\" after a summary resolves to the bot's summary", () =>
+    Effect.gen(function*() {
+      const url = "https://news.example/story"
+      const ask = "summarize https://news.example/story please"
+      const { api, feed, llm } = yield* setup((_, i) =>
+        i === 0
+          ? FakeLlm.toolCalls(
+            ["record_context_action", { action: "url_fetched", message_id: "32000", url }, "a"],
+            ["record_context_action", { action: "summary_written", label: "the story" }, "b"]
+          )
+          : i === 1
+          ? FakeLlm.answer("Summary: the story says three long things about the town fair.")
+          : i === 2
+          // "shorter" applies to a text: the model passes the kind as a normalized hint.
+          ? FakeLlm.toolCalls(["resolve_reference_target", { normalized_reference_hints: { target_kind_hint: "summary" } }])
+          : FakeLlm.answer("The fair: three things.")
+      )
+      const mention = `@${F.botUsername} `
+      yield* feed(message(ask, {
+        mention: true,
+        id: 32_000,
+        extra: { entities: [{ type: "mention", offset: 0, length: mention.length - 1 }, { type: "url", offset: mention.length + "summarize ".length, length: url.length }] }
+      }))
+      const recorded = toolMessages(llm.requests()[1]!).map((m) => JSON.parse(String(m["content"])) as Envelope.Envelope)
+      assert.deepStrictEqual(recorded.map((e) => e.status), ["ok", "ok"])
+      assert.strictEqual(recorded[0]!.summary, `recorded: link ${chat}/32000/link activated (url_fetched)`)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+
+      yield* feed(message("make it shorter", { mention: true, id: 32_010 }))
+      const followUp = llm.requests()[2]!
+      const turn = String(followUp.messages.at(-2)!["content"])
+      assert.include(turn, `"object_id":"${chat}/10000/summary","kind":"summary","label":"the story"`)
+      assert.include(turn, `"object_id":"${chat}/32000/link","kind":"link"`)
+      assert.include(turn, "activated_by_url_fetch")
+      const resolved = JSON.parse(String(toolMessages(llm.requests()[3]!)[0]!["content"])) as { data: { best_match: { object_id: string; created_by_bot: boolean } } }
+      assert.deepStrictEqual([resolved.data.best_match.object_id, resolved.data.best_match.created_by_bot], [`${chat}/10000/summary`, true])
+      assert.notProperty(resolved.data, "diagnostics")
+      assert.strictEqual(sent(api).at(-1)!["text"], "The fair: three things.")
     }).pipe(withMemory))
 
   it.scoped("tool calls run against the real state, pinned to this chat, with ids unique across rounds", () =>
