@@ -16,6 +16,8 @@
  *   itself (`deixis_<round>_<index>`), so ids are unique across rounds whatever the server
  *   sends; the tools are pinned to the current chat, topic and sender. After the last round
  *   the model is asked once more without tools.
+ * - While the model works, the bot shows "typing…" (`sendChatAction`, repeated every
+ *   {@link typingInterval}: Telegram shows it for about 5 seconds).
  * - The very first model call failing (not timing out) → one plain call without tools. A
  *   timeout or a later error → a short, clear message. The inbound message and every state
  *   change already made stay recorded.
@@ -45,6 +47,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 
 /**
@@ -258,6 +261,27 @@ export const mentionsAlias = (text: string, aliases: ReadonlyArray<string>): boo
 // -----------------------------------------------------------------------------
 
 /**
+ * How often the typing indicator is repeated during a model turn (Telegram shows one for
+ * about 5 seconds, or until the bot's next message).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const typingInterval = Duration.seconds(4)
+
+/**
+ * What a turn does on Telegram: `send` posts and records the answer, returning its message id
+ * (null when it was not sent); `typing` shows the typing indicator once. Neither fails.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnIo<R> {
+  readonly send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>
+  readonly typing: Effect.Effect<void, never, R>
+}
+
+/**
  * The replies the bot sends when the model gives none.
  *
  * @since 0.1.0
@@ -343,13 +367,10 @@ interface Turn {
  * @category models
  */
 export interface Assistant {
-  /**
-   * Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never
-   * fails. `send` posts and records the answer, returning its message id (null when not sent).
-   */
+  /** Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never fails. */
   readonly answer: <R>(
     ctx: DeixisTelegraf.DeixisContext,
-    send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>,
+    io: TurnIo<R>,
     mode: WritePolicy.GroupMode
   ) => Effect.Effect<void, never, R | WritePolicy.WritePolicy | HistoryStore.HistoryStore>
 }
@@ -435,7 +456,7 @@ export const make = (settings: LlmConfig) =>
 
     const answer: Assistant["answer"] = <R>(
       ctx: DeixisTelegraf.DeixisContext,
-      send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>,
+      io: TurnIo<R>,
       mode: WritePolicy.GroupMode
     ) =>
       Effect.gen(function*() {
@@ -496,7 +517,9 @@ export const make = (settings: LlmConfig) =>
         const messages: Array<ChatMessage> = [...prompt.messages]
         const replyTo = Number(scope.message_id)
         const turn: Turn = { summary: null }
-        const text = yield* complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true).pipe(
+        // "typing…" while the model works, from the first call until the answer is ready.
+        const typing = Effect.forkScoped(Effect.repeat(io.typing, Schedule.spaced(typingInterval)))
+        const text = yield* Effect.zipRight(typing, complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true)).pipe(
           Effect.flatMap((first) => converse(messages, first, scope, turn)),
           Effect.catchIf(
             (error) => error.first && error.reason !== "timeout",
@@ -509,19 +532,23 @@ export const make = (settings: LlmConfig) =>
           ),
           Effect.catchAll((error) =>
             Effect.as(Effect.logError("model call failed", error), error.reason === "timeout" ? messages_.timeout : messages_.error)
-          )
+          ),
+          Effect.scoped
         )
-        const sentId = yield* send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
-        if (sentId !== null && turn.summary !== null) {
-          // The model said its answer is a summary: the sent message is the active summary.
-          yield* ingest.apply([ModelActions.answerSummaryEvent({
-            chat_id: scope.chat_id,
-            topic_id: scope.topic_id,
-            message_id: sentId,
-            label: turn.summary.label,
-            actor_user_id: scope.sender_user_id
-          })]).pipe(Effect.catchAll((error) => Effect.logWarning("summary not recorded", error)))
-        }
+        // Once sending starts, a cancellation waits for it: the answer is posted and recorded whole.
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          const sentId = yield* io.send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+          if (sentId !== null && turn.summary !== null) {
+            // The model said its answer is a summary: the sent message is the active summary.
+            yield* ingest.apply([ModelActions.answerSummaryEvent({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              message_id: sentId,
+              label: turn.summary.label,
+              actor_user_id: scope.sender_user_id
+            })]).pipe(Effect.catchAll((error) => Effect.logWarning("summary not recorded", error)))
+          }
+        }))
       }).pipe(
         Effect.annotateLogs({ llm: settings.model }),
         Effect.catchAllCause((cause) => Effect.logError("LLM answer failed", cause))

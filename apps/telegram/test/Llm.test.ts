@@ -316,6 +316,47 @@ describe("apps/telegram: LLM mode", () => {
       assert.strictEqual(sent(api).at(-1)!["text"], "Friday works.")
     }).pipe(withMemory))
 
+  it.scoped("a typing indicator is sent during a model turn and repeated every 4 seconds in the message's topic", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => "hang")
+      const fiber = yield* Effect.fork(feed(message("think hard about this", { mention: true })))
+      yield* llm.waitForRequests(1)
+      yield* api.waitFor("sendChatAction", undefined, 1)
+      yield* TestClock.adjust(Llm.typingInterval)
+      yield* api.waitFor("sendChatAction", undefined, 2)
+      yield* TestClock.adjust(Llm.typingInterval)
+      yield* api.waitFor("sendChatAction", undefined, 3)
+      assert.strictEqual(sent(api).length, 0)
+      for (const typing of api.callsOf("sendChatAction")) {
+        assert.deepStrictEqual(typing.payload, { chat_id: F.forum.id, message_thread_id: 7, action: "typing" })
+      }
+      yield* TestClock.adjust(Duration.seconds(30))
+      yield* Fiber.join(fiber)
+      assert.strictEqual(sent(api).at(-1)!["text"], Llm.messages.timeout)
+    }).pipe(withMemory))
+
+  it.live("cancellation: a newer message from the same user in the same topic cancels the turn in progress; only the newer one is answered, with the earlier one in its history", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const llm = yield* FakeLlm.make((_, i) => (i === 0 ? "hang" : FakeLlm.answer("Here is the answer to both.")))
+      const settings = Harness.config(api.apiRoot, { llm: Option.some(llmConfig(llm.baseUrl, { timeout: Duration.minutes(10) })) })
+      const bot = yield* Bot.make(settings)
+      yield* Runner.launch(bot, { ...settings, owner: "llm-cancel-test" })
+      const privateChat = { id: F.alice.id, type: "private", first_name: "Alice" }
+      const date = Math.floor(Date.now() / 1000)
+      api.pushUpdates({ update_id: 81, message: { message_id: 81, from: F.alice, chat: privateChat, date, text: "what was decided about the trip?" } })
+      yield* llm.waitForRequests(1)
+      api.pushUpdates({ update_id: 82, message: { message_id: 82, from: F.alice, chat: privateChat, date, text: "and who is driving?" } })
+      const reply = yield* api.waitFor("sendMessage")
+      yield* llm.waitForRequests(2)
+      assert.deepStrictEqual(reply.payload["reply_parameters"], { message_id: 82, allow_sending_without_reply: true })
+      assert.strictEqual(reply.payload["text"], "Here is the answer to both.")
+      const second = llm.requests()[1]!.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.include(second, "what was decided about the trip?")
+      assert.match(String(llm.requests()[1]!.messages.at(-1)!["content"]), /and who is driving\?/)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+    }).pipe(Effect.provide(App.services(StoreConfig.layerMemory)), Effect.scoped), 20_000)
+
   it("aliases match whole words only, case-insensitively", () => {
     assert.isTrue(Llm.mentionsAlias("hey DEIXIE!", ["deixie"]))
     assert.isFalse(Llm.mentionsAlias("deixies everywhere", ["deixie"]))
