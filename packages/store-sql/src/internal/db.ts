@@ -36,16 +36,17 @@ export interface Db {
   readonly C: string
 }
 
-const numbered = new Map<string, string>()
-
-/** `?` → `$1, $2, …` (queries here never contain a literal `?`). */
-const toPg = (text: string): string => {
-  const known = numbered.get(text)
-  if (known !== undefined) return known
-  let n = 0
-  const out = text.replace(/\?/g, () => `$${++n}`)
-  if (numbered.size < 10_000) numbered.set(text, out)
-  return out
+/** `?` → `$1, $2, …` (queries here never contain a literal `?`), remembered per text by the Db that owns it. */
+const makeToPg = () => {
+  const numbered = new Map<string, string>()
+  return (text: string): string => {
+    const known = numbered.get(text)
+    if (known !== undefined) return known
+    let n = 0
+    const out = text.replace(/\?/g, () => `$${++n}`)
+    if (numbered.size < 10_000) numbered.set(text, out)
+    return out
+  }
 }
 
 /** SQLSTATEs after which a PostgreSQL transaction is simply run again. */
@@ -65,6 +66,7 @@ export const isRetryable = (error: unknown): boolean => {
 
 export const makeDb = (sql: SqlClient.SqlClient): Db => {
   const dialect: Dialect = sql.onDialectOrElse({ orElse: () => "sqlite" as const, pg: () => "pg" as const })
+  const toPg = makeToPg()
   const query = dialect === "pg"
     ? (text: string, params: ReadonlyArray<Param> = []) => sql.unsafe<Row>(toPg(text), params)
     : (text: string, params: ReadonlyArray<Param> = []) => sql.unsafe<Row>(text, params)

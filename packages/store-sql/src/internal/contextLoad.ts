@@ -1,0 +1,207 @@
+/**
+ * Loading for `apply`: what a batch needs (`Wanted`, named by core's reducer run over nothing
+ * loaded), and the rows of it read with one statement per table (`Loaded`).
+ */
+import { type ContextObject, type MessageMeta } from "@deixis/core/ContextObject"
+import { positionLength } from "@deixis/core/Ids"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { bool, chunks, marks, num, type Row, str, tuples } from "./db.js"
+import { type ContextSql, key, messageOf } from "./contextRows.js"
+
+export interface PollRef {
+  readonly chat_id: string
+  readonly object_id: string
+}
+export interface Close {
+  readonly event_id: string
+  readonly at: number
+}
+
+/** What a batch needs loaded; grown when the reducer asks for something not loaded yet. */
+export class Wanted {
+  readonly chats = new Set<string>()
+  readonly messages = new Map<string, readonly [string, string]>()
+  readonly byMessage = new Map<string, readonly [string, string]>()
+  readonly objects = new Map<string, readonly [string, string]>()
+  readonly polls = new Set<string>()
+  readonly seen = new Map<string, readonly [string, string]>()
+  size() {
+    return this.chats.size + this.messages.size + this.byMessage.size + this.objects.size + this.polls.size + this.seen.size
+  }
+  message(chat: string, id: string) {
+    this.chats.add(chat)
+    this.messages.set(key(chat, id), [chat, id])
+    this.byMessage.set(key(chat, id), [chat, id])
+  }
+  object(chat: string, id: string) {
+    this.chats.add(chat)
+    this.objects.set(key(chat, id), [chat, id])
+  }
+  event(chat: string, id: string) {
+    this.chats.add(chat)
+    this.seen.set(key(chat, id), [chat, id])
+  }
+}
+
+/** The rows of one batch, as loaded, then as the reducer changes them. */
+export interface Loaded {
+  readonly nextSeq: Map<string, number>
+  /** Chat id → whether it is a forum. */
+  readonly forums: Map<string, boolean>
+  readonly messages: Map<string, MessageMeta | null>
+  readonly objects: Map<string, ContextObject | null>
+  /** Message key → keys of its objects, in the order they were stored. */
+  readonly byMessage: Map<string, Array<string>>
+  readonly polls: Map<string, PollRef | null>
+  readonly closes: Map<string, Close | null>
+  readonly seen: Set<string>
+  readonly seenLoaded: Set<string>
+  /** Object key → its stored sequence number. */
+  readonly seqs: Map<string, number>
+}
+
+/** Nothing loaded: the reducer run over it names, as missing, every row a batch reads. */
+export const nothingLoaded = (): Loaded => ({
+  nextSeq: new Map(),
+  forums: new Map(),
+  messages: new Map(),
+  objects: new Map(),
+  byMessage: new Map(),
+  polls: new Map(),
+  closes: new Map(),
+  seen: new Set(),
+  seenLoaded: new Set(),
+  seqs: new Map()
+})
+
+export interface Changes {
+  readonly messages: Array<MessageMeta>
+  /** Chat id → its new forum flag. */
+  readonly forums: Map<string, boolean>
+  /** Object key → the object removed (an edit took away what it stood for). */
+  readonly removed: Map<string, ContextObject>
+  /** Object key → the object and whether it takes a new sequence number (new, or moved topic). */
+  readonly objects: Map<string, { object: ContextObject; fresh: boolean }>
+  readonly polls: Map<string, PollRef>
+  readonly closes: Map<string, Close | null>
+  readonly seen: Array<readonly [string, string]>
+}
+
+export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
+  const load = (w: Wanted, now: number): Effect.Effect<Loaded, SqlError | string> =>
+    Effect.gen(function*() {
+      const chats = [...w.chats].sort()
+      const nextSeq = new Map<string, number>()
+      const forums = new Map<string, boolean>()
+      for (const part of chunks(chats, 3)) {
+        // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
+        // the same chats run one after the other instead of interleaving their reads and writes.
+        yield* db.query(
+          `INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.length, 3)} ON CONFLICT (chat_id) DO NOTHING`,
+          part.flatMap((c) => [c, 1, now])
+        )
+        const rows = yield* db.query(
+          `SELECT chat_id, next_seq, is_forum FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
+            pg ? " FOR UPDATE" : ""
+          }`,
+          part
+        )
+        for (const r of rows) {
+          nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+          forums.set(str(r["chat_id"]), bool(r["is_forum"]))
+        }
+      }
+
+      // Each table is read with one statement over the batch's keys passed in bulk (see rowsTables).
+      const messages = new Map<string, MessageMeta | null>()
+      for (const k of w.messages.keys()) messages.set(k, null)
+      if (w.messages.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
+          [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
+          (from) =>
+            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
+        )
+        for (const r of rows) {
+          const m = messageOf(str(r["chat_id"]), r)
+          messages.set(key(m.chat_id, m.message_id), m)
+        }
+      }
+
+      const objects = new Map<string, ContextObject | null>()
+      const byMessage = new Map<string, Array<string>>()
+      for (const k of w.objects.keys()) objects.set(k, null)
+      for (const k of w.byMessage.keys()) byMessage.set(k, [])
+      const seqs = new Map<string, number>()
+      const addObject = (row: Row) =>
+        Either.map(objectOf(row["body"]), (o) => {
+          const ok = key(o.chat_id, o.object_id)
+          if (objects.get(ok) !== undefined && objects.get(ok) !== null) return
+          objects.set(ok, o)
+          seqs.set(ok, num(row["seq"]))
+          const list = byMessage.get(key(o.chat_id, o.source_message_id))
+          if (list !== undefined && !list.includes(ok)) list.push(ok)
+        })
+      if (w.byMessage.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["message_id", "TEXT"]],
+          [...w.byMessage.values()],
+          (from) =>
+            `SELECT o.body, o.seq FROM ${from}
+           ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.source_message_id = k.message_id")} ORDER BY o.seq`
+        )
+        for (const r of rows) yield* addObject(r)
+      }
+      if (w.objects.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["object_id", "TEXT"]],
+          [...w.objects.values()],
+          (from) =>
+            `SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
+        )
+        for (const r of rows) yield* addObject(r)
+      }
+
+      const polls = new Map<string, PollRef | null>()
+      const closes = new Map<string, Close | null>()
+      const pollIds = [...w.polls]
+      for (const id of pollIds) {
+        polls.set(id, null)
+        closes.set(id, null)
+      }
+      if (pollIds.length > 0) {
+        // One statement for both lookups: the poll's object, and a close seen before the poll.
+        const rows = yield* bulk(
+          [["poll_id", "TEXT"]],
+          pollIds.map((id) => [id]),
+          (from) =>
+            `SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
+             FROM ${from} ${probe("deixis_polls", "p", "p.poll_id = k.poll_id")}
+           UNION ALL
+           SELECT 'c' AS part, c.poll_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT), c.event_id, c.at
+             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`, 2
+        )
+        for (const r of rows) {
+          if (r["part"] === "p") polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
+          else closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
+        }
+      }
+
+      const seen = new Set<string>()
+      const seenLoaded = new Set<string>(w.seen.keys())
+      if (w.seen.size > 0) {
+        const rows = yield* bulk(
+          [["chat_id", "TEXT"], ["event_id", "TEXT"]],
+          [...w.seen.values()],
+          (from) =>
+            `SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
+        )
+        for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
+      }
+      return { nextSeq, forums, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+    })
+  return load
+}

@@ -1,0 +1,314 @@
+/**
+ * Pool queries: the bounded candidate pool of the memory adapter with one indexed query (two
+ * when the request's topic is unknown and the rest of the chat is searched): on SQLite a UNION
+ * of bounded parts, on PostgreSQL the `deixis_pool` function (same parts, plans kept per connection).
+ */
+import { type ContextObject, isActive, type MessageMeta, messageObject } from "@deixis/core/ContextObject"
+import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "@deixis/core/ContextStore"
+import { effectiveTopic } from "@deixis/core/ChatInfo"
+import { positionLength } from "@deixis/core/Ids"
+import type { ObjectKind } from "@deixis/core/ObjectKind"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
+import { type ContextSql, failStore, messageOf } from "./contextRows.js"
+import { storable } from "./ids.js"
+
+export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
+  // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
+  const nulls =
+    "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
+    "CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects"
+  const objectPart = (tag: string, from: string) => `SELECT '${tag}' AS part, body, ${nulls} FROM (${from}) AS p_${tag}`
+  const messagePart = (tag: string, from: string) =>
+    `SELECT '${tag}' AS part, CAST(NULL AS TEXT) AS body, message_id AS mid, topic, reply_to, sender, CAST(from_bot AS INTEGER) AS from_bot, sent_at,
+       CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects FROM (${from}) AS p_${tag}`
+  const hasObjects = (alias: string) =>
+    `EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`
+
+  /** The parts of one scope: the request's topic (`home`), or the rest of the chat (`fallback`). */
+  const scopeParts = (q: PoolQuery, home: boolean, parts: Array<string>, params: Array<Param>) => {
+    const topic = topicKey(q.topic_id)
+    const inScope = home ? "topic = ?" : "topic <> ?"
+    const kinds = q.kinds
+    const kindFilter = kinds === undefined ? "" : kinds.length === 0 ? " AND 1 = 0" : ` AND kind IN ${marks(kinds.length)}`
+    const kindParams: ReadonlyArray<Param> = kinds ?? []
+    const scoped = home ? "chat_id = ? AND topic = ?" : "chat_id = ?"
+    const scopedParams: ReadonlyArray<Param> = home ? [q.chat_id, topic] : [q.chat_id]
+    // Active objects of the scope (bounded: an active set is small by construction).
+    parts.push(objectPart(
+      "a",
+      `SELECT body FROM deixis_objects WHERE ${scoped} AND active_until > ? AND ${inScope}${kindFilter} ORDER BY active_until DESC LIMIT 64`
+    ))
+    params.push(...scopedParams, q.now, topic, ...kindParams)
+    if (q.active_only) return
+    const window = (n: number) => Math.max(0, n) * 8
+    // The most recent objects: a window of the newest n×8, filtered, n taken (as the memory adapter scans).
+    parts.push(objectPart(
+      "r",
+      `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ?) AS w
+       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+    ))
+    params.push(...scopedParams, window(q.limits.recent_objects), topic, ...kindParams, q.limits.recent_objects)
+    const prefer = kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...kinds])]
+    prefer.forEach((kind, i) => {
+      if (kinds !== undefined && !kinds.includes(kind)) return
+      parts.push(objectPart(
+        `k${i}`,
+        `SELECT body, seq FROM (SELECT body, seq, topic FROM deixis_objects WHERE ${scoped} AND kind = ? ORDER BY seq DESC LIMIT ?) AS w
+         WHERE ${inScope} ORDER BY seq DESC LIMIT ?`
+      ))
+      params.push(...scopedParams, kind, window(q.limits.recent_per_kind), topic, q.limits.recent_per_kind)
+    })
+    if (q.include_owned && q.sender_user_id !== null) {
+      parts.push(objectPart(
+        "o",
+        `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE chat_id = ? AND created_by = ? ORDER BY seq DESC LIMIT ?) AS w
+         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+      ))
+      params.push(q.chat_id, q.sender_user_id, window(q.limits.owned), topic, ...kindParams, q.limits.owned)
+    }
+    const wantsMessages = kinds === undefined || kinds.includes("message") || kinds.includes("bot_message")
+    if (wantsMessages && q.limits.recent_messages > 0) {
+      const bot = kinds === undefined || (kinds.includes("message") && kinds.includes("bot_message"))
+        ? ""
+        : kinds.includes("message")
+        ? " AND w.from_bot = 0"
+        : " AND w.from_bot = 1"
+      // Plain messages by position, in a window of the newest 64: not the current one, and not one
+      // that carries objects (those objects stand for it).
+      parts.push(messagePart(
+        "m",
+        `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
+          home ? " INDEXED BY deixis_messages_topic" : ""
+        }
+           WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
+         WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
+         ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?`
+      ))
+      params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
+    }
+  }
+
+  const chainParts = (q: PoolQuery, parts: Array<string>, params: Array<Param>): string => {
+    const reply = q.reply_to_message_id
+    if (reply === null || q.limits.chain_depth <= 0) return ""
+    params.push(positionLength(reply), reply, q.chat_id, q.limits.chain_depth)
+    // CROSS JOIN fixes SQLite's join order: walk from the chain into the tables, never the reverse.
+    const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+        UNION ALL
+        SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
+          CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+        WHERE c.depth < ? AND m.reply_to IS NOT NULL
+      ) `
+    parts.push(
+      `SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
+         m.sent_at, c.depth AS depth,
+         CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
+       FROM chain c CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
+    )
+    params.push(q.chat_id)
+    parts.push(objectPart(
+      "co",
+      `SELECT o.body, o.seq FROM chain c
+         CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+         CROSS JOIN deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
+       ORDER BY c.depth, o.seq LIMIT 256`
+    ))
+    params.push(q.chat_id, q.chat_id)
+    return cte
+  }
+
+  const existsPart = (q: PoolQuery, parts: Array<string>, params: Array<Param>) => {
+    parts.push(
+      `SELECT 'e' AS part, CAST(NULL AS TEXT) AS body, ${nulls} WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ? AND topic = ?)
+         OR EXISTS (SELECT 1 FROM deixis_objects WHERE chat_id = ? AND topic = ?)`
+    )
+    const topic = topicKey(q.topic_id)
+    params.push(q.chat_id, topic, q.chat_id, topic)
+  }
+
+  /** The rows of the pool's parts for the request's scope (with the chain), or for the rest of the chat. */
+  const scopeRows = (q: PoolQuery, fallback: boolean) => {
+    if (pg) {
+      const reply = fallback ? null : q.reply_to_message_id
+      return db.query(
+        `SELECT * FROM deixis_pool(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT),
+           CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN),
+           CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER))`,
+        [
+          q.chat_id,
+          topicKey(q.topic_id),
+          fallback ? "true" : "false",
+          q.current_message_id,
+          reply,
+          reply === null ? null : positionLength(reply),
+          q.limits.chain_depth,
+          q.sender_user_id,
+          q.kinds ?? null,
+          q.kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...q.kinds])],
+          q.include_owned ? "true" : "false",
+          q.active_only ? "true" : "false",
+          q.now,
+          Math.max(0, q.limits.recent_objects),
+          Math.max(0, q.limits.recent_per_kind),
+          Math.max(0, q.limits.recent_messages),
+          Math.max(0, q.limits.owned)
+        ]
+      )
+    }
+    const parts: Array<string> = []
+    const params: Array<Param> = []
+    const cte = fallback ? "" : chainParts(q, parts, params)
+    if (!fallback) existsPart(q, parts, params)
+    scopeParts(q, !fallback, parts, params)
+    return db.query(cte + parts.join("\nUNION ALL\n"), params)
+  }
+
+  const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
+    Effect.gen(function*() {
+      if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
+        return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
+      }
+      // In a forum, a request without a topic is in the General topic.
+      const isForum = query.topic_id === null ? yield* forumOf(query.chat_id) : false
+      const topicId = effectiveTopic(query.topic_id, isForum)
+      const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
+      const out = new Map<string, PoolEntry>()
+      const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
+      const expired = (o: ContextObject) => q.keep_expired !== true && o.active_until !== null && o.active_until <= q.now
+      // An expired object stands aside for its message (resolved below), whatever the kind filter says of it.
+      const accept = (o: ContextObject) => (q.active_only ? kindOk(o.kind) && isActive(o, q.now) : kindOk(o.kind) || expired(o))
+      const add = (o: ContextObject, tier: PoolTier) => {
+        if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
+      }
+      /** Adds the accepted objects of `rows`; a row that does not decode is returned as the failure. */
+      const collectObjects = (rows: ReadonlyArray<Row>, tier: PoolTier): string | undefined => {
+        for (const r of rows) {
+          const o = objectOf(r["body"])
+          if (Either.isLeft(o)) return o.left
+          if (accept(o.right)) add(o.right, tier)
+        }
+        return undefined
+      }
+      const collectMessages = (rows: ReadonlyArray<Row>, tier: PoolTier) => {
+        for (const r of rows) {
+          const o = messageObject(messageOf(q.chat_id, r))
+          if (kindOk(o.kind)) add(o, tier)
+        }
+      }
+      const byPart = (rows: ReadonlyArray<Row>) => {
+        const parts = new Map<string, Array<Row>>()
+        for (const r of rows) {
+          const tag = str(r["part"])
+          const list = parts.get(tag)
+          if (list === undefined) parts.set(tag, [r])
+          else list.push(r)
+        }
+        return parts
+      }
+      const collectScope = (parts: Map<string, Array<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
+        for (const [tag, rows] of parts) {
+          if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
+            const failure = collectObjects(rows, tier)
+            if (failure !== undefined) return Effect.fail(failure)
+          }
+        }
+        collectMessages(parts.get("m") ?? [], tier)
+        return Effect.void
+      }
+
+      const rows = byPart(yield* scopeRows(q, false))
+
+      // 1. The reply target and its chain, whatever topic they are in.
+      const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
+      const chainObjects = new Map<string, Array<ContextObject>>()
+      for (const r of rows.get("co") ?? []) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) return yield* Effect.fail(o.left)
+        const list = chainObjects.get(o.right.source_message_id)
+        if (list === undefined) chainObjects.set(o.right.source_message_id, [o.right])
+        else list.push(o.right)
+      }
+      const chain: Array<string> = []
+      for (const r of chainRows) {
+        const m = messageOf(q.chat_id, r)
+        if (chain.includes(m.message_id)) break
+        const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
+        chain.push(m.message_id)
+        for (const o of chainObjects.get(m.message_id) ?? []) if (accept(o)) add(o, tier)
+        if (!q.active_only && m.message_id !== q.current_message_id && num(r["has_objects"]) === 0) {
+          const o = messageObject(m)
+          if (kindOk(o.kind)) add(o, tier)
+        }
+      }
+
+      // 2. The request's own scope.
+      yield* collectScope(rows, "home")
+
+      // 3. The rest of the chat when the request's own scope has no active object: everything when
+      // nothing at all is known of it, otherwise only what is active there.
+      const homeActive = (rows.get("a") ?? []).some((r) => {
+        const o = objectOf(r["body"])
+        return Either.isRight(o) && kindOk(o.right.kind) && isActive(o.right, q.now)
+      })
+      const fallback = !homeActive
+      if (fallback) {
+        const everything = !rows.has("e")
+        yield* collectScope(byPart(yield* scopeRows(everything ? q : { ...q, active_only: true }, true)), "fallback")
+      }
+
+      // Objects whose activity expired give way to the messages they came from.
+      const entries = [...out.values()]
+      const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
+      const sources = stale.length === 0
+        ? new Map<string, MessageMeta>()
+        : yield* messagesOf(q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
+      const final: Array<PoolEntry> = []
+      const taken = new Set<string>()
+      for (const e of entries) {
+        let entry = e
+        if (expired(e.object)) {
+          const m = sources.get(e.object.source_message_id)
+          if (m === undefined || m.message_id === q.current_message_id) continue
+          const stand = messageObject(m)
+          if (!kindOk(stand.kind)) continue
+          entry = { object: stand, tier: e.tier }
+        }
+        if (taken.has(entry.object.object_id)) continue
+        taken.add(entry.object.object_id)
+        final.push(entry)
+      }
+      return { entries: final, chain, fallback, topic_id: topicId }
+    }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
+
+  /** Whether a chat is a forum (false for a chat never seen). */
+  const forumOf = (chatId: string) =>
+    Effect.map(
+      db.query(`SELECT is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
+      (rows) => rows[0] !== undefined && bool(rows[0]["is_forum"])
+    )
+
+  /** The stored metadata of some messages of one chat, by id. */
+  const messagesOf = (chatId: string, ids: ReadonlyArray<string>) =>
+    Effect.map(
+      bulk(
+        [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
+        ids.map((id) => [chatId, positionLength(id), id]),
+        (from) =>
+          `SELECT m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
+      ),
+      (rows) => {
+        const out = new Map<string, MessageMeta>()
+        for (const r of rows) {
+          const m = messageOf(chatId, r)
+          out.set(m.message_id, m)
+        }
+        return out
+      }
+    )
+
+  return pool
+}

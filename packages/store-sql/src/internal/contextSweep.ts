@@ -1,0 +1,63 @@
+/**
+ * Sweeping (retention, in short batches) and the store's counts.
+ */
+import type { StoreError, StoreStats } from "@deixis/core/ContextStore"
+import * as Effect from "effect/Effect"
+import { num, type Param } from "./db.js"
+import { type ContextSettings, type ContextSql, failStore } from "./contextRows.js"
+
+export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
+  const counters = { evicted_messages: 0, swept_objects: 0 }
+
+  /** Deletes rows matching `where` in batches of `sweep_batch`, each its own statement; returns the count. */
+  const sweepTable = (table: string, keyColumns: string, where: string, params: ReadonlyArray<Param>) =>
+    Effect.gen(function*() {
+      let total = 0
+      for (;;) {
+        // Each batch is its own short write transaction, so ingest never waits long behind a sweep.
+        const rows = yield* db.transaction(db.query(
+          `DELETE FROM ${table} WHERE (${keyColumns}) IN (SELECT ${keyColumns} FROM ${table} WHERE ${where} LIMIT ?) RETURNING 1 AS gone`,
+          [...params, settings.sweep_batch]
+        ))
+        total += rows.length
+        if (rows.length < settings.sweep_batch) return total
+      }
+    })
+
+  const sweep = (now: number) =>
+    Effect.gen(function*() {
+      const objects = yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention])
+      const messages = yield* sweepTable("deixis_messages", "chat_id, id_len, message_id", "sent_at <= ?", [
+        now - settings.message_retention
+      ])
+      const horizon = now - settings.event_retention
+      yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
+      yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])
+      yield* sweepTable("deixis_poll_closes", "poll_id", "stored_at <= ?", [horizon])
+      counters.swept_objects += objects
+      counters.evicted_messages += messages
+      return objects
+    }).pipe(Effect.mapError(failStore("sweep")), Effect.withSpan("SqlContextStore.sweep"))
+
+  const stats: Effect.Effect<StoreStats, StoreError> = db.query(
+    `SELECT (SELECT count(*) FROM deixis_chats) AS chats, (SELECT count(*) FROM deixis_messages) AS messages,
+            (SELECT count(*) FROM deixis_objects) AS objects`
+  ).pipe(
+    Effect.map((rows) => {
+      const r = rows[0] ?? {}
+      return {
+        chats: num(r["chats"]),
+        messages: num(r["messages"]),
+        objects: num(r["objects"]),
+        evicted_chats: 0,
+        evicted_messages: counters.evicted_messages,
+        evicted_objects: 0,
+        swept_objects: counters.swept_objects
+      }
+    }),
+    Effect.mapError(failStore("stats"))
+  )
+
+
+  return { sweep, stats }
+}

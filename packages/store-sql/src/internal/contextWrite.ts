@@ -1,0 +1,335 @@
+/**
+ * Writing: `apply` (core's reducer over the loaded rows, then one statement per table of what
+ * changed, all in one transaction holding the batch's chats locked) and `migrateChat`.
+ */
+import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
+import type { ContextObject } from "@deixis/core/ContextObject"
+import { applyEvent, type StateWriter } from "@deixis/core/ContextReducer"
+import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
+import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
+import { migratedMessageId } from "@deixis/core/Ids"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { chunks, marks, num, type Scalar, str, strOrNull } from "./db.js"
+import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
+import {
+  type ContextSql,
+  failStore,
+  key,
+  messageOf,
+  messageRow,
+  messageRowColumns,
+  objectColumns,
+  objectRow,
+  objectRowColumns
+} from "./contextRows.js"
+
+/** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
+const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
+  const changes: Changes = {
+    messages: [],
+    forums: new Map(),
+    removed: new Map(),
+    objects: new Map(),
+    polls: new Map(),
+    closes: new Map(),
+    seen: []
+  }
+  const writer: StateWriter = {
+    message: (chatId, messageId) => {
+      const found = s.messages.get(key(chatId, messageId))
+      if (found === undefined) missing.message(chatId, messageId)
+      return found ?? undefined
+    },
+    object: (chatId, objectId) => {
+      const found = s.objects.get(key(chatId, objectId))
+      if (found === undefined) missing.object(chatId, objectId)
+      return found ?? undefined
+    },
+    objectsOfMessage: (chatId, messageId) => {
+      const list = s.byMessage.get(key(chatId, messageId))
+      if (list === undefined) {
+        missing.message(chatId, messageId)
+        return []
+      }
+      const out: Array<ContextObject> = []
+      for (const k of list) {
+        const o = s.objects.get(k)
+        if (o !== undefined && o !== null) out.push(o)
+      }
+      return out
+    },
+    pollObject: (pollId) => {
+      const found = s.polls.get(pollId)
+      if (found === undefined) missing.polls.add(pollId)
+      if (found !== undefined && found !== null && !s.nextSeq.has(found.chat_id)) missing.chats.add(found.chat_id)
+      return found ?? undefined
+    },
+    seen: (chatId, eventId) => {
+      const k = key(chatId, eventId)
+      if (!s.seenLoaded.has(k)) missing.event(chatId, eventId)
+      return s.seen.has(k)
+    },
+    putMessage: (m) => {
+      s.messages.set(key(m.chat_id, m.message_id), m)
+      if (!s.byMessage.has(key(m.chat_id, m.message_id))) s.byMessage.set(key(m.chat_id, m.message_id), [])
+      changes.messages.push(m)
+    },
+    putObject: (o, previous) => {
+      const k = key(o.chat_id, o.object_id)
+      s.objects.set(k, o)
+      const list = s.byMessage.get(key(o.chat_id, o.source_message_id))
+      if (list !== undefined && !list.includes(k)) list.push(k)
+      const before = changes.objects.get(k)
+      // Stored again after a removal in this batch: a new object, with a new place in the order.
+      const renewed = changes.removed.delete(k)
+      const fresh = renewed || previous === undefined || previous.topic_id !== o.topic_id || (before?.fresh ?? false)
+      changes.objects.set(k, { object: o, fresh })
+      if (!s.nextSeq.has(o.chat_id)) missing.chats.add(o.chat_id)
+    },
+    removeObject: (o) => {
+      const k = key(o.chat_id, o.object_id)
+      s.objects.set(k, null)
+      const list = s.byMessage.get(key(o.chat_id, o.source_message_id))
+      if (list !== undefined) {
+        const i = list.indexOf(k)
+        if (i >= 0) list.splice(i, 1)
+      }
+      changes.objects.delete(k)
+      changes.removed.set(k, o)
+    },
+    chat: (chatId) => {
+      const isForum = s.forums.get(chatId)
+      if (isForum === undefined) {
+        missing.chats.add(chatId)
+        return undefined
+      }
+      return { ...unknownChat(chatId), is_forum: isForum }
+    },
+    putChat: (info) => {
+      s.forums.set(info.chat_id, info.is_forum)
+      changes.forums.set(info.chat_id, info.is_forum)
+      if (!s.nextSeq.has(info.chat_id)) missing.chats.add(info.chat_id)
+    },
+    putPoll: (pollId, chatId, objectId) => {
+      const ref = { chat_id: chatId, object_id: objectId }
+      s.polls.set(pollId, ref)
+      changes.polls.set(pollId, ref)
+    },
+    pendingPollClose: (pollId) => {
+      const found = s.closes.get(pollId)
+      if (found === undefined) missing.polls.add(pollId)
+      return found ?? undefined
+    },
+    putPendingPollClose: (pollId, close) => {
+      s.closes.set(pollId, close ?? null)
+      changes.closes.set(pollId, close ?? null)
+    },
+    markSeen: (chatId, eventId) => {
+      const k = key(chatId, eventId)
+      if (s.seen.has(k)) return
+      s.seen.add(k)
+      s.seenLoaded.add(k)
+      changes.seen.push([chatId, eventId])
+      if (!s.nextSeq.has(chatId)) missing.chats.add(chatId)
+    }
+  }
+  let applied = 0
+  let duplicates = 0
+  const skipped: Array<ApplyResult["skipped"][number]> = []
+  for (let i = 0; i < events.length; i++) {
+    const outcome = applyEvent(writer, events[i]!, options.now, options.ttl)
+    if (outcome._tag === "applied") applied++
+    else if (outcome._tag === "duplicate") duplicates++
+    else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
+  }
+  const result: ApplyResult = { applied, duplicates, skipped }
+  return { result, changes }
+}
+
+const merge = (into: Wanted, from: Wanted) => {
+  for (const c of from.chats) into.chats.add(c)
+  for (const [k, v] of from.messages) into.messages.set(k, v)
+  for (const [k, v] of from.byMessage) into.byMessage.set(k, v)
+  for (const [k, v] of from.objects) into.objects.set(k, v)
+  for (const p of from.polls) into.polls.add(p)
+  for (const [k, v] of from.seen) into.seen.set(k, v)
+}
+
+export const makeWrite = (ctx: ContextSql) => {
+  const { C, bulk, db, objectOf, pg } = ctx
+  const load = makeLoad(ctx)
+
+  /** One statement per table over the batch's rows passed in bulk (see rowsTables). */
+  const write = (changes: Changes, s: Loaded, now: number) =>
+    Effect.gen(function*() {
+      if (changes.messages.length > 0) {
+        // `WHERE true` keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
+        yield* bulk(
+          messageRowColumns,
+          changes.messages.map(messageRow),
+          (from) =>
+            `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+           SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
+        )
+      }
+      for (const part of chunks([...changes.removed.values()], 2)) {
+        yield* db.query(
+          `DELETE FROM deixis_objects WHERE ${part.map(() => "(chat_id = ? AND object_id = ?)").join(" OR ")}`,
+          part.flatMap((o) => [o.chat_id, o.object_id])
+        )
+      }
+      for (const [chatId, isForum] of changes.forums) {
+        yield* db.query(`UPDATE deixis_chats SET is_forum = ? WHERE chat_id = ?`, [isForum ? 1 : 0, chatId])
+      }
+      const touchedChats = new Set<string>()
+      const objectRows: Array<ReadonlyArray<Scalar>> = []
+      for (const [k, { fresh, object: o }] of changes.objects) {
+        let seq = s.seqs.get(k)
+        if (fresh || seq === undefined) {
+          seq = s.nextSeq.get(o.chat_id) ?? 1
+          s.nextSeq.set(o.chat_id, seq + 1)
+          touchedChats.add(o.chat_id)
+        }
+        objectRows.push(objectRow(o, seq))
+      }
+      if (objectRows.length > 0) {
+        yield* bulk(
+          objectRowColumns,
+          objectRows,
+          (from) =>
+            `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (chat_id, object_id) DO UPDATE SET
+             seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
+             source_message_id = excluded.source_message_id, created_by = excluded.created_by,
+             active_until = excluded.active_until, since = excluded.since, body = excluded.body`
+        )
+      }
+      if (changes.polls.size > 0) {
+        yield* bulk(
+          [["poll_id", "TEXT"], ["chat_id", "TEXT"], ["object_id", "TEXT"], ["stored_at", "BIGINT"]],
+          [...changes.polls].map(([id, ref]) => [id, ref.chat_id, ref.object_id, now]),
+          (from) =>
+            `INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at`
+        )
+      }
+      const cleared = [...changes.closes].filter(([, c]) => c === null).map(([id]) => id)
+      for (const part of chunks(cleared, 1)) {
+        yield* db.query(`DELETE FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
+      }
+      const pending = [...changes.closes].flatMap(([id, c]) => (c === null ? [] : [[id, c] as const]))
+      if (pending.length > 0) {
+        yield* bulk(
+          [["poll_id", "TEXT"], ["event_id", "TEXT"], ["at", "BIGINT"], ["stored_at", "BIGINT"]],
+          pending.map(([id, c]) => [id, c.event_id, c.at, now]),
+          (from) =>
+            `INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) SELECT * FROM ${from} WHERE true
+           ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at`
+        )
+      }
+      if (changes.seen.length > 0) {
+        yield* bulk(
+          [["chat_id", "TEXT"], ["event_id", "TEXT"], ["seen_at", "BIGINT"]],
+          changes.seen.map(([c, e]) => [c, e, now]),
+          (from) =>
+            `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
+        )
+      }
+      const chats = [...touchedChats]
+      for (const part of chunks(chats, 3)) {
+        yield* db.query(
+          `UPDATE deixis_chats SET next_seq = CASE chat_id ${
+            part.map(() => "WHEN ? THEN CAST(? AS BIGINT)").join(" ")
+          } ELSE next_seq END WHERE chat_id IN ${marks(part.length)}`,
+          [...part.flatMap((c) => [c, s.nextSeq.get(c) ?? 1]), ...part]
+        )
+      }
+    })
+
+  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
+    if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
+    return db.transaction(Effect.gen(function*() {
+      // What the batch reads, from the reducer itself: run once over nothing loaded (no I/O), it asks for
+      // every row its events name, the objects their messages will carry included. Reads that depend
+      // on what is stored (a poll close naming only its poll) are asked for by the rounds below.
+      const wanted = new Wanted()
+      reduce(events, options, nothingLoaded(), wanted)
+      // Each round loads everything asked for so far; a round that asks for nothing new is final.
+      for (let round = 0;; round++) {
+        const loaded = yield* load(wanted, options.now)
+        const missing = new Wanted()
+        const { changes, result } = reduce(events, options, loaded, missing)
+        const before = wanted.size()
+        merge(wanted, missing)
+        if (wanted.size() === before || round >= 8) {
+          yield* write(changes, loaded, options.now)
+          return result
+        }
+      }
+    })).pipe(Effect.mapError(failStore("apply")), Effect.withSpan("SqlContextStore.apply"))
+  }
+
+  const migrateChat = (from: string, to: string, at: number): Effect.Effect<MigrationResult, StoreError> =>
+    from === to ? Effect.succeed({ migrated: false, moved: 0 }) : db.transaction(Effect.gen(function*() {
+      // Both chats' rows, locked in a fixed order (as apply takes them), so no batch interleaves.
+      const pair = [from, to].sort()
+      yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, 1, ?), (?, 1, ?) ON CONFLICT (chat_id) DO NOTHING`, [
+        pair[0]!, at, pair[1]!, at
+      ])
+      yield* db.query(`SELECT chat_id FROM deixis_chats WHERE chat_id IN (?, ?) ORDER BY chat_id${C}${pg ? " FOR UPDATE" : ""}`, pair)
+      const done = yield* db.query(`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?`, [from])
+      if (done.length > 0) return { migrated: false, moved: 0 }
+      yield* db.query(`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (?, ?, ?)`, [from, to, at])
+
+      // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
+      const messageRows = yield* db.query(
+        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
+        [from]
+      )
+      yield* bulk(
+        messageRowColumns,
+        messageRows.map((r) => {
+          const id = migratedMessageId(str(r["message_id"]))
+          const reply = strOrNull(r["reply_to"])
+          const replyTo = reply === null ? null : migratedMessageId(reply)
+          return messageRow({ ...messageOf(to, r), message_id: id, reply_to_message_id: replyTo })
+        }),
+        (rows) =>
+          `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+           SELECT * FROM ${rows} WHERE true ON CONFLICT DO NOTHING`
+      )
+      yield* db.query(`DELETE FROM deixis_messages WHERE chat_id = ?`, [from])
+
+      // Objects: ids stay; they come before the new chat's own in the order of storage.
+      const objectRows = yield* db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? ORDER BY seq`, [from])
+      const lowest = yield* db.query(`SELECT MIN(seq) AS low FROM deixis_objects WHERE chat_id = ?`, [to])
+      const low = lowest[0]?.["low"] === null || lowest[0]?.["low"] === undefined ? 1 : num(lowest[0]["low"])
+      const base = Math.min(low, 1) - objectRows.length
+      const moved: Array<ReadonlyArray<Scalar>> = []
+      for (let i = 0; i < objectRows.length; i++) {
+        const decoded = objectOf(objectRows[i]!["body"])
+        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        const o: ContextObject = { ...decoded.right, chat_id: to, source_message_id: migratedMessageId(decoded.right.source_message_id) }
+        moved.push(objectRow(o, base + i))
+      }
+      yield* bulk(
+        objectRowColumns,
+        moved,
+        (rows) => `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${rows} WHERE true ON CONFLICT (chat_id, object_id) DO NOTHING`
+      )
+      yield* db.query(`DELETE FROM deixis_objects WHERE chat_id = ?`, [from])
+
+      // Poll ids and the event ids already applied follow the chat.
+      yield* db.query(`UPDATE deixis_polls SET chat_id = ? WHERE chat_id = ?`, [to, from])
+      yield* db.query(
+        `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT ?, event_id, seen_at FROM deixis_events WHERE chat_id = ?
+         ON CONFLICT DO NOTHING`,
+        [to, from]
+      )
+      yield* db.query(`DELETE FROM deixis_events WHERE chat_id = ?`, [from])
+      return { migrated: true, moved: messageRows.length + objectRows.length }
+    })).pipe(Effect.mapError(failStore("migrateChat")), Effect.withSpan("SqlContextStore.migrateChat"))
+
+  return { apply, migrateChat }
+}
