@@ -269,11 +269,7 @@ export const assemble = (input: AssembleInput): AssembledPrompt => {
   const listed = input.active.slice(0, budget.active_max_objects)
   let stateCut = state.cut
 
-  // What each history item adds (its JSON line, or its assistant turn), to choose the cut in one pass.
   const items = input.history
-  const itemCost = items.map((item) =>
-    item.kind === "outbound_agent" ? cost(item.text) + MESSAGE_OVERHEAD_TOKENS : cost(renderItemJson(item)) + 0.5
-  )
   const keep = (omitted: number) => {
     if (omitted === 0) return items
     const kept: Array<HistoryItem> = []
@@ -296,10 +292,14 @@ export const assemble = (input: AssembleInput): AssembledPrompt => {
 
   let result = build(0, listed, system)
   if (result.tokens <= budget.max_tokens) return result
-  // Drop the oldest items: first a guess from the per-item costs, then one more at a time.
+  // Drop the oldest items: first a guess from what each adds (its JSON line, or its assistant
+  // turn), then one more at a time.
   let omitted = 0
   let excess = result.tokens - budget.max_tokens + estimateTokens(cutNote({ history_omitted: items.length, active_omitted: 0, state_cut: false, over_budget: false }, budget) ?? "")
-  while (omitted < items.length && excess > 0) excess -= itemCost[omitted++]!
+  while (omitted < items.length && excess > 0) {
+    const item = items[omitted++]!
+    excess -= item.kind === "outbound_agent" ? cost(item.text) + MESSAGE_OVERHEAD_TOKENS : cost(renderItemJson(item)) + 0.5
+  }
   for (;;) {
     result = build(omitted, listed, system)
     if (result.tokens <= budget.max_tokens || omitted >= items.length) break
