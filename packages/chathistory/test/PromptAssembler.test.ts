@@ -24,7 +24,7 @@ const active = (n: number): ReadonlyArray<ActiveObject> =>
     topic_id: null,
     title_or_label: `summary ${i}`,
     confidence: 0.9,
-    why_active: ["summary_generated" as const],
+    why_active: ["activated_by_summary" as const],
     created_at: t0,
     last_touched_at: t0,
     active_until: t0 + 3_600_000,
