@@ -453,6 +453,7 @@ export const make = (settings: LlmConfig) =>
         }
       })
     const messages_ = messages
+    const fallbacks = new Set([messages.timeout, messages.error, messages.empty, messages.rounds(settings.maxRounds)])
 
     const answer: Assistant["answer"] = <R>(
       ctx: DeixisTelegraf.DeixisContext,
@@ -538,7 +539,8 @@ export const make = (settings: LlmConfig) =>
         // Once sending starts, a cancellation waits for it: the answer is posted and recorded whole.
         yield* Effect.uninterruptible(Effect.gen(function*() {
           const sentId = yield* io.send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
-          if (sentId !== null && turn.summary !== null) {
+          // An apology is never the summary, whatever the model said before failing.
+          if (sentId !== null && turn.summary !== null && !fallbacks.has(text)) {
             // The model said its answer is a summary: the sent message is the active summary.
             yield* ingest.apply([ModelActions.answerSummaryEvent({
               chat_id: scope.chat_id,
