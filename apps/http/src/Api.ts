@@ -3,7 +3,7 @@
  * client and the OpenAPI document all derive. JSON field names are the specs' snake_case.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextEvent, ConversationState, ContextStore, Errors, Ids, ReferenceResolver } from "@deixis/core"
 import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
@@ -148,7 +148,7 @@ export class Events extends HttpApiGroup.make("events")
       .annotate(OpenApi.Summary, "Record a message the bot sent, as the answer to a user message (its bot_response_id)")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
 export class Webhook extends HttpApiGroup.make("webhook")
@@ -163,7 +163,7 @@ export class Webhook extends HttpApiGroup.make("webhook")
       )
   )
   .middleware(TelegramAuthorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
 export class Tools extends HttpApiGroup.make("tools")
@@ -180,7 +180,9 @@ export class Tools extends HttpApiGroup.make("tools")
       .annotate(OpenApi.Summary, "The objects active in this reply chain, topic or chat")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+  // A kind or kind hint the KindRegistry does not know.
+  .addError(Errors.InvalidRequest, { status: Errors.statusOf(Errors.InvalidRequest) })
 {}
 
 export class Chats extends HttpApiGroup.make("chats")
@@ -221,14 +223,14 @@ export class Chats extends HttpApiGroup.make("chats")
       }))
       .addSuccess(ConversationState.UpdateConversationStateResult)
       .addError(PreconditionFailed)
-      .addError(ConversationState.ConversationStateRejected)
-      .addError(ConversationState.ConversationStateTooLarge)
-      .addError(ConversationState.InvalidMergePatch)
+      .addError(ConversationState.ConversationStateRejected, { status: Errors.statusOf(ConversationState.ConversationStateRejected) })
+      .addError(ConversationState.ConversationStateTooLarge, { status: Errors.statusOf(ConversationState.ConversationStateTooLarge) })
+      .addError(ConversationState.InvalidMergePatch, { status: Errors.statusOf(ConversationState.InvalidMergePatch) })
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: \"<revision>\" (or a list of them) or * (the state exists), else 412")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
 /**

@@ -248,5 +248,17 @@ describe("published packages, as a consumer installs them", () => {
     const tools = (await runExample("tools")).split("\n").filter((line) => line.startsWith("{"))
     expect(tools.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual(["ok", "error"])
     expect(tools[1]).toContain("InvalidParameters")
+    // @deixis/core's "Replacing the rules": a custom kind, TTL policy and scorer feature.
+    const runMarked = async (marker: string) => {
+      const file = examples.find((example) => fs.readFileSync(path.join(consumer, example), "utf8").includes(marker))
+      expect(file, marker).toBeDefined()
+      const out = await run(process.execPath, [path.join("out", file!.replace(/\.ts$/, ".js"))], consumer)
+      return JSON.parse(out.split("\n").filter((line) => line.startsWith("{")).at(-1)!) as unknown
+    }
+    expect(await runMarked("examples/customKind.ts")).toEqual({
+      status: "resolved", kind: "x.ticket", label: "TCK-42: login fails", listed: ["x.ticket"]
+    })
+    expect(await runMarked("examples/customTtlPolicy.ts")).toEqual({ minutes_left: { "-1001": 120, "-1002": 10 } })
+    expect(await runMarked("examples/customScorer.ts")).toEqual({ status: "resolved", best: "-1001/10/link", embedding: 40 })
   })
 })
