@@ -257,16 +257,16 @@ const sse = (text: string) => encoder.encode(text)
 export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
   Effect.gen(function*() {
     const activity = yield* Activity.Activity
-    const scoring = yield* Scoring.Scoring
+    const { settings } = yield* Scoring.Scoring
     return handlers
       .handle("chats", () => Effect.map(activity.recent, (chats) => ({ chats })))
       .handle("thresholds", () =>
         Effect.succeed({
-          min_score: scoring.min_score,
-          ambiguity_margin: scoring.ambiguity_margin,
-          confidence_scale: scoring.confidence_scale,
-          near_expiry_fraction: scoring.near_expiry_fraction,
-          weights: scoring.weights
+          min_score: settings.min_score,
+          ambiguity_margin: settings.ambiguity_margin,
+          confidence_scale: settings.confidence_scale,
+          near_expiry_fraction: settings.near_expiry_fraction,
+          weights: settings.weights
         }))
       // A stream of server-sent events, open for `seconds` (the reader reconnects), with a
       // comment every 15 s so proxies keep it open.
