@@ -79,6 +79,7 @@ describe("apps/http with real clients", () => {
         "/v1/chats/{chat_id}/messages/{message_id}/context",
         "/v1/chats/{chat_id}/state",
         "/v1/inspect/chats",
+        "/v1/inspect/thresholds",
         "/v1/inspect/live"
       ])
       const docs = yield* call(() => api.fetch("/docs").then((r) => r.text()))

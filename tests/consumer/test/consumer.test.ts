@@ -208,7 +208,7 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.chathistory).toContain("HistoryRenderer")
     expect(report.storeSql).toEqual(["SqlStore", "StoreConfig"])
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
-    expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
+    expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions"])
     expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
     // The `deixis` executable, as npm linked it: its usage, not a crash.
     expect(await run(path.join(consumer, "node_modules", ".bin", "deixis"), ["--help"], consumer)).toContain("import")
