@@ -230,14 +230,6 @@ export interface CustomFeature {
 }
 
 /**
- * What the thresholds say of the best candidates.
- *
- * @since 0.2.0
- * @category models
- */
-export type Verdict = "resolved" | "ambiguous" | "not_found"
-
-/**
  * The scorer: features of a candidate, its score, the order of candidates and the thresholds
  * for resolved / ambiguous / not found.
  *

@@ -149,7 +149,7 @@ const knownObject = (
   index: number,
   extra: Partial<ContextObject>
 ): ContextObject => {
-  const object: ContextObject = {
+  const object: { -readonly [K in keyof ContextObject]: ContextObject[K] } = {
     object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
     kind,
     chat_id: e.chat_id,
@@ -165,7 +165,9 @@ const knownObject = (
     activated_at: null,
     ...extra
   }
-  return { ...object, ttl_class: rules.policy.classFor(kind, undefined, object) }
+  // Set on the fresh object, not a copy: this runs for every link and file ingested.
+  object.ttl_class = rules.policy.classFor(kind, undefined, object)
+  return object
 }
 
 /** The links and media objects a message's content derives, in their deterministic ids. */
