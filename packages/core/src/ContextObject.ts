@@ -7,6 +7,7 @@
 import * as Schema from "effect/Schema"
 import { ChatId, MessageId, ObjectId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
+import type { PoolTier } from "./ContextStore.js"
 
 /**
  * The explicit activation events. Nothing else makes an object active: being mentioned,
@@ -241,6 +242,18 @@ export const messageObject = (message: MessageMeta): ContextObject => ({
   active_until: null,
   activated_at: null
 })
+
+/**
+ * Whether the message of an expired object may stand in for it at this tier: always on the
+ * reply chain (it reaches any topic), elsewhere only in the object's own topic. The two differ
+ * only when an object was activated before its message was seen, and the message then turned
+ * out to be in another topic: it must not carry a candidate out of that topic.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const standsIn = (object: ContextObject, message: MessageMeta, tier: PoolTier): boolean =>
+  tier === "reply_target" || tier === "reply_chain" || message.topic_id === object.topic_id
 
 /**
  * The compact, safe descriptor both tools return: no activation bookkeeping, no text.

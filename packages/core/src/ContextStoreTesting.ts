@@ -421,6 +421,23 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(debug.entries.map((e) => e.object.object_id), [`${chat}/1/media.image`])
         }))
 
+      it.effect("an object activated before its message was seen gives way to that message only in the message's own topic", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          // The activation comes first (no topic known yet); the message turns out to be in topic 7.
+          yield* apply([
+            { type: "object_activated", event_id: "early", chat_id: chat, reason: "summarized", source_message_id: 13, kind: "media.image" },
+            { type: "message_observed", chat_id: chat, message_id: 13, topic_id: 7, sender_user_id: 2 },
+            { type: "message_observed", chat_id: chat, message_id: 14, sender_user_id: 2 }
+          ])
+          const later = T0 + settings.short_medium + minute
+          const elsewhere = yield* pool(query(chat, { topic_id: null, current_message_id: "14", now: later }))
+          assert.deepStrictEqual(elsewhere.entries.filter((e) => e.object.topic_id === "7").map((e) => e.object.object_id), [])
+          // A reply to it reaches it wherever it is.
+          const replied = yield* pool(query(chat, { topic_id: null, current_message_id: "14", reply_to_message_id: "13", now: later }))
+          assert.deepStrictEqual(replied.entries.filter((e) => e.tier === "reply_target").map((e) => e.object.object_id), [`${chat}/13/message`])
+        }))
+
       it.effect("the media of an album carry its id", () =>
         Effect.gen(function*() {
           const chat = freshChat()

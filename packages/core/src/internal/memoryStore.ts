@@ -4,7 +4,7 @@ import type { ChatInfo, MigrationResult } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
-import { isActive, messageObject } from "../ContextObject.js"
+import { isActive, messageObject, standsIn } from "../ContextObject.js"
 import type {
   ApplyOptions,
   CandidatePool,
@@ -327,7 +327,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       if (expired(o)) {
         // Its TTL is over: the message it came from is the candidate, not a typed object.
         const m = chat.messages.get(o.source_message_id)
-        if (m === undefined || m.message_id === q.current_message_id) return
+        if (m === undefined || m.message_id === q.current_message_id || !standsIn(o, m, tier)) return
         const stand = messageObject(m)
         if (!kindOk(stand.kind)) return
         o = stand

@@ -3,7 +3,7 @@
  * when the request's topic is unknown and the rest of the chat is searched): on SQLite a UNION
  * of bounded parts, on PostgreSQL the `deixis_pool` function (same parts, plans kept per connection).
  */
-import { type ContextObject, isActive, type MessageMeta, messageObject } from "@deixis/core/ContextObject"
+import { type ContextObject, isActive, type MessageMeta, messageObject, standsIn } from "@deixis/core/ContextObject"
 import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "@deixis/core/ContextStore"
 import { effectiveTopic } from "@deixis/core/ChatInfo"
 import { positionLength } from "@deixis/core/Ids"
@@ -271,7 +271,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
         let entry = e
         if (expired(e.object)) {
           const m = sources.get(e.object.source_message_id)
-          if (m === undefined || m.message_id === q.current_message_id) continue
+          if (m === undefined || m.message_id === q.current_message_id || !standsIn(e.object, m, e.tier)) continue
           const stand = messageObject(m)
           if (!kindOk(stand.kind)) continue
           entry = { object: stand, tier: e.tier }
