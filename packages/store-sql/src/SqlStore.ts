@@ -76,6 +76,11 @@ export interface RetentionOptions {
   readonly sweep_interval: number
   /** Rows deleted per statement (and per transaction) by a sweep. */
   readonly sweep_batch: number
+  /**
+   * The context store's in-memory cache of active chats (candidate-pool rows, message metadata),
+   * in MiB; 0 turns it off.
+   */
+  readonly cache_mb: number
 }
 
 /**
@@ -121,7 +126,7 @@ export interface PgOptions extends Partial<RetentionOptions> {
  * Retention settings from `DEIXIS_*` keys, each default written once, here:
  * `STORE_OBJECT_RETENTION` 7 days, `STORE_MESSAGE_RETENTION` 30 days,
  * `STORE_EVENT_RETENTION` 7 days, `HISTORY_STORE_RETENTION` 30 days,
- * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000.
+ * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000, `STORE_CACHE_MB` 64.
  *
  * @since 0.1.0
  * @category config
@@ -132,7 +137,11 @@ export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
   event_retention: millis("STORE_EVENT_RETENTION", "7 days"),
   history_retention: millis("HISTORY_STORE_RETENTION", "30 days"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute"),
-  sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000)
+  sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000),
+  cache_mb: Config.integer("STORE_CACHE_MB").pipe(
+    Config.withDefault(64),
+    Config.validate({ message: "STORE_CACHE_MB must be a whole number of MiB, 0 (no cache) or more", validation: (n) => n >= 0 })
+  )
 }).pipe(Config.nested("DEIXIS"))
 
 /**

@@ -10,11 +10,72 @@ import { positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
+import type { SqlError } from "@effect/sql/SqlError"
 import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
+import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
 
-export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
+const unknownHead = { revision: -1, isForum: false }
+
+/** What a scope's rows depend on besides the chat's revision and `now`. */
+const scopeKey = (q: PoolQuery, fallback: boolean): string =>
+  JSON.stringify([
+    fallback,
+    q.topic_id,
+    fallback ? null : q.reply_to_message_id,
+    q.sender_user_id,
+    q.kinds ?? null,
+    q.prefer_kinds,
+    q.include_owned,
+    q.active_only,
+    q.limits.chain_depth,
+    q.limits.recent_objects,
+    q.limits.recent_per_kind,
+    q.limits.recent_messages,
+    q.limits.owned
+  ])
+
+/**
+ * The query as read for every request of its scope: the current message is left in the plain
+ * messages (one more of them read) and taken out by `servedAt`, so one read serves every message
+ * of the scope.
+ */
+const shared = (q: PoolQuery): PoolQuery => ({
+  ...q,
+  current_message_id: "",
+  limits: { ...q.limits, recent_messages: q.limits.recent_messages > 0 ? q.limits.recent_messages + 1 : q.limits.recent_messages }
+})
+
+/**
+ * A scope's rows (read by `shared(q)` at some time not after `q.now`) as the database answers `q`
+ * at `q.now`: without the current message and within the plain-message limit, and without the
+ * active objects whose activity ended since. (Those are the lowest of the active part, ordered by
+ * `active_until` descending, so what remains is exactly the newer read's part.)
+ */
+const servedAt = (
+  rows: ReadonlyArray<Row>,
+  q: PoolQuery,
+  objectOf: ContextSql["objectOf"]
+): ReadonlyArray<Row> => {
+  let messages = 0
+  return rows.filter((r) => {
+    const part = r["part"]
+    if (part === "m") {
+      if (r["mid"] === q.current_message_id || messages >= q.limits.recent_messages) return false
+      messages++
+      return true
+    }
+    if (part === "a") {
+      const o = objectOf(r["body"])
+      return Either.isLeft(o) || (o.right.active_until !== null && o.right.active_until > q.now)
+    }
+    return true
+  })
+}
+
+export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
@@ -171,8 +232,11 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
         return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
       }
-      // In a forum, a request without a topic is in the General topic.
-      const isForum = query.topic_id === null ? yield* forumOf(query.chat_id) : false
+      // The chat's revision (checked against the cache) and, in a forum, a request without a topic
+      // is in the General topic.
+      const head = cache.enabled || query.topic_id === null ? yield* headOf(query.chat_id) : unknownHead
+      const entry = cache.entry(query.chat_id, head.revision)
+      const isForum = query.topic_id === null ? head.isForum : false
       const topicId = effectiveTopic(query.topic_id, isForum)
       const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
       const out = new Map<string, PoolEntry>()
@@ -219,7 +283,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
         return Effect.void
       }
 
-      const rows = byPart(yield* scopeRows(q, false))
+      const rows = byPart(yield* rowsFor(entry, q, false))
 
       // 1. The reply target and its chain, whatever topic they are in.
       const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
@@ -256,7 +320,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       const fallback = !homeActive
       if (fallback) {
         const everything = !rows.has("e")
-        yield* collectScope(byPart(yield* scopeRows(everything ? q : { ...q, active_only: true }, true)), "fallback")
+        yield* collectScope(byPart(yield* rowsFor(entry, everything ? q : { ...q, active_only: true }, true)), "fallback")
       }
 
       // Objects whose activity expired give way to the messages they came from.
@@ -264,7 +328,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
       const sources = stale.length === 0
         ? new Map<string, MessageMeta>()
-        : yield* messagesOf(q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
+        : yield* messagesFor(entry, q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
       const final: Array<PoolEntry> = []
       const taken = new Set<string>()
       for (const e of entries) {
@@ -283,12 +347,50 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       return { entries: final, chain, fallback, topic_id: topicId }
     }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
 
-  /** Whether a chat is a forum (false for a chat never seen). */
-  const forumOf = (chatId: string) =>
+  /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */
+  const headOf = (chatId: string) =>
     Effect.map(
-      db.query(`SELECT is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
-      (rows) => rows[0] !== undefined && bool(rows[0]["is_forum"])
+      db.query(`SELECT revision, is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
+      (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
+
+  const counted = (hit: boolean, evicted = 0) =>
+    Effect.zipRight(
+      Metric.increment(hit ? cacheHits : cacheMisses),
+      evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
+    )
+
+  /**
+   * A scope's rows, from the chat's cache entry when it holds them (read at or before `q.now`),
+   * else from the database (then kept). Either way as the database would answer at `q.now`.
+   */
+  const rowsFor = (entry: ChatEntry | undefined, q: PoolQuery, fallback: boolean): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const k = scopeKey(q, fallback)
+    const cached = entry?.scopes.get(k)
+    if (cached !== undefined && cached.now <= q.now) return Effect.as(counted(true), servedAt(cached.rows, q, objectOf))
+    return Effect.flatMap(scopeRows(shared(q), fallback), (rows) =>
+      entry === undefined
+        ? Effect.succeed(servedAt(rows, q, objectOf))
+        : Effect.as(counted(false, cache.putScope(entry, k, { now: q.now, rows })), servedAt(rows, q, objectOf)))
+  }
+
+  /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
+  const messagesFor = (entry: ChatEntry | undefined, chatId: string, ids: ReadonlyArray<string>) => {
+    if (entry === undefined) return messagesOf(chatId, ids)
+    const out = new Map<string, MessageMeta>()
+    const missing: Array<string> = []
+    for (const id of ids) {
+      const known = entry.messages.get(id)
+      if (known === undefined) missing.push(id)
+      else if (known !== null) out.set(id, known)
+    }
+    if (missing.length === 0) return Effect.as(counted(true), out)
+    return Effect.flatMap(messagesOf(chatId, missing), (found) => {
+      for (const [id, m] of found) out.set(id, m)
+      const evicted = cache.putMessages(entry, missing.map((id) => [id, found.get(id) ?? null] as const))
+      return Effect.as(counted(false, evicted), out)
+    })
+  }
 
   /** The stored metadata of some messages of one chat, by id. */
   const messagesOf = (chatId: string, ids: ReadonlyArray<string>) =>

@@ -15,6 +15,7 @@ import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./co
 import {
   type ContextSql,
   failStore,
+  makeBumpRevisions,
   key,
   messageOf,
   messageRow,
@@ -23,6 +24,7 @@ import {
   objectRow,
   objectRowColumns
 } from "./contextRows.js"
+import type { ContextCache } from "./contextCache.js"
 
 /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
 const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
@@ -156,9 +158,10 @@ const merge = (into: Wanted, from: Wanted) => {
   for (const [k, v] of from.seen) into.seen.set(k, v)
 }
 
-export const makeWrite = (ctx: ContextSql) => {
+export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
   const { C, bulk, db, objectOf, pg } = ctx
   const load = makeLoad(ctx)
+  const bumpRevisions = makeBumpRevisions(db)
 
   /** One statement per table over the batch's rows passed in bulk (see rowsTables). */
   const write = (changes: Changes, s: Loaded, now: number) =>
@@ -245,6 +248,18 @@ export const makeWrite = (ctx: ContextSql) => {
           [...part.flatMap((c) => [c, s.nextSeq.get(c) ?? 1]), ...part]
         )
       }
+      // The revision of every chat whose messages or objects changed, in this same transaction, so
+      // every store's cache of those chats (this process's and others') sees the write.
+      const changed = new Set<string>(changes.forums.keys())
+      for (const m of changes.messages) changed.add(m.chat_id)
+      for (const o of changes.removed.values()) changed.add(o.chat_id)
+      for (const { object } of changes.objects.values()) changed.add(object.chat_id)
+      yield* bumpRevisions([...changed])
+      return [...changed].map((chatId) => ({
+        chatId,
+        from: s.revisions.get(chatId) ?? 0,
+        messages: changes.messages.filter((m) => m.chat_id === chatId)
+      }))
     })
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
@@ -263,11 +278,19 @@ export const makeWrite = (ctx: ContextSql) => {
         const before = wanted.size()
         merge(wanted, missing)
         if (wanted.size() === before || round >= 8) {
-          yield* write(changes, loaded, options.now)
-          return result
+          const written = yield* write(changes, loaded, options.now)
+          return { result, written }
         }
       }
-    })).pipe(Effect.mapError(failStore("apply")), Effect.withSpan("SqlContextStore.apply"))
+    })).pipe(
+      // Committed: this process's cache follows its own write (see ContextCache.wrote).
+      Effect.map(({ result, written }) => {
+        for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
+        return result
+      }),
+      Effect.mapError(failStore("apply")),
+      Effect.withSpan("SqlContextStore.apply")
+    )
   }
 
   const migrateChat = (from: string, to: string, at: number): Effect.Effect<MigrationResult, StoreError> =>
@@ -281,6 +304,7 @@ export const makeWrite = (ctx: ContextSql) => {
       const done = yield* db.query(`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?`, [from])
       if (done.length > 0) return { migrated: false, moved: 0 }
       yield* db.query(`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (?, ?, ?)`, [from, to, at])
+      yield* bumpRevisions(pair)
 
       // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
       const messageRows = yield* db.query(
