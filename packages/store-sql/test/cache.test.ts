@@ -18,7 +18,7 @@ import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as path from "node:path"
-import { cacheEvictions, cacheHits, cacheMisses } from "../src/internal/contextCache.js"
+import { cacheEvictions, cacheHits, cacheMisses, makeContextCache } from "../src/internal/contextCache.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { type Db, makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
@@ -171,6 +171,38 @@ for (const engine of ["sqlite", "pg"] as const) {
       }))
   })
 }
+
+describe("the cache's bookkeeping", () => {
+  const rows = [{ part: "r", body: "x".repeat(1000) }]
+  it("rows read after seeing an older revision are not kept once another reader moved the chat on", () => {
+    const cache = makeContextCache(1024 * 1024)
+    const early = cache.entry("c", 1)!
+    const late = cache.entry("c", 2)!
+    assert.strictEqual(cache.putScope(early, 1, "k", { now: T0, rows }), 0)
+    assert.isUndefined(late.scopes.get("k"))
+    cache.putScope(late, 2, "k", { now: T0, rows })
+    assert.strictEqual(cache.entry("c", 2)!.scopes.get("k")?.rows, rows)
+    // This process's own write moves the entry on: scopes emptied, written messages kept.
+    const m = { chat_id: "c", message_id: "9", topic_id: null, reply_to_message_id: null, sender_user_id: null, from_bot: false, sent_at: T0 }
+    cache.wrote("c", 2, [m])
+    const moved = cache.entry("c", 3)!
+    assert.strictEqual(moved.scopes.size, 0)
+    assert.deepStrictEqual(moved.messages.get("9"), m)
+    // A write by this process over an entry at another revision starts it over.
+    cache.wrote("c", 7, [])
+    assert.strictEqual(cache.entry("c", 8)!.messages.size, 0)
+  })
+
+  it("least recently used chats leave first when the budget is exceeded", () => {
+    const cache = makeContextCache(5000)
+    for (const chat of ["a", "b"]) cache.putScope(cache.entry(chat, 0)!, 0, "k", { now: T0, rows })
+    cache.entry("a", 0) // a is used again; b is now the least recent
+    assert.strictEqual(cache.putScope(cache.entry("c", 0)!, 0, "k", { now: T0, rows }), 1)
+    assert.strictEqual(cache.entry("a", 0)!.scopes.size, 1)
+    assert.strictEqual(cache.entry("b", 0)!.scopes.size, 0)
+    assert.isAtMost(cache.size().bytes, 5000)
+  })
+})
 
 describe("DEIXIS_STORE_CACHE_MB", () => {
   const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })

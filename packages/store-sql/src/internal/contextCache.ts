@@ -69,10 +69,13 @@ export interface ContextCache {
   readonly enabled: boolean
   /** The chat's entry at `revision`, emptied first when it was filled at another revision. */
   readonly entry: (chatId: string, revision: number) => ChatEntry | undefined
-  /** Keeps a scope's rows; returns how many chats left to make room. */
-  readonly putScope: (entry: ChatEntry, key: string, scope: Omit<ScopeRows, "bytes">) => number
-  /** Keeps looked-up (or written) message metadata; `null` for an id known to be absent. */
-  readonly putMessages: (entry: ChatEntry, messages: Iterable<readonly [string, MessageMeta | null]>) => number
+  /**
+   * Keeps a scope's rows read after the chat was seen at `revision` (nothing, should the entry
+   * have moved on meanwhile); returns how many chats left to make room.
+   */
+  readonly putScope: (entry: ChatEntry, revision: number, key: string, scope: Omit<ScopeRows, "bytes">) => number
+  /** Keeps looked-up message metadata (`null`: known absent), as `putScope` keeps rows. */
+  readonly putMessages: (entry: ChatEntry, revision: number, messages: Iterable<readonly [string, MessageMeta | null]>) => number
   /**
    * After this process committed a write that moved the chat from `from` to `from + 1`: the
    * entry follows (written messages kept, scopes emptied) when it was at `from`, else starts over.
@@ -126,8 +129,11 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return found
   }
 
-  const putScope = (e: ChatEntry, key: string, scope: Omit<ScopeRows, "bytes">): number => {
-    if (chats.get(e.chatId) !== e) return 0
+  /** Whether rows read after seeing `revision` may go into `e`: another fiber may have moved it on. */
+  const current = (e: ChatEntry, revision: number) => chats.get(e.chatId) === e && e.revision === revision
+
+  const putScope = (e: ChatEntry, revision: number, key: string, scope: Omit<ScopeRows, "bytes">): number => {
+    if (!current(e, revision)) return 0
     const before = e.scopes.get(key)
     if (before !== undefined) {
       e.scopes.delete(key)
@@ -143,8 +149,8 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return fit()
   }
 
-  const putMessages = (e: ChatEntry, messages: Iterable<readonly [string, MessageMeta | null]>): number => {
-    if (chats.get(e.chatId) !== e) return 0
+  const putMessages = (e: ChatEntry, revision: number, messages: Iterable<readonly [string, MessageMeta | null]>): number => {
+    if (!current(e, revision)) return 0
     for (const [id, m] of messages) {
       if (!e.messages.has(id)) {
         if (e.messages.size >= maxMessages) {
@@ -169,7 +175,7 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     } else {
       empty(found, from + 1)
     }
-    return putMessages(found, messages.map((m) => [m.message_id, m] as const))
+    return putMessages(found, from + 1, messages.map((m) => [m.message_id, m] as const))
   }
 
   return { enabled, entry, putScope, putMessages, wrote, size: () => ({ bytes, chats: chats.size }) }

@@ -19,23 +19,24 @@ import { storable } from "./ids.js"
 
 const unknownHead = { revision: -1, isForum: false }
 
-/** What a scope's rows depend on besides the chat's revision and `now`. */
+/** What a scope's rows depend on besides the chat's revision and `now` (the reply chain is read apart). */
 const scopeKey = (q: PoolQuery, fallback: boolean): string =>
   JSON.stringify([
     fallback,
     q.topic_id,
-    fallback ? null : q.reply_to_message_id,
     q.sender_user_id,
     q.kinds ?? null,
     q.prefer_kinds,
     q.include_owned,
     q.active_only,
-    q.limits.chain_depth,
     q.limits.recent_objects,
     q.limits.recent_per_kind,
     q.limits.recent_messages,
     q.limits.owned
   ])
+
+/** What a reply chain's rows depend on besides the chat's revision. */
+const chainKey = (q: PoolQuery): string => JSON.stringify(["chain", q.reply_to_message_id, q.limits.chain_depth])
 
 /**
  * The query as read for every request of its scope: the current message is left in the plain
@@ -75,7 +76,7 @@ const servedAt = (
   })
 }
 
-export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
+export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
@@ -151,34 +152,39 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
     }
   }
 
-  const chainParts = (q: PoolQuery, parts: Array<string>, params: Array<Param>): string => {
+  /**
+   * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
+   * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
+   * fixes the join order: walk from the chain into the tables, never the reverse.
+   */
+  const readChain = (q: PoolQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     const reply = q.reply_to_message_id
-    if (reply === null || q.limits.chain_depth <= 0) return ""
-    params.push(positionLength(reply), reply, q.chat_id, q.limits.chain_depth)
-    // CROSS JOIN fixes SQLite's join order: walk from the chain into the tables, never the reverse.
-    const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
-        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+    if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
+    const J = pg ? "JOIN" : "CROSS JOIN"
+    return db.query(
+      `WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
         UNION ALL
         SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
-          CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+          ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
         WHERE c.depth < ? AND m.reply_to IS NOT NULL
-      ) `
-    parts.push(
-      `SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
+      )
+      SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
          m.sent_at, c.depth AS depth,
          CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
-       FROM chain c CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
-    )
-    params.push(q.chat_id)
-    parts.push(objectPart(
-      "co",
-      `SELECT o.body, o.seq FROM chain c
-         CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-         CROSS JOIN deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
+       FROM chain c ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+      UNION ALL
+      ${
+        objectPart(
+          "co",
+          `SELECT o.body, o.seq FROM chain c
+         ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+         ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
        ORDER BY c.depth, o.seq LIMIT 256`
-    ))
-    params.push(q.chat_id, q.chat_id)
-    return cte
+        )
+      }`,
+      [positionLength(reply), reply, q.chat_id, q.limits.chain_depth, q.chat_id, q.chat_id, q.chat_id]
+    )
   }
 
   const existsPart = (q: PoolQuery, parts: Array<string>, params: Array<Param>) => {
@@ -190,10 +196,10 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
     params.push(q.chat_id, topic, q.chat_id, topic)
   }
 
-  /** The rows of the pool's parts for the request's scope (with the chain), or for the rest of the chat. */
+  /** The rows of the pool's parts for the request's scope, or for the rest of the chat. */
   const scopeRows = (q: PoolQuery, fallback: boolean) => {
     if (pg) {
-      const reply = fallback ? null : q.reply_to_message_id
+      // No reply target: the chain is read apart (readChain), so these rows serve every reply.
       return db.query(
         `SELECT * FROM deixis_pool(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT),
            CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN),
@@ -203,8 +209,8 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
           topicKey(q.topic_id),
           fallback ? "true" : "false",
           q.current_message_id,
-          reply,
-          reply === null ? null : positionLength(reply),
+          null,
+          null,
           q.limits.chain_depth,
           q.sender_user_id,
           q.kinds ?? null,
@@ -221,10 +227,9 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
     }
     const parts: Array<string> = []
     const params: Array<Param> = []
-    const cte = fallback ? "" : chainParts(q, parts, params)
     if (!fallback) existsPart(q, parts, params)
     scopeParts(q, !fallback, parts, params)
-    return db.query(cte + parts.join("\nUNION ALL\n"), params)
+    return db.query(parts.join("\nUNION ALL\n"), params)
   }
 
   const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
@@ -283,12 +288,13 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
         return Effect.void
       }
 
-      const rows = byPart(yield* rowsFor(entry, q, false))
+      const rows = byPart(yield* cached(entry, head.revision, scopeKey(q, false), q, scopeRows(shared(q), false)))
 
       // 1. The reply target and its chain, whatever topic they are in.
-      const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
+      const chained = byPart(yield* cached(entry, head.revision, chainKey(q), q, readChain(q)))
+      const chainRows = [...(chained.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
       const chainObjects = new Map<string, Array<ContextObject>>()
-      for (const r of rows.get("co") ?? []) {
+      for (const r of chained.get("co") ?? []) {
         const o = objectOf(r["body"])
         if (Either.isLeft(o)) return yield* Effect.fail(o.left)
         const list = chainObjects.get(o.right.source_message_id)
@@ -320,7 +326,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
       const fallback = !homeActive
       if (fallback) {
         const everything = !rows.has("e")
-        yield* collectScope(byPart(yield* rowsFor(entry, everything ? q : { ...q, active_only: true }, true)), "fallback")
+        yield* collectScope(byPart(yield* scopeFallback(entry, head.revision, everything ? q : { ...q, active_only: true })), "fallback")
       }
 
       // Objects whose activity expired give way to the messages they came from.
@@ -328,7 +334,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
       const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
       const sources = stale.length === 0
         ? new Map<string, MessageMeta>()
-        : yield* messagesFor(entry, q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
+        : yield* messagesFor(entry, head.revision, q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
       const final: Array<PoolEntry> = []
       const taken = new Set<string>()
       for (const e of entries) {
@@ -361,21 +367,28 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
     )
 
   /**
-   * A scope's rows, from the chat's cache entry when it holds them (read at or before `q.now`),
-   * else from the database (then kept). Either way as the database would answer at `q.now`.
+   * Rows under `key`, from the chat's cache entry when it holds them (read at or before `q.now`),
+   * else by `read` (then kept). Either way as the database would answer at `q.now`.
    */
-  const rowsFor = (entry: ChatEntry | undefined, q: PoolQuery, fallback: boolean): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    const k = scopeKey(q, fallback)
-    const cached = entry?.scopes.get(k)
-    if (cached !== undefined && cached.now <= q.now) return Effect.as(counted(true), servedAt(cached.rows, q, objectOf))
-    return Effect.flatMap(scopeRows(shared(q), fallback), (rows) =>
+  const cached = (
+    entry: ChatEntry | undefined,
+    revision: number,
+    key: string,
+    q: PoolQuery,
+    read: Effect.Effect<ReadonlyArray<Row>, SqlError>
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const kept = entry?.scopes.get(key)
+    if (kept !== undefined && kept.now <= q.now) return Effect.as(counted(true), servedAt(kept.rows, q, objectOf))
+    return Effect.flatMap(read, (rows) =>
       entry === undefined
         ? Effect.succeed(servedAt(rows, q, objectOf))
-        : Effect.as(counted(false, cache.putScope(entry, k, { now: q.now, rows })), servedAt(rows, q, objectOf)))
+        : Effect.as(counted(false, cache.putScope(entry, revision, key, { now: q.now, rows })), servedAt(rows, q, objectOf)))
   }
+  const scopeFallback = (entry: ChatEntry | undefined, revision: number, q: PoolQuery) =>
+    cached(entry, revision, scopeKey(q, true), q, scopeRows(shared(q), true))
 
   /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
-  const messagesFor = (entry: ChatEntry | undefined, chatId: string, ids: ReadonlyArray<string>) => {
+  const messagesFor = (entry: ChatEntry | undefined, revision: number, chatId: string, ids: ReadonlyArray<string>) => {
     if (entry === undefined) return messagesOf(chatId, ids)
     const out = new Map<string, MessageMeta>()
     const missing: Array<string> = []
@@ -387,7 +400,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql, cache: C
     if (missing.length === 0) return Effect.as(counted(true), out)
     return Effect.flatMap(messagesOf(chatId, missing), (found) => {
       for (const [id, m] of found) out.set(id, m)
-      const evicted = cache.putMessages(entry, missing.map((id) => [id, found.get(id) ?? null] as const))
+      const evicted = cache.putMessages(entry, revision, missing.map((id) => [id, found.get(id) ?? null] as const))
       return Effect.as(counted(false, evicted), out)
     })
   }
