@@ -30,9 +30,12 @@ export const cacheEvictions = Metric.counter("deixis_store_cache_evictions_total
   incremental: true
 })
 
-/** Scopes and messages one chat keeps at most (oldest first out), whatever the budget. */
-const maxScopes = 256
-const maxMessages = 4096
+/**
+ * Scopes (a topic's shapes, reply chains) and messages one chat keeps at most, least recently
+ * used first out, whatever the budget: a bound on one chat's share of the maps' overhead.
+ */
+const maxScopes = 8192
+const maxMessages = 8192
 /** A rough per-row and per-entry overhead of the JS heap, in bytes. */
 const rowOverhead = 96
 const messageBytes = 256
@@ -69,6 +72,8 @@ export interface ContextCache {
   readonly enabled: boolean
   /** The chat's entry at `revision`, emptied first when it was filled at another revision. */
   readonly entry: (chatId: string, revision: number) => ChatEntry | undefined
+  /** A scope's rows kept under `key`, marked as just used. */
+  readonly scope: (entry: ChatEntry, key: string) => ScopeRows | undefined
   /**
    * Keeps a scope's rows read after the chat was seen at `revision` (nothing, should the entry
    * have moved on meanwhile); returns how many chats left to make room.
@@ -178,5 +183,14 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return putMessages(found, from + 1, messages.map((m) => [m.message_id, m] as const))
   }
 
-  return { enabled, entry, putScope, putMessages, wrote, size: () => ({ bytes, chats: chats.size }) }
+  const scope = (e: ChatEntry, key: string): ScopeRows | undefined => {
+    const kept = e.scopes.get(key)
+    if (kept !== undefined) {
+      e.scopes.delete(key)
+      e.scopes.set(key, kept)
+    }
+    return kept
+  }
+
+  return { enabled, entry, scope, putScope, putMessages, wrote, size: () => ({ bytes, chats: chats.size }) }
 }

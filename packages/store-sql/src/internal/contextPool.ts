@@ -326,7 +326,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       const fallback = !homeActive
       if (fallback) {
         const everything = !rows.has("e")
-        yield* collectScope(byPart(yield* scopeFallback(entry, head.revision, everything ? q : { ...q, active_only: true })), "fallback")
+        const f: PoolQuery = everything ? q : { ...q, active_only: true }
+        yield* collectScope(byPart(yield* cached(entry, head.revision, scopeKey(f, true), f, scopeRows(shared(f), true))), "fallback")
       }
 
       // Objects whose activity expired give way to the messages they came from.
@@ -377,15 +378,13 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     q: PoolQuery,
     read: Effect.Effect<ReadonlyArray<Row>, SqlError>
   ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    const kept = entry?.scopes.get(key)
+    const kept = entry === undefined ? undefined : cache.scope(entry, key)
     if (kept !== undefined && kept.now <= q.now) return Effect.as(counted(true), servedAt(kept.rows, q, objectOf))
     return Effect.flatMap(read, (rows) =>
       entry === undefined
         ? Effect.succeed(servedAt(rows, q, objectOf))
         : Effect.as(counted(false, cache.putScope(entry, revision, key, { now: q.now, rows })), servedAt(rows, q, objectOf)))
   }
-  const scopeFallback = (entry: ChatEntry | undefined, revision: number, q: PoolQuery) =>
-    cached(entry, revision, scopeKey(q, true), q, scopeRows(shared(q), true))
 
   /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
   const messagesFor = (entry: ChatEntry | undefined, revision: number, chatId: string, ids: ReadonlyArray<string>) => {
