@@ -8,8 +8,10 @@ import { applyEvent, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId } from "@deixis/core/Ids"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { chunks, marks, num, type Scalar, str, strOrNull } from "./db.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
@@ -283,9 +285,11 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         }
       }
     })).pipe(
-      // Committed: this process's cache follows its own write (see ContextCache.wrote).
-      Effect.map(({ result, written }) => {
-        for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
+      // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
+      // caller's transaction this was only a savepoint, which may still roll back: the cache is left
+      // at the old revision, which the committed write moves past.
+      Effect.zipWith(Effect.serviceOption(SqlClient.TransactionConnection), ({ result, written }, outer) => {
+        if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
         return result
       }),
       Effect.mapError(failStore("apply")),
