@@ -194,13 +194,22 @@ describe("the cache's bookkeeping", () => {
   })
 
   it("least recently used chats leave first when the budget is exceeded", () => {
-    const cache = makeContextCache(5000)
+    const cache = makeContextCache(6000)
     for (const chat of ["a", "b"]) cache.putScope(cache.entry(chat, 0)!, 0, "k", { now: T0, rows })
     cache.entry("a", 0) // a is used again; b is now the least recent
     assert.strictEqual(cache.putScope(cache.entry("c", 0)!, 0, "k", { now: T0, rows }), 1)
     assert.strictEqual(cache.entry("a", 0)!.scopes.size, 1)
     assert.strictEqual(cache.entry("b", 0)!.scopes.size, 0)
-    assert.isAtMost(cache.size().bytes, 5000)
+    assert.isAtMost(cache.size().bytes, 6000)
+    assert.strictEqual(cache.takeEvictions(), 1)
+  })
+
+  it("many chats asked once each stay within the budget: an empty entry counts too", () => {
+    const cache = makeContextCache(64 * 1024)
+    for (let i = 0; i < 10_000; i++) cache.entry(`chat-${i}`, 0)
+    assert.isAtMost(cache.size().bytes, 64 * 1024)
+    assert.isBelow(cache.size().chats, 10_000)
+    assert.strictEqual(cache.takeEvictions(), 10_000 - cache.size().chats)
   })
 })
 

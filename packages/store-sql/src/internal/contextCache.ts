@@ -39,6 +39,8 @@ const maxMessages = 8192
 /** A rough per-row and per-entry overhead of the JS heap, in bytes. */
 const rowOverhead = 96
 const messageBytes = 256
+/** A chat's entry itself, so that many chats asked once each are bounded too. */
+const entryBytes = 512
 
 /** The rows of one pool scope, as read at `now` (served again at any later time). */
 export interface ScopeRows {
@@ -86,6 +88,8 @@ export interface ContextCache {
    * entry follows (written messages kept, scopes emptied) when it was at `from`, else starts over.
    */
   readonly wrote: (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>) => number
+  /** Chats evicted since the last call (for the evictions metric). */
+  readonly takeEvictions: () => number
   /** Bytes held (the estimate the budget is checked against) and chats cached. */
   readonly size: () => { readonly bytes: number; readonly chats: number }
 }
@@ -93,6 +97,7 @@ export interface ContextCache {
 export const makeContextCache = (budgetBytes: number): ContextCache => {
   const chats = new Map<string, ChatEntry>()
   let bytes = 0
+  let evictions = 0
   const enabled = budgetBytes > 0
 
   const touch = (entry: ChatEntry) => {
@@ -109,6 +114,7 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     entry.revision = revision
     entry.scopes.clear()
     entry.messages.clear()
+    grow(entry, entryBytes)
   }
   /** Evicts least recently used chats until the budget holds; returns how many left. */
   const fit = (): number => {
@@ -119,6 +125,7 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
       bytes -= entry.bytes
       evicted++
     }
+    evictions += evicted
     return evicted
   }
 
@@ -127,11 +134,13 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     let found = chats.get(chatId)
     if (found === undefined) {
       found = { chatId, revision, scopes: new Map(), messages: new Map(), bytes: 0 }
+      grow(found, entryBytes)
     } else if (found.revision !== revision) {
       empty(found, revision)
     }
     touch(found)
-    return found
+    fit()
+    return chats.get(chatId)
   }
 
   /** Whether rows read after seeing `revision` may go into `e`: another fiber may have moved it on. */
@@ -192,5 +201,11 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return kept
   }
 
-  return { enabled, entry, scope, putScope, putMessages, wrote, size: () => ({ bytes, chats: chats.size }) }
+  const takeEvictions = () => {
+    const n = evictions
+    evictions = 0
+    return n
+  }
+
+  return { enabled, entry, scope, putScope, putMessages, wrote, takeEvictions, size: () => ({ bytes, chats: chats.size }) }
 }

@@ -361,11 +361,14 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
-  const counted = (hit: boolean, evicted = 0) =>
-    Effect.zipRight(
-      Metric.increment(hit ? cacheHits : cacheMisses),
-      evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
-    )
+  const counted = (hit: boolean) =>
+    Effect.suspend(() => {
+      const evicted = cache.takeEvictions()
+      return Effect.zipRight(
+        Metric.increment(hit ? cacheHits : cacheMisses),
+        evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
+      )
+    })
 
   /**
    * Rows under `key`, from the chat's cache entry when it holds them (read at or before `q.now`),
@@ -383,7 +386,13 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     return Effect.flatMap(read, (rows) =>
       entry === undefined
         ? Effect.succeed(servedAt(rows, q, objectOf))
-        : Effect.as(counted(false, cache.putScope(entry, revision, key, { now: q.now, rows })), servedAt(rows, q, objectOf)))
+        : Effect.as(
+            Effect.suspend(() => {
+              cache.putScope(entry, revision, key, { now: q.now, rows })
+              return counted(false)
+            }),
+            servedAt(rows, q, objectOf)
+          ))
   }
 
   /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
@@ -399,8 +408,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     if (missing.length === 0) return Effect.as(counted(true), out)
     return Effect.flatMap(messagesOf(chatId, missing), (found) => {
       for (const [id, m] of found) out.set(id, m)
-      const evicted = cache.putMessages(entry, revision, missing.map((id) => [id, found.get(id) ?? null] as const))
-      return Effect.as(counted(false, evicted), out)
+      cache.putMessages(entry, revision, missing.map((id) => [id, found.get(id) ?? null] as const))
+      return Effect.as(counted(false), out)
     })
   }
 
