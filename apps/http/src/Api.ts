@@ -3,7 +3,7 @@
  * client and the OpenAPI document all derive. JSON field names are the specs' snake_case.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ActiveContext, ContextEvent, ConversationState, ContextStore, Ids, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextEvent, ConversationState, ContextStore, Errors, Ids, ReferenceResolver } from "@deixis/core"
 import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
@@ -22,6 +22,13 @@ export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
   { path: Schema.String, message: Schema.String },
   HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** Too many readers of the live feed at once: try again later. */
+export class ServiceBusy extends Schema.TaggedError<ServiceBusy>()(
+  "ServiceBusy",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
 ) {}
 
 /**
@@ -141,7 +148,7 @@ export class Events extends HttpApiGroup.make("events")
       .annotate(OpenApi.Summary, "Record a message the bot sent, as the answer to a user message (its bot_response_id)")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
 export class Webhook extends HttpApiGroup.make("webhook")
@@ -156,7 +163,7 @@ export class Webhook extends HttpApiGroup.make("webhook")
       )
   )
   .middleware(TelegramAuthorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
 {}
 
 export class Tools extends HttpApiGroup.make("tools")
@@ -173,7 +180,9 @@ export class Tools extends HttpApiGroup.make("tools")
       .annotate(OpenApi.Summary, "The objects active in this reply chain, topic or chat")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+  // A kind or kind hint the KindRegistry does not know.
+  .addError(Errors.InvalidRequest, { status: Errors.statusOf(Errors.InvalidRequest) })
 {}
 
 export class Chats extends HttpApiGroup.make("chats")
@@ -214,14 +223,48 @@ export class Chats extends HttpApiGroup.make("chats")
       }))
       .addSuccess(ConversationState.UpdateConversationStateResult)
       .addError(PreconditionFailed)
-      .addError(ConversationState.ConversationStateRejected)
-      .addError(ConversationState.ConversationStateTooLarge)
-      .addError(ConversationState.InvalidMergePatch)
+      .addError(ConversationState.ConversationStateRejected, { status: Errors.statusOf(ConversationState.ConversationStateRejected) })
+      .addError(ConversationState.ConversationStateTooLarge, { status: Errors.statusOf(ConversationState.ConversationStateTooLarge) })
+      .addError(ConversationState.InvalidMergePatch, { status: Errors.statusOf(ConversationState.InvalidMergePatch) })
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: \"<revision>\" (or a list of them) or * (the state exists), else 412")
   )
   .middleware(Authorization)
-  .addError(ContextStore.StoreError)
+  .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+{}
+
+/**
+ * A chat or topic with recent traffic in this process (the inspector's list).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ChatActivity = Schema.Struct({
+  chat_id: Schema.String,
+  topic_id: Schema.NullOr(Schema.String),
+  last_at: Schema.Number.annotations({ description: "When its newest message was recorded (ms since the epoch)" }),
+  messages: Schema.Number.annotations({ description: "Messages recorded since this process started" })
+}).annotations({ identifier: "ChatActivity" })
+
+// The inspector's data: authenticated like every group (the page itself is a public static shell).
+export class Inspect extends HttpApiGroup.make("inspect")
+  .add(
+    HttpApiEndpoint.get("chats", "/v1/inspect/chats")
+      .addSuccess(Schema.Struct({ chats: Schema.Array(ChatActivity) }))
+      .annotate(OpenApi.Summary, "The chats and topics with recent traffic recorded by this process, newest first (at most 200)")
+  )
+  .add(
+    HttpApiEndpoint.get("live", "/v1/inspect/live")
+      .setUrlParams(Schema.Struct({
+        seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 300)).annotations({
+          description: "How long the stream stays open (default 60): the reader reconnects"
+        }))
+      }))
+      .addSuccess(Schema.String.annotations({ description: "text/event-stream: one `message` event per message recorded, its JSON {chat_id, topic_id, message_id, source, at}" }))
+      .addError(ServiceBusy)
+      .annotate(OpenApi.Summary, "Server-sent events: each message this process records, as it is recorded")
+  )
+  .middleware(Authorization)
 {}
 
 export class Api extends HttpApi.make("deixis")
@@ -229,6 +272,7 @@ export class Api extends HttpApi.make("deixis")
   .add(Webhook)
   .add(Tools)
   .add(Chats)
+  .add(Inspect)
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "deixis")
   .annotate(OpenApi.Version, "1.0.0")

@@ -15,7 +15,7 @@
  * goes to the Effect stack.
  */
 import { HttpApiError, HttpApiSchema } from "@effect/platform"
-import { ActiveContext, ContextStore, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextStore, Errors, ReferenceResolver } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -63,7 +63,7 @@ interface Route {
   readonly path: string
   readonly decode: (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
   readonly encode: (output: unknown) => unknown
-  readonly call: (payload: unknown) => Effect.Effect<unknown, ContextStore.StoreError>
+  readonly call: (payload: unknown) => Effect.Effect<unknown, ContextStore.StoreError | Errors.InvalidRequest>
 }
 
 // The result is encoded by core's `encodeResult`: Schema.encode's output, byte for byte (core
@@ -72,7 +72,7 @@ const route = <A, I, B>(
   { path }: Routes.Route,
   payload: Schema.Schema<A, I>,
   encode: (result: B) => unknown,
-  call: (payload: A) => Effect.Effect<B, ContextStore.StoreError>
+  call: (payload: A) => Effect.Effect<B, ContextStore.StoreError | Errors.InvalidRequest>
 ): Route => ({
   path,
   decode: Schema.decodeUnknownEither(payload),
@@ -93,9 +93,11 @@ const encodeDecodeError = Schema.encodeSync(HttpApiError.HttpApiDecodeError)
 const decodeErrorBody = (error: ParseResult.ParseError) =>
   JSON.stringify(encodeDecodeError(Effect.runSync(HttpApiError.HttpApiDecodeError.fromParseError(error))))
 
-// The tools' one typed failure, as HttpApi encodes it from its annotated Schema.
-const storeErrorStatus = HttpApiSchema.getStatusError(ContextStore.StoreError)
+// The tools' typed failures, with the status Api.ts hands HttpApi (`addError(E, { status })`).
+const storeErrorStatus = Errors.statusOf(ContextStore.StoreError) ?? 500
 const encodeStoreError = Schema.encodeSync(ContextStore.StoreError)
+const invalidRequestStatus = Errors.statusOf(Errors.InvalidRequest) ?? 500
+const encodeInvalidRequest = Schema.encodeSync(Errors.InvalidRequest)
 
 // The media types both the gate and HttpApi read as JSON without rewriting the request.
 const plainJson = /^application\/json\b/i
@@ -178,6 +180,9 @@ export const layer = (
               const failure = Cause.failureOption(exit.cause)
               if (Option.isSome(failure) && failure.value instanceof ContextStore.StoreError) {
                 return answer(storeErrorStatus, JSON.stringify(encodeStoreError(failure.value)))
+              }
+              if (Option.isSome(failure) && failure.value instanceof Errors.InvalidRequest) {
+                return answer(invalidRequestStatus, JSON.stringify(encodeInvalidRequest(failure.value)))
               }
               run(Effect.logError("request failed", exit.cause))
               answer(500, internalError)

@@ -7,10 +7,14 @@ import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deix
 // The one recording path, without the Telegraf runtime.
 import * as TelegramRecorder from "@deixis/telegraf/TelegramRecorder"
 import * as UpdateMapper from "@deixis/telegraf/UpdateMapper"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { Api, BadRequest, PreconditionFailed } from "./Api.js"
+import * as Stream from "effect/Stream"
+import * as Activity from "./Activity.js"
+import { Api, BadRequest, PreconditionFailed, ServiceBusy } from "./Api.js"
 import * as IfMatch from "./IfMatch.js"
 
 const storeError = (error: { readonly message: string }) => new ContextStore.StoreError({ message: error.message })
@@ -81,7 +85,16 @@ export const EventsLive = (telegram: TelegramOptions) =>
       const ingest = yield* ContextIngest.ContextIngest
       const recorder = yield* Effect.context<TelegramRecorder.Services>()
       return handlers
-        .handle("ingest", ({ payload }) => ingest.apply(payload))
+        .handle("ingest", ({ payload }) =>
+          Effect.tap(ingest.apply(payload), () =>
+            noteScopes(
+              "events",
+              payload.flatMap((e) =>
+                e.type === "message_observed" || e.type === "message_edited"
+                  ? [{ chat_id: e.chat_id, topic_id: e.topic_id, message_id: e.message_id, reply_to_message_id: null, sender_user_id: null, chat_type: null }]
+                  : []
+              )
+            )))
         .handle("telegramSent", ({ payload }) =>
           Effect.gen(function*() {
             const sender = payload.message["from"]
@@ -94,6 +107,7 @@ export const EventsLive = (telegram: TelegramOptions) =>
               : { ...mapped.scope, message_id: payload.answering_message_id, reply_to_message_id: null, sender_user_id: null }
             const result = yield* TelegramRecorder.recordSent(payload.message, { ...telegram, botId, answering })
             const answered = result.mapped.responses?.[0]?.message_id ?? null
+            yield* noteScopes("sent", [result.mapped.scope])
             return {
               skipped: result.mapped.skipped ?? null,
               events: result.applied,
@@ -117,6 +131,7 @@ export const WebhookLive = (telegram: TelegramOptions) =>
               r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
             )
             const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
+            yield* noteScopes("telegram", result.updates.map((r) => r.mapped.scope))
             return {
               updates: updates.length,
               skipped,
@@ -236,5 +251,53 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
         }))
   }))
 
+const encoder = new TextEncoder()
+const sse = (text: string) => encoder.encode(text)
+
+export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
+  Effect.gen(function*() {
+    const activity = yield* Activity.Activity
+    return handlers
+      .handle("chats", () => Effect.map(activity.recent, (chats) => ({ chats })))
+      // A stream of server-sent events, open for `seconds` (the reader reconnects), with a
+      // comment every 15 s so proxies keep it open.
+      .handleRaw("live", ({ request, urlParams }) =>
+        Effect.gen(function*() {
+          // An event stream to a client that asked for one (EventSource and the inspector do):
+          // any other request is answered at once rather than held open.
+          if (!/\btext\/event-stream\b/.test(request.headers["accept"] ?? "")) {
+            return HttpServerResponse.unsafeJson(
+              { _tag: "NotAcceptable", message: "this is a server-sent event stream: send Accept: text/event-stream" },
+              { status: 406 }
+            )
+          }
+          if (!(yield* activity.available)) {
+            return yield* new ServiceBusy({ message: `at most ${Activity.limits.readers} live readers at once` })
+          }
+          const seconds = urlParams.seconds ?? 60
+          const events = Stream.unwrapScoped(Effect.map(activity.subscribe, (queue) =>
+            // Taken since the check above by another reader: the stream says so and ends.
+            queue === undefined
+              ? Stream.make(sse("event: busy\ndata: {}\n\n"))
+              : Stream.fromQueue(queue).pipe(Stream.map((e) => sse(`event: message\ndata: ${JSON.stringify(e)}\n\n`)))))
+          const body = Stream.make(sse(": connected\n\n")).pipe(
+            Stream.concat(Stream.merge(events, Stream.tick(Duration.seconds(15)).pipe(Stream.drop(1), Stream.as(sse(": keep-alive\n\n"))))),
+            Stream.interruptWhen(Effect.sleep(Duration.seconds(seconds)))
+          )
+          return HttpServerResponse.stream(body, {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache, no-store", "x-accel-buffering": "no" }
+          })
+        }))
+  }))
+
+/** Notes each message of recorded updates for the inspector. */
+const noteScopes = (source: Activity.LiveEvent["source"], scopes: ReadonlyArray<UpdateMapper.MessageScope | undefined>) =>
+  Effect.flatMap(Effect.serviceOption(Activity.Activity), (activity) =>
+    activity._tag === "None" ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (at) =>
+      activity.value.note(scopes.flatMap((s) =>
+        s === undefined ? [] : [{ chat_id: s.chat_id, topic_id: s.topic_id, message_id: s.message_id, source, at }]
+      ))))
+
 export const ApiLive = (telegram: TelegramOptions = {}) =>
-  Layer.mergeAll(EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive)
+  Layer.mergeAll(EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive, InspectLive)

@@ -1,7 +1,8 @@
 /**
  * The Model Context Protocol endpoint (streamable HTTP at /mcp): the deixis toolkit from
- * `@deixis/tools` — the same five tools, the same result envelope and budgets as the bot's
- * own LLM loop — for any MCP client. `@effect/ai`'s McpServer answers; the JSON-RPC edge in
+ * `@deixis/tools` — the same six tools, the same result envelope and budgets, the same rules
+ * for what an agent's actions make active (`record_context_action`, `ModelActions`) and
+ * diagnostics only when asked for, as the bot's own LLM loop — for any MCP client. `@effect/ai`'s McpServer answers; the JSON-RPC edge in
  * `McpEdge.ts` checks every message before it does (see there for what is refused and how).
  */
 import { McpServer } from "@effect/ai"

@@ -66,7 +66,10 @@ export const service = {
   healthz: { method: "GET", path: "/healthz", access: "public" },
   readyz: { method: "GET", path: "/readyz", access: "public" },
   openapi: { method: "GET", path: "/openapi.json", access: "public" },
-  docs: { method: "GET", path: "/docs", access: "public" }
+  docs: { method: "GET", path: "/docs", access: "public" },
+  // The inspector's static shell: no data in it (its data comes from the API, with the token).
+  inspect: { method: "GET", path: "/inspect", access: "public" },
+  inspectAsset: { method: "GET", path: "/inspect/*", access: "public" }
 } as const satisfies Record<string, Route>
 
 const accessOf = (middleware: ReadonlySet<unknown>): Access =>

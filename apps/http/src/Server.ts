@@ -20,10 +20,12 @@ import { ConfigKeys } from "@deixis/core"
 import { createServer } from "node:http"
 import { isIP } from "node:net"
 import { Api } from "./Api.js"
+import * as Activity from "./Activity.js"
 import * as Auth from "./Auth.js"
 import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
 import * as Gate from "./Gate.js"
+import * as Inspector from "./Inspector.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
@@ -147,6 +149,7 @@ export const routes = (options: Pick<ServerOptions, "maxBodyBytes" | "telegram">
     health,
     ready,
     metricsRoute,
+    Inspector.layer(),
     Gate.layer(options)
   )
 
@@ -158,7 +161,7 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
     const listen = { port: options.port, host: options.host }
     const credentials = Layer.succeed(Auth.Credentials, options)
     // One value, so the service and the fast path share one build of it.
-    const core = Layer.merge(services(stores), credentials)
+    const core = Layer.mergeAll(services(stores), credentials, Activity.layer)
     const edge = Edge.layerServer(server, listen, options)
     const http = options.fastPath === false
       ? edge.pipe(Layer.provide(Layer.succeed(FastPath.FastPath, () => false)))

@@ -1,6 +1,7 @@
 import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
 import { checkConfigDocumentation } from "deixis-test-support/readme"
+import { DeixisToolkit } from "@deixis/tools"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
 import * as Store from "../src/Store.js"
@@ -20,5 +21,11 @@ describe("README", () => {
       [...routes!.matchAll(/`([A-Z]+) ([^`?]+)(?:\?[^`]*)?`/g)].map(([, method, path]) =>
         `${method} ${path!.replace(/\{(\w+)\}/g, ":$1")} ${access}`))
     expect(documented.sort()).toEqual(Routes.table.map((r) => `${r.method} ${r.path} ${r.access}`).sort())
+  })
+
+  it("lists exactly the toolkit's tools for POST /mcp", () => {
+    const row = fs.readFileSync(readme, "utf8").split("\n").find((line) => line.startsWith("| `POST /mcp` |"))!
+    const listed = [...row.split(": the tools ")[1]!.split(". ")[0]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)
+    expect(listed.sort()).toEqual(Object.keys(DeixisToolkit.toolkit.tools).sort())
   })
 })

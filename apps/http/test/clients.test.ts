@@ -77,7 +77,9 @@ describe("apps/http with real clients", () => {
         "/v1/tools/list_active_context_objects",
         "/v1/chats/{chat_id}/context",
         "/v1/chats/{chat_id}/messages/{message_id}/context",
-        "/v1/chats/{chat_id}/state"
+        "/v1/chats/{chat_id}/state",
+        "/v1/inspect/chats",
+        "/v1/inspect/live"
       ])
       const docs = yield* call(() => api.fetch("/docs").then((r) => r.text()))
       assert.include(docs, "SwaggerUIBundle")

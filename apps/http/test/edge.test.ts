@@ -50,7 +50,10 @@ const samples: Record<
   },
   "GET /mcp": { path: "/mcp", headers: mcpHeaders, status: 405 },
   "DELETE /mcp": { path: "/mcp", headers: mcpHeaders, status: 405 },
-  "GET /metrics": { path: "/metrics" }
+  "GET /metrics": { path: "/metrics" },
+  "GET /v1/inspect/chats": { path: "/v1/inspect/chats" },
+  // Without Accept: text/event-stream the live feed answers 406 at once instead of streaming.
+  "GET /v1/inspect/live": { path: "/v1/inspect/live", status: 406 }
 }
 
 const guarded = Routes.table.filter((r) => r.access !== "public")
@@ -127,12 +130,12 @@ describe("the edge", () => {
       assert.deepStrictEqual(guarded.map((r) => `${r.method} ${r.path}`).sort(), Object.keys(samples).sort())
     }))
 
-  it.effect("every endpoint of the API needs credentials: only health, readiness and the documentation are public", () =>
+  it.effect("every endpoint of the API needs credentials: only health, readiness, the documentation and the inspector's static shell are public", () =>
     Effect.sync(() => {
       assert.deepStrictEqual(Routes.table.filter((r) => r.endpoint !== undefined && r.access === "public"), [])
       assert.deepStrictEqual(
         Routes.table.filter((r) => r.access === "public").map((r) => r.path).sort(),
-        ["/docs", "/healthz", "/openapi.json", "/readyz"]
+        ["/docs", "/healthz", "/inspect", "/inspect/*", "/openapi.json", "/readyz"]
       )
     }))
 

@@ -46,6 +46,8 @@ const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> =
   { name: "schema failure: wrong type", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1.5, topic_id: [] }), status: 400, fast: true },
   { name: "schema failure: an array", path, headers: json, body: "[]", status: 400, fast: true },
   { name: "schema failure: null", path, headers: json, body: "null", status: 400, fast: true },
+  // A well-formed custom kind that no KindRegistry descriptor names: the tool's InvalidRequest.
+  { name: "unregistered custom kind", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 13, allowed_kinds: ["x.nope"] }), status: 400, fast: true },
   { name: "missing token", path, headers: { "content-type": "application/json" }, body: "{}", status: 401, fast: true },
   { name: "wrong token", path, headers: { ...json, authorization: "Bearer nope" }, body: "{}", status: 401, fast: true },
   // Every spelling of the header is read alike by the fast path and by HttpApiSecurity.bearer.

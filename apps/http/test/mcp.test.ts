@@ -295,6 +295,21 @@ describe("/mcp: JSON-RPC 2.0 and MCP 2025-06-18", () => {
       }
     }))
 
+  it.scoped("over MCP too: an agent's URL fetch activates the link, and resolve_reference_target returns diagnostics only when asked for", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      yield* call(() => api.json("/v1/events", [{ type: "message_observed", chat_id: "m1", message_id: 1, sender_user_id: 4, links: [{ url: "https://a.example/x" }] }]))
+      const fetched = envelopeOf(yield* post(api, toolCall(1, "record_context_action", { chat_id: "m1", action: "url_fetched", message_id: "1", url: "https://a.example/x" }), "2025-06-18"))
+      assert.deepStrictEqual([fetched.isError ?? false, fetched.structuredContent.data["object_id"]], [false, "m1/1/link"])
+      const plain = envelopeOf(yield* post(api, toolCall(2, "resolve_reference_target", { chat_id: "m1", current_message_id: 2 }), "2025-06-18"))
+      assert.strictEqual((plain.structuredContent.data["best_match"] as { object_id: string }).object_id, "m1/1/link")
+      assert.notProperty(plain.structuredContent.data, "diagnostics")
+      const asked = envelopeOf(yield* post(api, toolCall(3, "resolve_reference_target", { chat_id: "m1", current_message_id: 2, include_diagnostics: true }), "2025-06-18"))
+      assert.property(asked.structuredContent.data, "diagnostics")
+      const missing = envelopeOf(yield* post(api, toolCall(4, "record_context_action", { chat_id: "m1", action: "media_described", message_id: "1" }), "2025-06-18"))
+      assert.deepStrictEqual([missing.isError, missing.structuredContent.error?.code], [true, "InvalidRequest"])
+    }))
+
   it.scoped("tools/list lists exactly the tools served, and the README's /mcp row names exactly them", () =>
     Effect.gen(function*() {
       const api = yield* start()

@@ -24,6 +24,7 @@ import type { UpdateInbox } from "@deixis/core/UpdateInbox"
 import { DeixisTelegraf, TelegramRecorder, UpdateMapper } from "@deixis/telegraf"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
@@ -100,6 +101,13 @@ export interface Bot {
   readonly fireReminder: (reminder: ClaimedReminder) => Effect.Effect<Reminders.Outcome>
   /** Called after `/remind` stored a reminder (the running sender wakes up). */
   readonly onReminderAdded: { current: Effect.Effect<void> }
+  /**
+   * Called when an update arrives, before it waits behind its chat's earlier ones: a newer
+   * message from the same person in the same topic, addressed to the bot, cancels their LLM
+   * turn in progress (no answer is sent for it; the newer message is answered with the
+   * earlier one in its history).
+   */
+  readonly preempt: (update: unknown) => Effect.Effect<void>
   /** One Bot API call with the send policy (timeout, retries). */
   readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
 }
@@ -441,24 +449,61 @@ export const make = (
         yield* answerCallback(ctx, yield* closePoll(message.chat.id, message.message_id, from, match[1] ?? null))
       }))
 
+    // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
+    // person in the same topic cancels theirs (see `preempt`).
+    const turns = new Map<string, Deferred.Deferred<void>>()
+    const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
+    let preempt: Bot["preempt"] = () => Effect.void
+
     // LLM mode: after the commands (they do not fall through), any message addressing the bot.
     if (options.llm !== undefined && Option.isSome(options.llm)) {
-      const assistant = yield* Llm.make(options.llm.value)
-      telegraf.on("message", (ctx) =>
-        run(ctx)(assistant.answer(
-          ctx,
-          (t, replyTo) =>
+      const settings = options.llm.value
+      const assistant = yield* Llm.make(settings)
+      telegraf.on("message", (ctx) => {
+        const scope = ctx.deixis.scope
+        const io: Llm.TurnIo<Services> = {
+          send: (t, replyTo) =>
             Effect.gen(function*() {
-              const scope = ctx.deixis.scope
               const sent = yield* call<Message>("sendMessage", {
                 ...where(ctx.chat.id, scope?.topic_id ?? null),
                 text: t,
                 reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
               })
               yield* recordSent(sent, scope)
-            }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error))),
-          options.mode
-        )))
+              return String(sent.message_id)
+            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
+          typing: call("sendChatAction", { ...where(ctx.chat.id, scope?.topic_id ?? null), action: "typing" }).pipe(
+            Effect.asVoid,
+            Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
+          )
+        }
+        if (scope === undefined) return run(ctx)(assistant.answer(ctx, io, options.mode))
+        return run(ctx)(Effect.gen(function*() {
+          const key = turnKey(scope)
+          const superseded = yield* Deferred.make<void>()
+          turns.set(key, superseded)
+          yield* assistant.answer(ctx, io, options.mode).pipe(
+            Effect.raceFirst(Effect.zipRight(
+              Deferred.await(superseded),
+              Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
+            )),
+            Effect.ensuring(Effect.sync(() => {
+              if (turns.get(key) === superseded) turns.delete(key)
+            }))
+          )
+        }))
+      })
+      preempt = (update) =>
+        Effect.suspend(() => {
+          if (turns.size === 0 || !Predicate.isRecord(update) || !Predicate.isRecord(update["message"])) return Effect.void
+          const mapped = UpdateMapper.mapUpdate(update, { botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
+          const scope = mapped.scope
+          const superseded = scope === undefined ? undefined : turns.get(turnKey(scope))
+          if (superseded === undefined || scope === undefined) return Effect.void
+          // Only a message the bot will answer supersedes: a remark in passing leaves the turn running.
+          const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+          return mapped.addressed || Llm.mentionsAlias(text, settings.aliases) ? Deferred.succeed(superseded, undefined) : Effect.void
+        })
     }
 
     telegraf.catch((error, ctx) =>
@@ -512,5 +557,5 @@ export const make = (
         Effect.provide(runtime.context)
       )
 
-    return { telegraf, handle, fireReminder, onReminderAdded, call: (method, payload) => call(method, payload) }
+    return { telegraf, handle, preempt: (update) => preempt(update), fireReminder, onReminderAdded, call: (method, payload) => call(method, payload) }
   })

@@ -6,13 +6,18 @@
  * - Addressing is decided deterministically before any model call: the mapper's `addressed`
  *   (mention, reply to the bot, private chat) or an alias as a whole word. Nothing else calls
  *   the model, whatever the group mode.
- * - The prompt is `[system, chat_history_context…, current_message]` (chathistory's
- *   `renderPrompt` with `role_split`: the bot's own past replies are `assistant` turns), the
- *   history loaded by chathistory's ContextLoader.
+ * - The prompt is chathistory's `PromptAssembler`, every turn, in one stable order (for prompt
+ *   caching): the system text and the topic's conversation state (core's renderer); the
+ *   context loaded by chathistory's ContextLoader (recency window, reply target and window,
+ *   reply chain), the bot's own past replies as `assistant` turns; a turn context with the
+ *   scope, the gap note and the compact active-object list (core's ActiveContext); the current
+ *   message. Bounded by the `DEIXIS_PROMPT_*` token budget; what is cut is said in the prompt.
  * - A bounded tool loop over `@deixis/tools` (default 6 rounds): the bot names every tool call
  *   itself (`deixis_<round>_<index>`), so ids are unique across rounds whatever the server
  *   sends; the tools are pinned to the current chat, topic and sender. After the last round
  *   the model is asked once more without tools.
+ * - While the model works, the bot shows "typing…" (`sendChatAction`, repeated every
+ *   {@link typingInterval}: Telegram shows it for about 5 seconds).
  * - The very first model call failing (not timing out) → one plain call without tools. A
  *   timeout or a later error → a short, clear message. The inbound message and every state
  *   change already made stay recorded.
@@ -21,11 +26,14 @@
  */
 import * as ContextLoader from "@deixis/chathistory/ContextLoader"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
-import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
+import * as ActiveContext from "@deixis/core/ActiveContext"
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import * as ConversationState from "@deixis/core/ConversationState"
 import type { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
-import { DeixisToolkit, Envelope } from "@deixis/tools"
+import { DeixisToolkit, Envelope, ModelActions } from "@deixis/tools"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -39,6 +47,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 
 /**
@@ -60,6 +69,8 @@ export interface LlmConfig {
   readonly instructions: string
   readonly budgets: DeixisToolkit.Budgets
   readonly context: ContextLoader.ContextLoaderSettings
+  /** The prompt's token budget (`DEIXIS_PROMPT_*`). */
+  readonly prompt: PromptAssembler.PromptBudget
 }
 
 /**
@@ -79,7 +90,7 @@ export const defaults = {
  * `LLM_BASE_URL` (LLM mode is off when unset), `LLM_MODEL` (required with it), `LLM_API_KEY`
  * (optional, redacted), `LLM_MAX_ROUNDS` (6), `LLM_TIMEOUT` (60 seconds), `LLM_ALIASES`
  * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`
- * and the loader's `DEIXIS_CONTEXT_*` keys.
+ * the loader's `DEIXIS_CONTEXT_*` and the prompt budget's `DEIXIS_PROMPT_*` keys.
  *
  * @since 0.1.0
  * @category config
@@ -100,7 +111,8 @@ export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
   ),
   instructions: Config.string("LLM_INSTRUCTIONS").pipe(Config.withDefault(defaults.instructions)),
   budgets: DeixisToolkit.config,
-  context: ContextLoader.config
+  context: ContextLoader.config,
+  prompt: PromptAssembler.config
 }).pipe(Config.mapOrFail(({ baseUrl, model, ...rest }) =>
   Option.isNone(baseUrl)
     ? Either.right(Option.none())
@@ -249,6 +261,27 @@ export const mentionsAlias = (text: string, aliases: ReadonlyArray<string>): boo
 // -----------------------------------------------------------------------------
 
 /**
+ * How often the typing indicator is repeated during a model turn (Telegram shows one for
+ * about 5 seconds, or until the bot's next message).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const typingInterval = Duration.seconds(4)
+
+/**
+ * What a turn does on Telegram: `send` posts and records the answer, returning its message id
+ * (null when it was not sent); `typing` shows the typing indicator once. Neither fails.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnIo<R> {
+  readonly send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>
+  readonly typing: Effect.Effect<void, never, R>
+}
+
+/**
  * The replies the bot sends when the model gives none.
  *
  * @since 0.1.0
@@ -262,24 +295,32 @@ export const messages = {
 } as const
 
 /**
- * The system prompt: identity, how to read the payloads, the tool rules, and the scope the
- * tools are pinned to.
+ * The system text: identity, how to read the prompt, the tool rules. The same on every turn
+ * of a bot (the cached prefix); what changes per turn is in the turn context.
  *
  * @since 0.1.0
  * @category prompts
  */
-export const systemPrompt = (botName: string, scope: UpdateMapper.MessageScope, extra: ReadonlyArray<string>, instructions: string) =>
+export const systemPrompt = (botName: string, instructions: string) =>
   [
     `You are ${botName}, an assistant in a Telegram chat.`,
-    "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The last user message, of type current_message, is the request to answer.",
-    "Use the tools to find what \"this\" or \"that\" refers to, what is active here, the thread of a message, and the conversation state; keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
-    `Current scope (the tools always use it): chat_id=${scope.chat_id}, topic_id=${scope.topic_id ?? "null"}, current_message_id=${scope.message_id}, reply_to_message_id=${
-      scope.reply_to_message_id ?? "null"
-    }, sender_user_id=${scope.sender_user_id ?? "null"}.`,
+    "User messages of type chat_history_context are earlier messages, for context only; your own earlier replies are the assistant turns. The user message starting \"Turn context\" holds notes for this turn (scope, gap, active objects, what was left out). The last user message, of type current_message, is the request to answer.",
+    "The conversation state below is this topic's saved state. Use the tools to find what \"this\" or \"that\" refers to, the thread of a message, and to keep the state current when plans change. Tool results are JSON envelopes {status, summary, error, data}.",
+    ModelActions.rules,
     "Answer briefly, in plain text, in the language of the current message.",
-    ...extra,
     ...(instructions === "" ? [] : [instructions])
   ].join("\n")
+
+/**
+ * The per-turn scope line: the chat, topic, message and sender the tools are pinned to.
+ *
+ * @since 0.1.0
+ * @category prompts
+ */
+export const scopeLine = (scope: UpdateMapper.MessageScope) =>
+  `Current scope (the tools always use it): chat_id=${scope.chat_id}, topic_id=${scope.topic_id ?? "null"}, current_message_id=${scope.message_id}, reply_to_message_id=${
+    scope.reply_to_message_id ?? "null"
+  }, sender_user_id=${scope.sender_user_id ?? "null"}.`
 
 
 /**
@@ -306,8 +347,17 @@ export const pinArguments = (name: string, args: Record<string, unknown>, scope:
     case "update_conversation_state":
       pinned["updated_by"] = scope.sender_user_id
       break
+    case "record_context_action":
+      pinned["current_message_id"] = scope.message_id
+      pinned["actor_user_id"] = scope.sender_user_id
+      break
   }
   return pinned
+}
+
+// What one turn's answer becomes once sent.
+interface Turn {
+  summary: { readonly label: string | undefined } | null
 }
 
 /**
@@ -320,7 +370,7 @@ export interface Assistant {
   /** Answers the message of `ctx` when it addresses the bot; does nothing otherwise. Never fails. */
   readonly answer: <R>(
     ctx: DeixisTelegraf.DeixisContext,
-    send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+    io: TurnIo<R>,
     mode: WritePolicy.GroupMode
   ) => Effect.Effect<void, never, R | WritePolicy.WritePolicy | HistoryStore.HistoryStore>
 }
@@ -334,6 +384,9 @@ export interface Assistant {
 export const make = (settings: LlmConfig) =>
   Effect.gen(function*() {
     const history = yield* HistoryStore.HistoryStore
+    const stateService = yield* ConversationState.ConversationState
+    const activeContext = yield* ActiveContext.ActiveContext
+    const ingest = yield* ContextIngest
     const loader = ContextLoader.make(history, settings.context)
     const toolkit = yield* DeixisToolkit.toolkit.pipe(
       Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets }).pipe(
@@ -342,7 +395,8 @@ export const make = (settings: LlmConfig) =>
     )
     const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
 
-    const runTool = (name: string, rawArguments: unknown, scope: UpdateMapper.MessageScope): Effect.Effect<string> => {
+    // `turn` collects what the answer itself becomes once sent (the model's own summary).
+    const runTool = (name: string, rawArguments: unknown, scope: UpdateMapper.MessageScope, turn: Turn): Effect.Effect<string> => {
       let args: unknown = rawArguments ?? {}
       if (typeof args === "string") {
         try {
@@ -352,6 +406,11 @@ export const make = (settings: LlmConfig) =>
         }
       }
       if (!Predicate.isRecord(args)) return Effect.succeed(Envelope.render(Envelope.failure("InvalidArguments", "the arguments must be a JSON object"), 512))
+      if (name === "record_context_action" && ModelActions.isAnswerSummary(args)) {
+        turn.summary = { label: typeof args["label"] === "string" ? args["label"].slice(0, 200) : undefined }
+        const pending = ModelActions.pendingSummary
+        return Effect.succeed(Envelope.render(Envelope.ok(DeixisToolkit.summarize.record_context_action(pending), pending), settings.budgets.record_context_action))
+      }
       return toolkit.handle(name as DeixisToolkit.ToolName, pinArguments(name, args, scope) as never).pipe(
         Effect.map((result) => JSON.stringify(result.encodedResult)),
         Effect.catchAll((error) => Effect.succeed(Envelope.render(DeixisToolkit.errorEnvelope(error), 2000))),
@@ -363,7 +422,8 @@ export const make = (settings: LlmConfig) =>
     const converse = (
       messages: Array<ChatMessage>,
       first: ChatResponse,
-      scope: UpdateMapper.MessageScope
+      scope: UpdateMapper.MessageScope,
+      turn: Turn
     ): Effect.Effect<string, LlmError> =>
       Effect.gen(function*() {
         let response = first
@@ -386,17 +446,18 @@ export const make = (settings: LlmConfig) =>
             }))
           })
           for (const { call, id } of named) {
-            messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope) })
+            messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope, turn) })
           }
           yield* Effect.logDebug("tool round done").pipe(Effect.annotateLogs({ round, calls: calls.length }))
           response = yield* complete(client, settings, round < settings.maxRounds ? { messages, tools } : { messages })
         }
       })
     const messages_ = messages
+    const fallbacks = new Set([messages.timeout, messages.error, messages.empty, messages.rounds(settings.maxRounds)])
 
     const answer: Assistant["answer"] = <R>(
       ctx: DeixisTelegraf.DeixisContext,
-      send: (text: string, replyTo: number) => Effect.Effect<void, never, R>,
+      io: TurnIo<R>,
       mode: WritePolicy.GroupMode
     ) =>
       Effect.gen(function*() {
@@ -404,7 +465,10 @@ export const make = (settings: LlmConfig) =>
         const scope = ctx.deixis.scope
         if (scope === undefined || mapped.skipped !== undefined) return
         const items = yield* Effect.forEach(mapped.history, (encoded) => Effect.option(HistoryItem.decode(encoded)))
-        const current = items.flatMap((o) => Option.isSome(o) && o.value.kind === "inbound_user" ? [o.value] : [])[0]
+        // The message itself, not the replied-to copy the mapper puts before it.
+        const current = items.flatMap((o) =>
+          Option.isSome(o) && o.value.kind === "inbound_user" && o.value.message_id === scope.message_id ? [o.value] : []
+        )[0]
         if (current === undefined || current.text.trim() === "") return
         const byAlias = !mapped.addressed && mentionsAlias(current.text, settings.aliases)
         if (!mapped.addressed && !byAlias) return
@@ -414,27 +478,50 @@ export const make = (settings: LlmConfig) =>
             Effect.catchAll((error) => Effect.logWarning("history item not recorded", error))
           )
         }
-        const loaded = yield* loader.load({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          message_id: scope.message_id,
-          reply_to_message_id: scope.reply_to_message_id,
-          sent_at: current.sent_at
-        }).pipe(Effect.orElseSucceed(() => null))
-        const prompt = HistoryRenderer.renderPrompt({
-          history: loaded?.messages ?? [],
-          current,
-          gap_note: loaded?.gap_note ?? null,
-          role_split: true
-        })
+        const conversation = { chat_id: scope.chat_id, topic_id: scope.topic_id }
+        // Each part is best effort: a store failing leaves that part out, never the answer.
+        const [loaded, state, active] = yield* Effect.all([
+          loader.load({
+            ...conversation,
+            message_id: scope.message_id,
+            reply_to_message_id: scope.reply_to_message_id,
+            sent_at: current.sent_at
+          }).pipe(Effect.tapError((error) => Effect.logWarning("context not loaded", error)), Effect.orElseSucceed(() => null)),
+          stateService.render(conversation).pipe(Effect.tapError((error) => Effect.logWarning("state not loaded", error)), Effect.orElseSucceed(() => null)),
+          settings.prompt.active_max_objects === 0
+            ? Effect.succeed([])
+            : activeContext.list({
+              ...conversation,
+              current_message_id: scope.message_id,
+              reply_to_message_id: scope.reply_to_message_id,
+              sender_user_id: scope.sender_user_id,
+              max_results: Math.min(50, settings.prompt.active_max_objects),
+              include_inactive_debug: false
+            }).pipe(
+              Effect.map((result) => result.objects),
+              Effect.tapError((error) => Effect.logWarning("active objects not listed", error)),
+              Effect.orElseSucceed(() => [])
+            )
+        ], { concurrency: "unbounded" })
         const botName = ctx.botInfo?.username === undefined ? "the bot" : `@${ctx.botInfo.username}`
-        const messages: Array<ChatMessage> = [
-          { role: "system", content: systemPrompt(botName, scope, prompt.system, settings.instructions) },
-          ...prompt.messages
-        ]
+        const prompt = PromptAssembler.assemble({
+          system: systemPrompt(botName, settings.instructions),
+          state,
+          history: loaded?.messages ?? [],
+          reply_target_id: loaded?.reply.status === "found" ? loaded.reply.target_id : null,
+          gap_note: loaded?.gap_note ?? null,
+          active,
+          turn_lines: [scopeLine(scope)],
+          current,
+          budget: settings.prompt
+        })
+        const messages: Array<ChatMessage> = [...prompt.messages]
         const replyTo = Number(scope.message_id)
-        const text = yield* complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true).pipe(
-          Effect.flatMap((first) => converse(messages, first, scope)),
+        const turn: Turn = { summary: null }
+        // "typing…" while the model works, from the first call until the answer is ready.
+        const typing = Effect.forkScoped(Effect.repeat(io.typing, Schedule.spaced(typingInterval)))
+        const text = yield* Effect.zipRight(typing, complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true)).pipe(
+          Effect.flatMap((first) => converse(messages, first, scope, turn)),
           Effect.catchIf(
             (error) => error.first && error.reason !== "timeout",
             (error) =>
@@ -446,9 +533,24 @@ export const make = (settings: LlmConfig) =>
           ),
           Effect.catchAll((error) =>
             Effect.as(Effect.logError("model call failed", error), error.reason === "timeout" ? messages_.timeout : messages_.error)
-          )
+          ),
+          Effect.scoped
         )
-        yield* send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+        // Once sending starts, a cancellation waits for it: the answer is posted and recorded whole.
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          const sentId = yield* io.send(text.length > 4096 ? `${text.slice(0, 4095)}…` : text, replyTo)
+          // An apology is never the summary, whatever the model said before failing.
+          if (sentId !== null && turn.summary !== null && !fallbacks.has(text)) {
+            // The model said its answer is a summary: the sent message is the active summary.
+            yield* ingest.apply([ModelActions.answerSummaryEvent({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              message_id: sentId,
+              label: turn.summary.label,
+              actor_user_id: scope.sender_user_id
+            })]).pipe(Effect.catchAll((error) => Effect.logWarning("summary not recorded", error)))
+          }
+        }))
       }).pipe(
         Effect.annotateLogs({ llm: settings.model }),
         Effect.catchAllCause((cause) => Effect.logError("LLM answer failed", cause))

@@ -93,6 +93,9 @@ export const describe = (
       return `my message${quoted(label)}`
     case "message":
       return o.created_by_bot ? `my message${quoted(label)}` : `the message${quoted(label)}`
+    default:
+      // A team's own kind (`x.ticket`): named by what follows its namespace.
+      return `the ${o.kind.slice(o.kind.indexOf(".") + 1)}${quoted(label)}`
   }
 }
 

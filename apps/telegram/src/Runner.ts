@@ -199,6 +199,8 @@ export const launch = (
           }
           // An id repeated in one batch is handled once.
           recorded.delete(v.id)
+          // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
+          yield* bot.preempt(v.update)
           yield* dispatcher.submit(Dispatcher.keyOf(v.update), task(v.update, arrived))
         }
         return results

@@ -1,6 +1,7 @@
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
-import { DeixisToolkit } from "@deixis/tools"
+import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
+import { DeixisToolkit, type Envelope } from "@deixis/tools"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -59,6 +60,7 @@ const llmConfig = (baseUrl: string, overrides: Partial<Llm.LlmConfig> = {}): Llm
   instructions: "",
   budgets: DeixisToolkit.defaultBudgets,
   context: { recency_window: 10, reply_context_window: 3, gap_threshold_minutes: 15, reply_chain: true, chain_max_messages: 8, chain_side_replies_per_message: 3, chain_side_replies_total: 12 },
+  prompt: PromptAssembler.defaults,
   ...overrides
 })
 
@@ -92,7 +94,7 @@ const historyTexts = Effect.flatMap(HistoryStore.HistoryStore, (s) => s.recent({
 const toolMessages = (request: FakeLlm.Request) => request.messages.filter((m) => m.role === "tool")
 
 describe("apps/telegram: LLM mode", () => {
-  it.scoped("an addressed message sends [system, history, current] with the bot's replies as assistant turns, offers the tools, and is answered in its topic", () =>
+  it.scoped("an addressed message sends [system + state, history, turn context, current] with the bot's replies as assistant turns, offers the tools, and is answered in its topic", () =>
     Effect.gen(function*() {
       const { api, feed, llm } = yield* setup(() => FakeLlm.answer("Nothing yet — want a poll?"))
       // Telegram numbers a chat's messages in order; the fake Bot API numbers the bot's from 10000.
@@ -106,14 +108,17 @@ describe("apps/telegram: LLM mode", () => {
       assert.strictEqual(request!.model, "test-model")
       assert.strictEqual(llm.authorizations()[0], "Bearer sk-test")
       const roles = request!.messages.map((m) => m.role)
-      assert.deepStrictEqual(roles, ["system", "user", "assistant", "user"])
-      assert.include(String(request!.messages[0]!["content"]), `chat_id=${chat}, topic_id=7, current_message_id=${question.message.message_id}`)
+      assert.deepStrictEqual(roles, ["system", "user", "assistant", "user", "user"])
+      assert.include(String(request!.messages[0]!["content"]), `${PromptAssembler.STATE_HEADING}\nConversation state`)
+      const turn = String(request!.messages[3]!["content"])
+      assert.isTrue(turn.startsWith(PromptAssembler.TURN_CONTEXT_HEADING))
+      assert.include(turn, `chat_id=${chat}, topic_id=7, current_message_id=${question.message.message_id}`)
       const history = String(request!.messages[1]!["content"])
       assert.match(history, /^\{"type":"chat_history_context"/)
       assert.include(history, "lunch at noon?")
       assert.include(history, "/context")
       assert.match(String(request!.messages[2]!["content"]), /^Nothing is in focus here right now\./)
-      const current = String(request!.messages[3]!["content"])
+      const current = String(request!.messages[4]!["content"])
       assert.match(current, /^\{"type":"current_message"/)
       assert.include(current, "what did you just say?")
       assert.deepStrictEqual(request!.tools?.map((t) => t.function.name), [...DeixisToolkit.toolNames])
@@ -123,6 +128,87 @@ describe("apps/telegram: LLM mode", () => {
       assert.deepStrictEqual([reply["text"], reply["message_thread_id"]], ["Nothing yet — want a poll?", 7])
       assert.deepStrictEqual(reply["reply_parameters"], { message_id: question.message.message_id, allow_sending_without_reply: true })
       assert.include(yield* historyTexts, "Nothing yet — want a poll?")
+    }).pipe(withMemory))
+
+  it.scoped("the prompt of a follow-up turn contains the state and the replied-to message", () =>
+    Effect.gen(function*() {
+      const { feed, llm } = yield* setup((_, i) =>
+        i === 0
+          ? FakeLlm.toolCalls(["update_conversation_state", { patch: { plan: "pizza", time: "12:00" } }])
+          : i === 1
+          ? FakeLlm.answer("Noted: pizza at noon.")
+          : FakeLlm.answer("Still pizza at noon.")
+      , { mode: "smart" })
+      yield* feed(message("Bob proposes the Napoli place for friday", { from: F.bob, id: 30_001 }))
+      for (let i = 0; i < 12; i++) yield* feed(message(`filler chat line ${i}`, { from: F.bob, id: 30_010 + i }))
+      yield* feed(message("we settled on pizza at noon, remember it", { mention: true, id: 30_100 }))
+      // A follow-up replying to the old proposal, outside the recency window.
+      const proposal = { message_id: 30_001, from: F.bob, chat: F.forum, date: Math.floor(now / 1000) + 1, message_thread_id: 7, is_topic_message: true, text: "Bob proposes the Napoli place for friday" }
+      yield* feed(message("is this still the plan?", { mention: true, id: 30_200, extra: { reply_to_message: proposal } }))
+
+      const followUp = llm.requests()[2]!
+      const system = String(followUp.messages[0]!["content"])
+      assert.include(system, `${PromptAssembler.STATE_HEADING}\nConversation state, revision 1`)
+      assert.include(system, `{"plan":"pizza","time":"12:00"}`)
+      const all = followUp.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.include(all, "Bob proposes the Napoli place for friday")
+      assert.include(all, "\"message_id\":\"30001\"")
+      assert.include(all, "Noted: pizza at noon.")
+      assert.match(String(followUp.messages.at(-1)!["content"]), /^\{"type":"current_message".*is this still the plan\?.*"reply_to_message_id":"30001"/)
+    }).pipe(withMemory))
+
+  it.scoped("token budget cuts are stated in the prompt the model gets", () =>
+    Effect.gen(function*() {
+      const { feed, llm } = yield* setup(() => FakeLlm.answer("ok"), { llm: { prompt: { ...PromptAssembler.defaults, max_tokens: 700 } } })
+      for (let i = 0; i < 10; i++) yield* feed(message(`a long line of chat number ${i} ${"about the weekend trip plans ".repeat(6)}`, { from: F.bob, id: 31_000 + i }))
+      yield* feed(message("what did we decide?", { mention: true, id: 31_100 }))
+      const request = llm.requests()[0]!
+      const turn = String(request.messages.at(-2)!["content"])
+      assert.match(turn, /Left out to fit the prompt budget of 700 tokens: \d+ older messages? \(get_message_thread_context loads them\)\./)
+      const all = request.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.notInclude(all, "chat number 0 ")
+      assert.include(all, "chat number 9 ")
+      assert.isAtMost(PromptAssembler.estimateMessages(request.messages.map((m) => ({ role: "user", content: String(m["content"] ?? "") }))), 700)
+    }).pipe(withMemory))
+
+  it.scoped("a URL fetch activates the link, and \"make it shorter\" after a summary resolves to the bot's summary", () =>
+    Effect.gen(function*() {
+      const url = "https://news.example/story"
+      const ask = "summarize https://news.example/story please"
+      const { api, feed, llm } = yield* setup((_, i) =>
+        i === 0
+          ? FakeLlm.toolCalls(
+            ["record_context_action", { action: "url_fetched", message_id: "32000", url }, "a"],
+            ["record_context_action", { action: "summary_written", label: "the story" }, "b"]
+          )
+          : i === 1
+          ? FakeLlm.answer("Summary: the story says three long things about the town fair.")
+          : i === 2
+          // "shorter" applies to a text: the model passes the kind as a normalized hint.
+          ? FakeLlm.toolCalls(["resolve_reference_target", { normalized_reference_hints: { target_kind_hint: "summary" } }])
+          : FakeLlm.answer("The fair: three things.")
+      )
+      const mention = `@${F.botUsername} `
+      yield* feed(message(ask, {
+        mention: true,
+        id: 32_000,
+        extra: { entities: [{ type: "mention", offset: 0, length: mention.length - 1 }, { type: "url", offset: mention.length + "summarize ".length, length: url.length }] }
+      }))
+      const recorded = toolMessages(llm.requests()[1]!).map((m) => JSON.parse(String(m["content"])) as Envelope.Envelope)
+      assert.deepStrictEqual(recorded.map((e) => e.status), ["ok", "ok"])
+      assert.strictEqual(recorded[0]!.summary, `recorded: link ${chat}/32000/link activated (url_fetched)`)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+
+      yield* feed(message("make it shorter", { mention: true, id: 32_010 }))
+      const followUp = llm.requests()[2]!
+      const turn = String(followUp.messages.at(-2)!["content"])
+      assert.include(turn, `"object_id":"${chat}/10000/summary","kind":"summary","label":"the story"`)
+      assert.include(turn, `"object_id":"${chat}/32000/link","kind":"link"`)
+      assert.include(turn, "activated_by_url_fetch")
+      const resolved = JSON.parse(String(toolMessages(llm.requests()[3]!)[0]!["content"])) as { data: { best_match: { object_id: string; created_by_bot: boolean } } }
+      assert.deepStrictEqual([resolved.data.best_match.object_id, resolved.data.best_match.created_by_bot], [`${chat}/10000/summary`, true])
+      assert.notProperty(resolved.data, "diagnostics")
+      assert.strictEqual(sent(api).at(-1)!["text"], "The fair: three things.")
     }).pipe(withMemory))
 
   it.scoped("tool calls run against the real state, pinned to this chat, with ids unique across rounds", () =>
@@ -215,6 +301,61 @@ describe("apps/telegram: LLM mode", () => {
       yield* feed(message("thanks", { extra: { reply_to_message: botMessage } }))
       assert.strictEqual(llm.requests().length, 2)
     }).pipe(withMemory))
+
+  it.scoped("in smart mode every message the bot receives is recorded and reaches the next prompt, but only an addressed one is answered", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => FakeLlm.answer("Friday works."), { mode: "smart" })
+      yield* feed(message("how about friday for the review?", { from: F.bob }))
+      assert.strictEqual(llm.requests().length, 0)
+      assert.strictEqual(sent(api).length, 0)
+      assert.include(yield* historyTexts, "how about friday for the review?")
+      yield* feed(message("does friday work for you?", { mention: true }))
+      assert.strictEqual(llm.requests().length, 1)
+      const history = llm.requests()[0]!.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.include(history, "how about friday for the review?")
+      assert.strictEqual(sent(api).at(-1)!["text"], "Friday works.")
+    }).pipe(withMemory))
+
+  it.scoped("a typing indicator is sent during a model turn and repeated every 4 seconds in the message's topic", () =>
+    Effect.gen(function*() {
+      const { api, feed, llm } = yield* setup(() => "hang")
+      const fiber = yield* Effect.fork(feed(message("think hard about this", { mention: true })))
+      yield* llm.waitForRequests(1)
+      yield* api.waitFor("sendChatAction", undefined, 1)
+      yield* TestClock.adjust(Llm.typingInterval)
+      yield* api.waitFor("sendChatAction", undefined, 2)
+      yield* TestClock.adjust(Llm.typingInterval)
+      yield* api.waitFor("sendChatAction", undefined, 3)
+      assert.strictEqual(sent(api).length, 0)
+      for (const typing of api.callsOf("sendChatAction")) {
+        assert.deepStrictEqual(typing.payload, { chat_id: F.forum.id, message_thread_id: 7, action: "typing" })
+      }
+      yield* TestClock.adjust(Duration.seconds(30))
+      yield* Fiber.join(fiber)
+      assert.strictEqual(sent(api).at(-1)!["text"], Llm.messages.timeout)
+    }).pipe(withMemory))
+
+  it.live("cancellation: a newer message from the same user in the same topic cancels the turn in progress; only the newer one is answered, with the earlier one in its history", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const llm = yield* FakeLlm.make((_, i) => (i === 0 ? "hang" : FakeLlm.answer("Here is the answer to both.")))
+      const settings = Harness.config(api.apiRoot, { llm: Option.some(llmConfig(llm.baseUrl, { timeout: Duration.minutes(10) })) })
+      const bot = yield* Bot.make(settings)
+      yield* Runner.launch(bot, { ...settings, owner: "llm-cancel-test" })
+      const privateChat = { id: F.alice.id, type: "private", first_name: "Alice" }
+      const date = Math.floor(Date.now() / 1000)
+      api.pushUpdates({ update_id: 81, message: { message_id: 81, from: F.alice, chat: privateChat, date, text: "what was decided about the trip?" } })
+      yield* llm.waitForRequests(1)
+      api.pushUpdates({ update_id: 82, message: { message_id: 82, from: F.alice, chat: privateChat, date, text: "and who is driving?" } })
+      const reply = yield* api.waitFor("sendMessage")
+      yield* llm.waitForRequests(2)
+      assert.deepStrictEqual(reply.payload["reply_parameters"], { message_id: 82, allow_sending_without_reply: true })
+      assert.strictEqual(reply.payload["text"], "Here is the answer to both.")
+      const second = llm.requests()[1]!.messages.map((m) => String(m["content"] ?? "")).join("\n")
+      assert.include(second, "what was decided about the trip?")
+      assert.match(String(llm.requests()[1]!.messages.at(-1)!["content"]), /and who is driving\?/)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+    }).pipe(Effect.provide(App.services(StoreConfig.layerMemory)), Effect.scoped), 20_000)
 
   it("aliases match whole words only, case-insensitively", () => {
     assert.isTrue(Llm.mentionsAlias("hey DEIXIE!", ["deixie"]))

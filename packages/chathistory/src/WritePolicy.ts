@@ -3,8 +3,13 @@
  *
  * - `talkative`: every inbound message, every reaction, every bot output (and system note)
  *   is recorded; the history window is capped at 16.
- * - `strict` and `smart`: only what triggered a bot run is recorded, plus every bot output;
- *   the window is capped at 8.
+ * - `smart` (the default): every message the bot receives is recorded — all of a group's
+ *   messages without Telegram's privacy mode; with it, the commands, mentions and replies
+ *   Telegram delivers and the messages they reply to — plus every bot output; reactions and
+ *   system notes only when they triggered a run. The bot still answers only when addressed.
+ *   The window is capped at 8.
+ * - `strict`: only the addressed exchange — what triggered a bot run (with the message it
+ *   replies to) and the bot's outputs; the window is capped at 8.
  *
  * Trimming keeps the newest. The cap bounds the `chat_history_context` window a prompt gets;
  * the HistoryStore keeps more (its own caps), so the ContextLoader can still reach an older
@@ -107,13 +112,14 @@ export const layerConfig: Layer.Layer<WritePolicy, ConfigError.ConfigError> = La
 
 /**
  * Whether an item of `kind` is recorded in `mode`. `triggeredRun` says whether the inbound
- * item made the bot run; bot outputs are always recorded.
+ * item made the bot run; bot outputs are always recorded, inbound messages always in `smart`.
  *
  * @since 0.1.0
  * @category policy
  */
 export const shouldRecord = (mode: GroupMode, kind: Kind, triggeredRun: boolean): boolean =>
-  mode === "talkative" || kind === "outbound_agent" || kind === "outbound_reaction" || triggeredRun
+  mode === "talkative" || kind === "outbound_agent" || kind === "outbound_reaction" || triggeredRun ||
+  (mode === "smart" && kind === "inbound_user")
 
 /**
  * The history cap of a mode.

@@ -7,8 +7,8 @@ const readme = new URL("../README.md", import.meta.url)
 
 describe("README", () => {
   it("documents every configuration key with its real default", () => {
-    const { ContextLoader, HistoryStore, WritePolicy } = ChatHistory
-    expect(checkConfigDocumentation(readme, [ContextLoader.config, WritePolicy.config, HistoryStore.memoryConfig]))
+    const { ContextLoader, HistoryStore, PromptAssembler, WritePolicy } = ChatHistory
+    expect(checkConfigDocumentation(readme, [ContextLoader.config, WritePolicy.config, PromptAssembler.config, HistoryStore.memoryConfig]))
       .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
   })
 

@@ -63,25 +63,34 @@ describe("WritePolicy", () => {
       assert.isTrue(history.some((i) => i.text === "user 19")) // never triggered, still there
     }))
 
-  for (const mode of ["strict", "smart"] as const) {
-    it.effect(`in ${mode}, non-triggering inbound messages are not recorded; triggers and bot outputs are, capped at 8`, () =>
-      Effect.gen(function*() {
-        const { all, history } = yield* replay(mode)
-        assert.deepStrictEqual(all.map((i) => i.text), [
-          "user 4", "bot 4", "user 8", "bot 8", "user 12", "bot 12", "user 16", "bot 16", "user 20", "bot 20"
-        ])
-        assert.deepStrictEqual(history.map((i) => i.text), all.slice(-8).map((i) => i.text))
-      }))
-  }
+  it.effect("in strict, only the addressed exchange is recorded: non-triggering inbound messages are not; triggers and bot outputs are, capped at 8", () =>
+    Effect.gen(function*() {
+      const { all, history } = yield* replay("strict")
+      assert.deepStrictEqual(all.map((i) => i.text), [
+        "user 4", "bot 4", "user 8", "bot 8", "user 12", "bot 12", "user 16", "bot 16", "user 20", "bot 20"
+      ])
+      assert.deepStrictEqual(history.map((i) => i.text), all.slice(-8).map((i) => i.text))
+    }))
 
-  it("shouldRecord: bot outputs always, inbound items and reactions only when they triggered a run outside talkative", () => {
+  it.effect("smart records every message the bot receives, and the bot outputs; reactions only when they triggered a run; capped at 8", () =>
+    Effect.gen(function*() {
+      const { all, history } = yield* replay("smart")
+      assert.strictEqual(all.length, 20 + 5) // every message, every output, no reaction
+      assert.isFalse(all.some((i) => i.kind === "inbound_reaction"))
+      assert.isTrue(all.some((i) => i.text === "user 19")) // never triggered, still there
+      assert.deepStrictEqual(history.map((i) => i.text), all.slice(-8).map((i) => i.text))
+    }))
+
+  it("shouldRecord: bot outputs always; inbound messages always in smart, only when they triggered a run in strict; reactions only when triggering outside talkative", () => {
     for (const mode of ["strict", "smart"] as const) {
       assert.isTrue(WritePolicy.shouldRecord(mode, "outbound_agent", false))
       assert.isTrue(WritePolicy.shouldRecord(mode, "outbound_reaction", false))
-      assert.isFalse(WritePolicy.shouldRecord(mode, "inbound_user", false))
       assert.isFalse(WritePolicy.shouldRecord(mode, "inbound_reaction", false))
+      assert.isFalse(WritePolicy.shouldRecord(mode, "system", false))
       assert.isTrue(WritePolicy.shouldRecord(mode, "inbound_user", true))
     }
+    assert.isFalse(WritePolicy.shouldRecord("strict", "inbound_user", false))
+    assert.isTrue(WritePolicy.shouldRecord("smart", "inbound_user", false))
     for (const kind of ["inbound_user", "inbound_reaction", "outbound_agent", "outbound_reaction", "system"] as const) {
       assert.isTrue(WritePolicy.shouldRecord("talkative", kind, false))
     }

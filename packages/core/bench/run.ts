@@ -18,7 +18,6 @@ import type { ListRequest } from "../src/ActiveContext.js"
 import type { ResolveRequest } from "../src/ReferenceResolver.js"
 import { decide, ReferenceResolver } from "../src/ReferenceResolver.js"
 import * as Scoring from "../src/Scoring.js"
-import * as TtlPolicy from "../src/TtlPolicy.js"
 
 const gc = (globalThis as { gc?: () => void }).gc
 const sizes = (process.env["BENCH_SIZES"] ?? "1000,100000,1000000").split(",").map(Number)
@@ -190,14 +189,14 @@ const runSize = (size: number): Row => {
   const naiveCalls = size >= 1_000_000 ? 30 : size >= 100_000 ? 200 : 5000
   const naiveResolve = time(naiveCalls, (i) => {
     const r = resolveRequest(i)
-    const scored = Scoring.scoreAll(Scoring.defaults, TtlPolicy.defaults, naiveEntries(r.topic_id!, false), {
+    const scored = Scoring.defaultScoring.scoreAll(naiveEntries(r.topic_id!, false), {
       now, topic_id: r.topic_id, sender_user_id: r.sender_user_id, hints: r.normalized_reference_hints
     })
-    decide(Scoring.defaults, r, scored, false, 0)
+    decide(Scoring.defaultScoring, r, scored, false, 0)
   })
   const naiveList = time(naiveCalls, (i) => {
     const r = listRequest(i)
-    Scoring.scoreAll(Scoring.defaults, TtlPolicy.defaults, naiveEntries(r.topic_id!, true), {
+    Scoring.defaultScoring.scoreAll(naiveEntries(r.topic_id!, true), {
       now, topic_id: r.topic_id, sender_user_id: r.sender_user_id, hints: {}
     }).slice(0, 5)
   })

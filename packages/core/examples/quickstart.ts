@@ -1,6 +1,6 @@
 /**
  * A forum topic, a few messages, one explicit activation, and both tools' answers.
- * Run: `pnpm start` at the repository root (or `pnpm example` here).
+ * Run: `pnpm example` at the repository root (or here).
  */
 import { ActiveContext, ContextIngest, Deixis, ReferenceResolver } from "@deixis/core"
 import * as Effect from "effect/Effect"

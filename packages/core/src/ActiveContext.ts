@@ -18,7 +18,8 @@ import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
-import { TtlPolicy } from "./TtlPolicy.js"
+import { InvalidRequest } from "./Errors.js"
+import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 
 /**
  * @since 0.1.0
@@ -115,7 +116,8 @@ export const encodeResult: (result: ListResult) => typeof ListResult.Encoded = t
  * @category models
  */
 export interface ActiveContextShape {
-  readonly list: (request: ListRequest) => Effect.Effect<ListResult, StoreError>
+  /** Fails with `InvalidRequest` for an allowed kind the `KindRegistry` does not know. */
+  readonly list: (request: ListRequest) => Effect.Effect<ListResult, StoreError | InvalidRequest>
 }
 
 /**
@@ -156,16 +158,16 @@ const toActiveObject = (
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scoring.Scoring | TtlPolicy> = Effect.gen(
+export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scoring.Scoring> = Effect.gen(
   function*() {
     const store = yield* ContextStore
-    const settings = yield* Scoring.Scoring
-    const ttl = yield* TtlPolicy
+    const scoring = yield* Scoring.Scoring
+    const kinds = yield* KindRegistry
     let sequence = 0
     const inactiveDebug = (query: PoolQuery, now: number) =>
       Effect.map(store.pool({ ...query, active_only: false, keep_expired: true }), (pool) =>
         pool.entries
-          .filter((e) => !isActive(e.object, now) && e.object.kind !== "message" && e.object.kind !== "bot_message")
+          .filter((e) => !isActive(e.object, now) && kinds.get(e.object.kind)?.message !== true)
           .slice(0, 20)
           .map((e) => ({
             object_id: e.object.object_id,
@@ -174,8 +176,9 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
             why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
           })))
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
-    const list = (request: ListRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const list = (request: ListRequest): Effect.Effect<ListResult, StoreError | InvalidRequest> => {
+      const unknown = unknownInRequest(kinds, request.allowed_kinds, undefined)
+      return unknown !== undefined ? Effect.fail(new InvalidRequest(unknown)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const query: PoolQuery = {
           chat_id: request.chat_id,
           topic_id: request.topic_id,
@@ -187,21 +190,23 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           include_owned: false,
           active_only: true,
           now,
-          limits: settings.pool
+          limits: scoring.settings.pool
         }
         return store.pool(query).pipe(
           Effect.flatMap((pool) => {
             // In a forum, a request without a topic is in the General topic.
             const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
-            const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+            // The kinds asked for match every object listed: `kind_match` says so.
+            const scored = scoring.scoreAll(pool.entries, {
               now,
               topic_id: scoped.topic_id,
               sender_user_id: request.sender_user_id,
-              hints: {}
+              hints: {},
+              kinds: request.allowed_kinds
             })
             const top = scored[0]
             const result: ListResult = {
-              objects: scored.slice(0, request.max_results).map((s) => toActiveObject(settings, scoped, s)),
+              objects: scored.slice(0, request.max_results).map((s) => toActiveObject(scoring.settings, scoped, s)),
               scope_used: top !== undefined
                 ? scopeOf(top.entry.tier, scoped.topic_id)
                 : pool.fallback || scoped.topic_id === null
@@ -228,6 +233,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           )
         )
       })
+    }
     return { list }
   }
 )
@@ -236,7 +242,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<ActiveContext, never, ContextStore | Scoring.Scoring | TtlPolicy> = Layer.effect(
+export const layer: Layer.Layer<ActiveContext, never, ContextStore | Scoring.Scoring> = Layer.effect(
   ActiveContext,
   make
 )

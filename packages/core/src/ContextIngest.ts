@@ -10,8 +10,26 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { type ApplyResult, type ContextEvent, decodeEvents } from "./ContextEvent.js"
 import { ContextStore, type StoreError } from "./ContextStore.js"
-import type { InvalidEvent } from "./Errors.js"
+import { InvalidEvent } from "./Errors.js"
+import { KindRegistry, type Registry } from "./KindRegistry.js"
 import { TtlPolicy } from "./TtlPolicy.js"
+
+/**
+ * The first event that names a kind nobody registered (a custom kind such as `x.ticket`
+ * needs its descriptor in the `KindRegistry`), as the error that rejects its batch.
+ *
+ * @since 0.2.0
+ * @category validation
+ */
+export const unregisteredKind = (kinds: Registry, events: ReadonlyArray<ContextEvent>): InvalidEvent | undefined => {
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!
+    if (e.type === "object_activated" && e.kind !== undefined && kinds.get(e.kind) === undefined) {
+      return new InvalidEvent({ path: `[${i}].kind`, message: `kind "${e.kind}" is not registered in the KindRegistry` })
+    }
+  }
+  return undefined
+}
 
 /**
  * @since 0.1.0
@@ -20,7 +38,10 @@ import { TtlPolicy } from "./TtlPolicy.js"
 export interface ContextIngestShape {
   /** Applies decoded events, in order. */
   readonly apply: (events: ReadonlyArray<ContextEvent>) => Effect.Effect<ApplyResult, StoreError>
-  /** Decodes untrusted input (one event or an array) and applies it; a malformed batch changes nothing. */
+  /**
+   * Decodes untrusted input (one event or an array) and applies it; a malformed batch, or one
+   * naming an unregistered kind, changes nothing.
+   */
   readonly ingest: (input: unknown) => Effect.Effect<ApplyResult, InvalidEvent | StoreError>
 }
 
@@ -37,9 +58,10 @@ export class ContextIngest extends Context.Tag("@deixis/core/ContextIngest")<Con
 export const make: Effect.Effect<ContextIngestShape, never, ContextStore | TtlPolicy> = Effect.gen(function*() {
   const store = yield* ContextStore
   const ttl = yield* TtlPolicy
+  const kinds = yield* KindRegistry
   const apply = (events: ReadonlyArray<ContextEvent>) =>
     Clock.currentTimeMillis.pipe(
-      Effect.flatMap((now) => store.apply(events, { now, ttl })),
+      Effect.flatMap((now) => store.apply(events, { now, ttl, kinds })),
       Effect.tap((result) =>
         result.skipped.length === 0 ? Effect.void : Effect.logDebug("events skipped").pipe(
           Effect.annotateLogs({ skipped: result.skipped.length, first_path: result.skipped[0]!.path })
@@ -47,7 +69,10 @@ export const make: Effect.Effect<ContextIngestShape, never, ContextStore | TtlPo
       )
     )
   const ingest = (input: unknown) =>
-    Either.match(decodeEvents(input), {
+    Either.match(Either.flatMap(decodeEvents(input), (events) => {
+      const unknown = unregisteredKind(kinds, events)
+      return unknown === undefined ? Either.right(events) : Either.left(unknown)
+    }), {
       onLeft: (error) =>
         Effect.logInfo("events rejected").pipe(
           Effect.annotateLogs({ path: error.path }),

@@ -22,7 +22,8 @@ import type { ContextObject, MessageMeta } from "./ContextObject.js"
 import { httpStatus } from "./Errors.js"
 import type { ObjectKind } from "./ObjectKind.js"
 import { makeMemoryStore } from "./internal/memoryStore.js"
-import type { TtlSettings } from "./TtlPolicy.js"
+import type { Registry } from "./KindRegistry.js"
+import type { TtlPolicyShape } from "./TtlPolicy.js"
 
 /**
  * A storage failure (the store did not answer, or answered wrongly).
@@ -151,12 +152,17 @@ export interface StoreStats {
 }
 
 /**
+ * What a batch is applied under: the time, the TTL policy whose rules the reducer follows
+ * (the store keeps what it wrote, such as `active_until`, and never applies rules of its own),
+ * and the kind registry (the built-ins when absent).
+ *
  * @since 0.1.0
  * @category models
  */
 export interface ApplyOptions {
   readonly now: number
-  readonly ttl: TtlSettings
+  readonly ttl: TtlPolicyShape
+  readonly kinds?: Registry | undefined
 }
 
 /**

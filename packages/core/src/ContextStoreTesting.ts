@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, beforeAll, describe, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -25,8 +25,12 @@ let chatSequence = 0
 /** A chat id no other case uses, even across runs against one persistent store. */
 const freshChat = () => `contract-${Date.now().toString(36)}-${++chatSequence}`
 
+/** The policy the cases apply events under, and the settings their expectations read. */
+let settings: TtlPolicy.TtlSettings = TtlPolicy.defaults
+let policy: TtlPolicy.TtlPolicyShape = TtlPolicy.defaultPolicy
+
 const apply = (events: ReadonlyArray<ContextEventInput>, now = T0) =>
-  Effect.flatMap(ContextStore, (store) => store.apply(decode(events), { now, ttl: TtlPolicy.defaults }))
+  Effect.flatMap(ContextStore, (store) => store.apply(decode(events), { now, ttl: policy }))
 
 const query = (chat: string, overrides: Partial<PoolQuery> = {}): PoolQuery => ({
   chat_id: chat,
@@ -47,13 +51,52 @@ const pool = (q: PoolQuery) => Effect.flatMap(ContextStore, (store) => store.poo
 const snapshot = (chat: string) => Effect.flatMap(ContextStore, (store) => store.snapshot(chat))
 
 /**
+ * What the suite runs under: the TTL settings of the policy events are applied with (today's
+ * rules over them), so an adapter is proven to keep whatever a replaced policy wrote.
+ *
+ * @since 0.2.0
+ * @category testing
+ */
+export interface ContractOptions {
+  readonly ttl?: Partial<TtlPolicy.TtlSettings>
+}
+
+/**
+ * A replaced policy's settings, every duration other than today's: run the suite with it too
+ * (`contextStoreContract(name, layer, { ttl: replacedTtl })`) to prove the adapter keeps what
+ * the policy wrote rather than rules of its own.
+ *
+ * @since 0.2.0
+ * @category testing
+ */
+export const replacedTtl: Partial<TtlPolicy.TtlSettings> = {
+  medium: 20 * minute,
+  short_medium: 7 * minute,
+  short: 3 * minute,
+  poll_grace: 4 * minute,
+  reminder_grace: 2 * minute,
+  touch_cap_factor: 2
+}
+
+/**
  * Registers the contract cases for one adapter.
  *
  * @since 0.1.0
  * @category testing
  */
-export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<ContextStore, E>): void => {
-  describe(`ContextStore contract: ${name}`, () => {
+export const contextStoreContract = <E>(
+  name: string,
+  storeLayer: Layer.Layer<ContextStore, E>,
+  options: ContractOptions = {}
+): void => {
+  const ttl: TtlPolicy.TtlSettings = { ...TtlPolicy.defaults, ...options.ttl }
+  const ttlPolicy = TtlPolicy.make(ttl)
+  describe(`ContextStore contract: ${name}${options.ttl === undefined ? "" : " (replaced TTL policy)"}`, () => {
+    // vitest collects every describe before it runs one: each suite's cases read its own policy.
+    beforeAll(() => {
+      settings = ttl
+      policy = ttlPolicy
+    })
     layer(storeLayer, { timeout: "60 seconds" })((it) => {
       it.effect("a message applied twice is stored once", () =>
         Effect.gen(function*() {
@@ -115,7 +158,7 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           assert.deepStrictEqual([again.applied, again.duplicates], [0, 2])
           const link = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/3/link`)))
           assert.deepStrictEqual(link.activation_reasons, ["url_fetched"])
-          assert.strictEqual(link.active_until, T0 + minute + TtlPolicy.defaults.medium)
+          assert.strictEqual(link.active_until, T0 + minute + settings.medium)
           const summary = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/4/summary`)))
           assert.deepStrictEqual([summary.topic_id, summary.created_by_bot, summary.title_or_label], ["9", true, "Summary"])
         }))
@@ -160,7 +203,7 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           yield* apply([{ type: "poll_closed", event_id: "close", poll_id: pollId }], T0 + 10 * minute)
           const poll = Option.getOrThrow(yield* Effect.flatMap(ContextStore, (s) => s.object(chat, `${chat}/5/poll`)))
           assert.deepStrictEqual(poll.poll, { poll_id: pollId, state: "closed", closed_at: T0 + 10 * minute })
-          assert.strictEqual(poll.active_until, T0 + 10 * minute + TtlPolicy.defaults.poll_grace)
+          assert.strictEqual(poll.active_until, T0 + 10 * minute + settings.poll_grace)
           assert.strictEqual(poll.ttl_class, "poll_grace")
         }))
 
@@ -371,7 +414,7 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
             { type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 2, media: [{ kind: "media.image", file_id: "p" }] },
             { type: "object_activated", event_id: "d", chat_id: chat, reason: "media_described", object_id: `${chat}/1/media.image` }
           ])
-          const later = T0 + TtlPolicy.defaults.short_medium + minute
+          const later = T0 + settings.short_medium + minute
           const result = yield* pool(query(chat, { current_message_id: "2", now: later }))
           assert.deepStrictEqual(result.entries.map((e) => [e.object.object_id, e.object.kind, e.tier]), [[`${chat}/1/message`, "message", "home"]])
           const debug = yield* pool(query(chat, { current_message_id: "2", now: later, keep_expired: true }))
@@ -443,8 +486,8 @@ export const contextStoreContract = <E>(name: string, storeLayer: Layer.Layer<Co
           yield* store.sweep(T0 + 20 * day)
           const kept = Option.getOrThrow(yield* store.object(chat, id))
           assert.isTrue(isActive(kept, due))
-          assert.isFalse(isActive(kept, due + TtlPolicy.defaults.reminder_grace))
-          yield* store.sweep(due + TtlPolicy.defaults.reminder_grace)
+          assert.isFalse(isActive(kept, due + settings.reminder_grace))
+          yield* store.sweep(due + settings.reminder_grace)
           assert.isTrue(Option.isSome(yield* store.object(chat, id)))
         }))
 

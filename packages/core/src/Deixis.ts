@@ -8,6 +8,7 @@ import * as Layer from "effect/Layer"
 import * as ActiveContext from "./ActiveContext.js"
 import * as ContextIngest from "./ContextIngest.js"
 import * as ContextStore from "./ContextStore.js"
+import * as KindRegistry from "./KindRegistry.js"
 import * as ReferenceResolver from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
 import * as TtlPolicy from "./TtlPolicy.js"
@@ -26,7 +27,20 @@ export type Services =
   | Scoring.Scoring
   | TtlPolicy.TtlPolicy
 
-const tools = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
+/**
+ * Ingest and both tools over the services they read: a `ContextStore`, a `TtlPolicy` and a
+ * `Scoring` (and the `KindRegistry`, the built-ins unless provided). Provide replaced
+ * services here to change the rules.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const tools: Layer.Layer<
+  ContextIngest.ContextIngest | ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext,
+  never,
+  ContextStore.ContextStore | Scoring.Scoring | TtlPolicy.TtlPolicy
+> = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
+
 
 /**
  * The core's services over any ContextStore layer.
@@ -38,7 +52,37 @@ export const layerWith = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>,
   options: { readonly ttl?: Partial<TtlPolicy.TtlSettings>; readonly scoring?: Scoring.ScoringOptions } = {}
 ): Layer.Layer<Services, E, R> =>
-  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring))))
+  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layer(options.scoring), TtlPolicy.layer(options.ttl)))))
+
+/**
+ * Replaced rules: a TTL policy layer, a scorer layer (it may read the policy), and custom
+ * kinds. What is not given is today's.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Rules<E1 = never, E2 = never> {
+  readonly policy?: Layer.Layer<TtlPolicy.TtlPolicy, E1>
+  readonly scorer?: Layer.Layer<Scoring.Scoring, E2, TtlPolicy.TtlPolicy>
+  readonly kinds?: ReadonlyArray<KindRegistry.KindDescriptor>
+}
+
+/**
+ * The core's services over any ContextStore layer, with replaced rules: a team's own TTL
+ * policy, scorer or kinds. The kind registry reaches every service, the store's writes too.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerWithRules = <E, R, E1 = never, E2 = never>(
+  store: Layer.Layer<ContextStore.ContextStore, E, R>,
+  rules: Rules<E1, E2>
+): Layer.Layer<Services, E | E1 | E2 | KindRegistry.InvalidKindDescriptor, R> => {
+  const policy: Layer.Layer<TtlPolicy.TtlPolicy, E1> = rules.policy ?? TtlPolicy.layer()
+  const scorer: Layer.Layer<Scoring.Scoring, E2, TtlPolicy.TtlPolicy> = rules.scorer ?? Scoring.layer()
+  const core = tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(scorer, policy))))
+  return Layer.provide(core, KindRegistry.layer(rules.kinds ?? []))
+}
 
 /**
  * The core's services over the in-memory store.
@@ -64,7 +108,7 @@ export const layerMemory = (
 export const layerWithConfig = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>
 ): Layer.Layer<Services, E | ConfigError.ConfigError, R> =>
-  tools.pipe(Layer.provideMerge(Layer.mergeAll(store, TtlPolicy.layerConfig, Scoring.layerConfig)))
+  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layerConfig, TtlPolicy.layerConfig))))
 
 /**
  * The core's services over the in-memory store, every setting read from configuration.

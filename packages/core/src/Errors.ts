@@ -6,18 +6,30 @@
  */
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-
-// The key @effect/platform's HttpApiSchema reads a response status from.
-const HttpApiStatus = Symbol.for("@effect/platform/HttpApiSchema/AnnotationStatus")
+import type * as SchemaAST from "effect/SchemaAST"
 
 /**
- * Annotations giving an error its HTTP status, both as a plain `status` and under the key
- * `@effect/platform`'s HttpApi reads, so core needs no dependency on the platform.
+ * The annotation giving an error its HTTP status, as a plain `status`: core needs no
+ * dependency on @effect/platform. An HTTP edge hands it to the platform through its public
+ * API — `group.addError(E, { status: statusOf(E) })` — never through a private key.
  *
  * @since 0.1.0
  * @category annotations
  */
-export const httpStatus = (code: number) => ({ status: code, [HttpApiStatus]: code })
+export const httpStatus = (code: number) => ({ status: code })
+
+/**
+ * The HTTP status an error Schema carries ({@link httpStatus}); undefined for none.
+ *
+ * @since 0.2.0
+ * @category annotations
+ */
+export const statusOf = (schema: { readonly ast: SchemaAST.AST }): number | undefined => {
+  const ast = schema.ast
+  // A Schema.TaggedError class is a transformation to its annotated struct.
+  const status = (ast._tag === "Transformation" ? ast.to.annotations : ast.annotations)["status"]
+  return typeof status === "number" ? status : undefined
+}
 
 /**
  * An event that does not decode. `path` names the failing field (`[3].chat_id`); nothing of

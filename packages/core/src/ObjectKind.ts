@@ -1,12 +1,13 @@
 /**
- * The twelve kinds of conversational object, and the normalized kind hints callers pass.
+ * The twelve built-in kinds of conversational object, namespaced custom kinds, and the
+ * normalized kind hints callers pass. What each kind means is the `KindRegistry`'s.
  *
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
 
 /**
- * Every kind of object deixis tracks.
+ * The built-in kinds.
  *
  * @since 0.1.0
  * @category constants
@@ -27,12 +28,57 @@ export const kinds = [
 ] as const
 
 /**
+ * @since 0.2.0
+ * @category schemas
+ */
+export const BuiltinKind = Schema.Literal(...kinds).annotations({ identifier: "BuiltinKind" })
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type BuiltinKind = typeof BuiltinKind.Type
+
+const customKindPattern = /^(?!media\.)[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_.-]{0,63}$/
+
+/**
+ * A kind a team registers (see `KindRegistry`), namespaced: `x.ticket`, `acme.invoice` —
+ * lowercase, a namespace other than `media`, a dot, a name.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const CustomKind = Schema.TemplateLiteral(Schema.String, ".", Schema.String).pipe(
+  Schema.pattern(customKindPattern, {
+    message: () => "a custom kind is namespaced: lowercase namespace (not media), a dot, a name, such as x.ticket"
+  })
+).annotations({ identifier: "CustomKind" })
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type CustomKind = typeof CustomKind.Type
+
+/**
+ * Whether a name is a well-formed custom kind (not whether anyone registered it).
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isCustomKind = (kind: string): kind is CustomKind =>
+  !(kinds as ReadonlyArray<string>).includes(kind) && customKindPattern.test(kind)
+
+/**
+ * A built-in kind, or a namespaced custom kind. Whether a custom kind is registered is the
+ * `KindRegistry`'s to say: the tools answer an unregistered one with `InvalidRequest`.
+ *
  * @since 0.1.0
  * @category schemas
  */
-export const ObjectKind = Schema.Literal(...kinds).annotations({
+export const ObjectKind = Schema.Union(BuiltinKind, CustomKind).annotations({
   identifier: "ObjectKind",
-  description: "The kind of a conversational object"
+  description: "The kind of a conversational object: a built-in kind, or a registered namespaced kind such as x.ticket"
 })
 
 /**
@@ -62,13 +108,13 @@ export const MediaKind = Schema.Literal(
 export type MediaKind = typeof MediaKind.Type
 
 /**
- * A normalized kind hint extracted upstream from the user's words (in any language). The
- * first six are the spec's; the rest name the remaining kinds directly.
+ * The built-in kind hints. The first six are the spec's; the rest name the remaining kinds
+ * directly.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category schemas
  */
-export const TargetKindHint = Schema.Literal(
+export const BuiltinKindHint = Schema.Literal(
   "poll",
   "reminder",
   "image",
@@ -81,32 +127,20 @@ export const TargetKindHint = Schema.Literal(
   "pdf",
   "summary",
   "message"
-).annotations({ identifier: "TargetKindHint" })
+).annotations({ identifier: "BuiltinKindHint" })
+
+/**
+ * A normalized kind hint extracted upstream from the user's words (in any language): a
+ * built-in hint, or a registered custom kind's name. The kinds each names are the
+ * `KindRegistry`'s descriptors.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TargetKindHint = Schema.Union(BuiltinKindHint, CustomKind).annotations({ identifier: "TargetKindHint" })
 
 /**
  * @since 0.1.0
  * @category models
  */
 export type TargetKindHint = typeof TargetKindHint.Type
-
-/**
- * The kinds each hint matches. `file` covers documents and PDFs; `article` covers fetched
- * articles and plain links; `quote` and `message` cover messages, the user's or the bot's.
- *
- * @since 0.1.0
- * @category constants
- */
-export const kindsForHint: { readonly [H in TargetKindHint]: ReadonlyArray<ObjectKind> } = {
-  poll: ["poll"],
-  reminder: ["reminder"],
-  image: ["media.image"],
-  file: ["media.document", "media.pdf"],
-  article: ["article", "link"],
-  quote: ["message", "bot_message"],
-  link: ["link", "article"],
-  video: ["media.video"],
-  voice: ["media.voice"],
-  pdf: ["media.pdf"],
-  summary: ["summary"],
-  message: ["message", "bot_message"]
-}

@@ -19,6 +19,8 @@ import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
+import { InvalidRequest } from "./Errors.js"
+import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
 /**
@@ -161,7 +163,8 @@ export const encodeResult: (result: ResolveResult) => typeof ResolveResult.Encod
  * @category models
  */
 export interface ReferenceResolverShape {
-  readonly resolve: (request: ResolveRequest) => Effect.Effect<ResolveResult, StoreError>
+  /** Fails with `InvalidRequest` for a kind or kind hint the `KindRegistry` does not know. */
+  readonly resolve: (request: ResolveRequest) => Effect.Effect<ResolveResult, StoreError | InvalidRequest>
 }
 
 /**
@@ -192,20 +195,21 @@ const round = (n: number) => Math.round(n * 1000) / 1000
  * @category resolving
  */
 export const decide = (
-  settings: Scoring.ScoringSettings,
+  scoring: Scoring.ScoringShape,
   request: ResolveRequest,
   scored: ReadonlyArray<Scoring.Scored>,
   fallback: boolean,
   chainLength: number
 ): ResolveResult => {
+  const recency = scoring.settings.weights.recency
   const top = scored[0]
   const second = scored[1]
   const gap = top === undefined ? null : round(top.score - (second?.score ?? 0))
-  const plausible = scored.filter((s) => s.score >= settings.min_score)
+  const plausible = scored.filter(scoring.plausible)
   const toCandidate = (s: Scoring.Scored): Candidate =>
     Object.assign(toDescriptor(s.entry.object), {
       confidence: s.confidence,
-      reasons: resolveReasons(s, request.topic_id, settings.weights.recency)
+      reasons: resolveReasons(s, request.topic_id, recency)
     })
   const diagnostics: ResolveResult["diagnostics"] = {
     candidate_count: scored.length,
@@ -219,7 +223,7 @@ export const decide = (
       features: Scoring.featureRecord(s)
     }))
   }
-  if (top === undefined || top.score < settings.min_score) {
+  if (top === undefined || !scoring.plausible(top)) {
     return {
       status: "not_found",
       best_match: null,
@@ -230,11 +234,11 @@ export const decide = (
       diagnostics
     }
   }
-  const close = second !== undefined && second.score >= settings.min_score && gap! < settings.ambiguity_margin
-  const confidence = round(top.confidence * Math.min(1, 0.5 + gap! / (2 * settings.ambiguity_margin)))
-  const topReasons = resolveReasons(top, request.topic_id, settings.weights.recency)
+  const close = second !== undefined && scoring.plausible(second) && scoring.close(top, second)
+  const confidence = scoring.confidence(top, gap!)
+  const topReasons = resolveReasons(top, request.topic_id, recency)
   if (close) {
-    const album = request.reply_to_message_id === null ? albumOf(settings, scored) : undefined
+    const album = request.reply_to_message_id === null ? albumOf(scoring, scored) : undefined
     if (album !== undefined) {
       // Ambiguous only between the members of one album: the album is what was meant.
       const first = album.members[0]!
@@ -243,8 +247,8 @@ export const decide = (
         status: "resolved",
         best_match: toDescriptor(first.entry.object),
         candidates: album.members.slice(0, request.max_candidates).map(toCandidate),
-        confidence: round(top.confidence * Math.min(1, 0.5 + albumGap / (2 * settings.ambiguity_margin))),
-        reasons: [...resolveReasons(first, request.topic_id, settings.weights.recency), "whole_album"],
+        confidence: scoring.confidence(top, albumGap),
+        reasons: [...resolveReasons(first, request.topic_id, recency), "whole_album"],
         scope_used: scopeOf(first.entry.tier, request.topic_id),
         diagnostics,
         album: { album_id: album.album_id, object_ids: album.members.map((s) => s.entry.object.object_id) }
@@ -254,7 +258,7 @@ export const decide = (
       status: "ambiguous",
       best_match: null,
       candidates: plausible
-        .filter((s) => top.score - s.score < settings.ambiguity_margin)
+        .filter((s) => scoring.close(top, s))
         .slice(0, request.max_candidates)
         .map(toCandidate),
       confidence,
@@ -279,11 +283,11 @@ export const decide = (
  * two), that album: all its members in the pool, in message order, and the best candidate
  * outside it.
  */
-const albumOf = (settings: Scoring.ScoringSettings, scored: ReadonlyArray<Scoring.Scored>) => {
+const albumOf = (scoring: Scoring.ScoringShape, scored: ReadonlyArray<Scoring.Scored>) => {
   const top = scored[0]!
   const albumId = top.entry.object.album_id
   if (albumId === undefined) return undefined
-  const close = scored.filter((s) => s.score >= settings.min_score && top.score - s.score < settings.ambiguity_margin)
+  const close = scored.filter((s) => scoring.plausible(s) && scoring.close(top, s))
   if (close.length < 2 || close.some((s) => s.entry.object.album_id !== albumId)) return undefined
   const members = scored
     .filter((s) => s.entry.object.album_id === albumId)
@@ -327,12 +331,14 @@ export const touchEvents = (request: ResolveRequest, result: ResolveResult): Rea
 export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | Scoring.Scoring | TtlPolicy> = Effect.gen(
   function*() {
     const store = yield* ContextStore
-    const settings = yield* Scoring.Scoring
+    const scoring = yield* Scoring.Scoring
     const ttl = yield* TtlPolicy
+    const kinds = yield* KindRegistry
     let sequence = 0
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
-    const resolve = (request: ResolveRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const resolve = (request: ResolveRequest): Effect.Effect<ResolveResult, StoreError | InvalidRequest> => {
+      const unknown = unknownInRequest(kinds, request.allowed_kinds, request.normalized_reference_hints.target_kind_hint)
+      return unknown !== undefined ? Effect.fail(new InvalidRequest(unknown)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hints = request.normalized_reference_hints
         // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only.
         return store.pool({
@@ -342,25 +348,25 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
           reply_to_message_id: request.reply_to_message_id,
           sender_user_id: request.sender_user_id,
           kinds: request.allowed_kinds,
-          prefer_kinds: Scoring.hintedKinds(hints),
+          prefer_kinds: scoring.hintedKinds(hints),
           include_owned: hints.ownership_hint === "mine",
           active_only: false,
           now,
-          limits: settings.pool
+          limits: scoring.settings.pool
         }).pipe(Effect.flatMap((pool) => {
           // In a forum, a request without a topic is in the General topic.
           const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
           // Steps 3 and 4: deterministic weighted features, best first.
-          const scored = Scoring.scoreAll(settings, ttl, pool.entries, {
+          const scored = scoring.scoreAll(pool.entries, {
             now,
             topic_id: scoped.topic_id,
             sender_user_id: request.sender_user_id,
             hints
           })
           // Steps 5 to 8: thresholds.
-          const result = decide(settings, scoped, scored, pool.fallback, pool.chain.length)
+          const result = decide(scoring, scoped, scored, pool.fallback, pool.chain.length)
           const touch = request.record_touch ? touchEvents(request, result) : []
-          const recorded = touch.length === 0 ? Effect.void : Effect.asVoid(store.apply(touch, { now, ttl }))
+          const recorded = touch.length === 0 ? Effect.void : Effect.asVoid(store.apply(touch, { now, ttl, kinds }))
           return Effect.as(
             Effect.zipRight(recorded, logCall("resolve_reference_target", () => ({
               request_id: request.request_id ?? `resolve-${++sequence}`,
@@ -377,6 +383,7 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
           )
         }))
       })
+    }
     return { resolve }
   }
 )

@@ -1,5 +1,7 @@
 /**
- * The one deterministic, feature-weighted scorer both tools use, so they cannot drift.
+ * The one deterministic, feature-weighted scorer both tools use, so they cannot drift. A
+ * service whose value holds the scoring (`scoreAll`, `compare`, the thresholds), built by
+ * `make(settings)`; a team replaces it, or adds a feature of its own (`CustomFeature`).
  *
  * A candidate's score is the sum of its features' contributions; each contribution is a
  * configured weight (recency decays by half-life). The result carries the score, a
@@ -11,6 +13,7 @@
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ActivationReason, ContextObject } from "./ContextObject.js"
@@ -18,10 +21,10 @@ import { isActive } from "./ContextObject.js"
 import type { PoolEntry, PoolLimits } from "./ContextStore.js"
 import { compareMessageIds } from "./Ids.js"
 import { defaultsOf, millis, positiveInt } from "./internal/config.js"
+import { defaultRegistry, KindRegistry, type Registry } from "./KindRegistry.js"
 import type { ObjectKind } from "./ObjectKind.js"
-import { kindsForHint } from "./ObjectKind.js"
-import type { TtlSettings } from "./TtlPolicy.js"
-import { ttlOf } from "./TtlPolicy.js"
+import { TargetKindHint } from "./ObjectKind.js"
+import { defaultPolicy, TtlPolicy, type TtlPolicyShape } from "./TtlPolicy.js"
 
 /**
  * Normalized reference hints, extracted upstream from the user's words in any language.
@@ -34,12 +37,7 @@ export const ReferenceHints = Schema.Struct({
     Schema.Literal("replied_message", "latest", "previous", "above", "current_topic_recent")
   ),
   ordinal_hint: Schema.optional(Schema.Literal("first", "second", "last")),
-  target_kind_hint: Schema.optional(
-    Schema.Literal(
-      "poll", "reminder", "image", "file", "article", "quote",
-      "link", "video", "voice", "pdf", "summary", "message"
-    )
-  ),
+  target_kind_hint: Schema.optional(TargetKindHint),
   ownership_hint: Schema.optional(Schema.Literal("mine", "bot_created", "any")),
   recency_hint: Schema.optional(Schema.Literal("latest", "recent", "currently_active"))
 }).annotations({ identifier: "NormalizedReferenceHints" })
@@ -165,14 +163,6 @@ export const config: Config.Config<ScoringSettings> = Config.all({
 export const defaults: ScoringSettings = defaultsOf(config)
 
 /**
- * The scorer's settings as a service.
- *
- * @since 0.1.0
- * @category tags
- */
-export class Scoring extends Context.Tag("@deixis/core/Scoring")<Scoring, ScoringSettings>() {}
-
-/**
  * Settings over the defaults; `weights` and `pool` merge key by key.
  *
  * @since 0.1.0
@@ -184,10 +174,12 @@ export interface ScoringOptions extends Partial<Omit<ScoringSettings, "weights" 
 }
 
 /**
- * @since 0.1.0
+ * The settings `options` give over the defaults.
+ *
+ * @since 0.2.0
  * @category constructors
  */
-export const make = (options: ScoringOptions = {}): ScoringSettings => ({
+export const settingsOf = (options: ScoringOptions = {}): ScoringSettings => ({
   ...defaults,
   ...options,
   weights: { ...defaults.weights, ...options.weights },
@@ -195,19 +187,8 @@ export const make = (options: ScoringOptions = {}): ScoringSettings => ({
 })
 
 /**
- * @since 0.1.0
- * @category layers
- */
-export const layer = (options: ScoringOptions = {}): Layer.Layer<Scoring> => Layer.succeed(Scoring, make(options))
-
-/**
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: Layer.Layer<Scoring, ConfigError.ConfigError> = Layer.effect(Scoring, config)
-
-/**
- * What a request brings to scoring.
+ * What a request brings to scoring. `kinds`, when set, are the kinds the request asks for
+ * (a list's `allowed_kinds`); otherwise the kinds its kind hint names.
  *
  * @since 0.1.0
  * @category models
@@ -217,11 +198,13 @@ export interface ScoreRequest {
   readonly topic_id: string | null
   readonly sender_user_id: string | null
   readonly hints: ReferenceHints
+  readonly kinds?: ReadonlyArray<ObjectKind> | undefined
 }
 
 /**
  * One scored candidate. `values` holds each feature's contribution, indexed as
- * {@link features}; zero when the feature did not fire.
+ * {@link features}; zero when the feature did not fire. `extra` holds custom features'
+ * contributions that fired, by name.
  *
  * @since 0.1.0
  * @category models
@@ -231,32 +214,60 @@ export interface Scored {
   readonly score: number
   readonly confidence: number
   readonly values: ReadonlyArray<number>
+  readonly extra?: ReadonlyArray<readonly [string, number]> | undefined
 }
 
 /**
- * The features that fired for a candidate, with their contributions, in {@link features}
- * order.
+ * A feature a team adds to the scorer: a name (namespaced, `x.embedding`) and its contribution
+ * for a candidate, 0 when it does not apply. It shows in diagnostics under its name.
  *
- * @since 0.1.0
- * @category utils
+ * @since 0.2.0
+ * @category models
  */
-export const contributions = (scored: Scored): Array<readonly [Feature, number]> => {
-  const out: Array<readonly [Feature, number]> = []
-  for (let i = 0; i < features.length; i++) {
-    const value = scored.values[i]!
-    if (value !== 0) out.push([features[i]!, value])
-  }
-  return out
+export interface CustomFeature {
+  readonly name: string
+  readonly value: (entry: PoolEntry, request: ScoreRequest) => number
 }
 
 /**
- * The kinds a request's kind hint names (empty without one).
+ * What the thresholds say of the best candidates.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Verdict = "resolved" | "ambiguous" | "not_found"
+
+/**
+ * The scorer: features of a candidate, its score, the order of candidates and the thresholds
+ * for resolved / ambiguous / not found.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ScoringShape {
+  /** The settings the scorer was built from (pool limits, weights the reason codes read). */
+  readonly settings: ScoringSettings
+  /** The kinds a request's kind hint names (empty without one). */
+  readonly hintedKinds: (hints: ReferenceHints) => ReadonlyArray<ObjectKind>
+  /** Scores every entry of a pool, best first. */
+  readonly scoreAll: (entries: ReadonlyArray<PoolEntry>, request: ScoreRequest) => Array<Scored>
+  /** The order of candidates: negative when `a` ranks before `b`. */
+  readonly compare: (a: Scored, b: Scored) => number
+  /** Whether a candidate is plausible at all (resolve: below this, not found). */
+  readonly plausible: (candidate: Scored) => boolean
+  /** Whether `other` is too close to `top` to tell them apart. */
+  readonly close: (top: Scored, other: Scored) => boolean
+  /** The confidence of a winner that leads the runner-up by `gap`. */
+  readonly confidence: (top: Scored, gap: number) => number
+}
+
+/**
+ * The scorer's service.
  *
  * @since 0.1.0
- * @category utils
+ * @category tags
  */
-export const hintedKinds = (hints: ReferenceHints): ReadonlyArray<ObjectKind> =>
-  hints.target_kind_hint === undefined ? [] : kindsForHint[hints.target_kind_hint]
+export class Scoring extends Context.Tag("@deixis/core/Scoring")<Scoring, ScoringShape>() {}
 
 const round = (n: number) => Math.round(n * 1000) / 1000
 const interactionReasons: ReadonlyArray<ActivationReason> = ["resolver_touch", "followup_attached"]
@@ -280,118 +291,196 @@ const byAge = (a: ContextObject, b: ContextObject) =>
 
 /**
  * The object a positional or ordinal hint points at within the pool: `first`/`second` count
- * from the oldest, `last`/`latest` is the newest, `previous` the one before it. Counted among
- * the candidates of the hinted kinds when there is a kind hint.
+ * from the oldest, `last`/`latest`/`above` is the newest, `previous` the one before it,
+ * `current_topic_recent` the newest of the request's topic. Counted among the candidates of
+ * `kinds` when there are any.
  *
  * @since 0.1.0
  * @category scoring
  */
-export const positionalTarget = (entries: ReadonlyArray<PoolEntry>, hints: ReferenceHints): string | undefined => {
-  const kinds = hintedKinds(hints)
+export const positionalTarget = (
+  entries: ReadonlyArray<PoolEntry>,
+  hints: ReferenceHints,
+  kinds: ReadonlyArray<ObjectKind>,
+  topicId: string | null
+): string | undefined => {
+  const positional = hints.positional_hint
   const pick = hints.ordinal_hint ??
-    (hints.positional_hint === "latest" || hints.positional_hint === "above"
+    (positional === "latest" || positional === "above" || positional === "current_topic_recent"
       ? "last"
-      : hints.positional_hint === "previous"
+      : positional === "previous"
       ? "previous"
       : undefined)
   if (pick === undefined) return undefined
+  const inTopic = hints.ordinal_hint === undefined && positional === "current_topic_recent"
   const ordered = entries
     .map((e) => e.object)
-    .filter((o) => kinds.length === 0 || kinds.includes(o.kind))
+    .filter((o) => (kinds.length === 0 || kinds.includes(o.kind)) && (!inTopic || o.topic_id === topicId))
     .sort(byAge)
   const index = pick === "first" ? 0 : pick === "second" ? 1 : pick === "last" ? ordered.length - 1 : ordered.length - 2
   return ordered[index]?.object_id
 }
 
 /**
- * Scores every entry of a pool.
+ * How much a recency hint multiplies the recency feature: `latest` 2, `recent` 1.5.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category scoring
  */
-export const scoreAll = (
-  settings: ScoringSettings,
-  ttl: TtlSettings,
-  entries: ReadonlyArray<PoolEntry>,
-  request: ScoreRequest
-): Array<Scored> => {
-  const positional = positionalTarget(entries, request.hints)
-  const kinds = hintedKinds(request.hints)
-  return entries.map((entry) => score(settings, ttl, entry, request, kinds, positional)).sort(compareScored)
-}
+export const recencyFactor = (hints: ReferenceHints): number =>
+  hints.recency_hint === "latest" ? 2 : hints.recency_hint === "recent" ? 1.5 : 1
 
 /**
- * Scores one candidate.
+ * Today's scorer over `options` (merged over the defaults), reading each object's TTL from
+ * `ttl` and the kinds a hint names from `kinds`, with `features` added to the built-in ones.
  *
- * @since 0.1.0
- * @category scoring
+ * @since 0.2.0
+ * @category constructors
  */
-export const score = (
-  settings: ScoringSettings,
-  ttl: TtlSettings,
-  entry: PoolEntry,
-  request: ScoreRequest,
-  kinds: ReadonlyArray<ObjectKind> = hintedKinds(request.hints),
-  positional: string | undefined = undefined
-): Scored => {
+export const make = (
+  options: ScoringOptions = {},
+  deps: {
+    readonly ttl?: TtlPolicyShape
+    readonly kinds?: Registry
+    readonly features?: ReadonlyArray<CustomFeature>
+  } = {}
+): ScoringShape => {
+  const settings = settingsOf(options)
+  const ttl = deps.ttl ?? defaultPolicy
+  const registry = deps.kinds ?? defaultRegistry
+  const custom = deps.features ?? []
   const w = settings.weights
-  const o = entry.object
-  const hints = request.hints
-  const now = request.now
-  // A plain array: typed-array allocation costs more than the scoring itself.
-  const v: Array<number> = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+  const none: ReadonlyArray<ObjectKind> = []
+  const hintedKinds = (hints: ReferenceHints): ReadonlyArray<ObjectKind> =>
+    hints.target_kind_hint === undefined ? none : registry.kindsForHint(hints.target_kind_hint)
 
-  if (entry.tier === "reply_target") v[F.reply_target] = w.reply_target
-  else if (entry.tier === "reply_chain") v[F.reply_chain] = w.reply_chain
-  if (o.topic_id === request.topic_id) v[F.same_scope] = w.same_scope
-  const active = isActive(o, now)
-  if (active) v[F.active] = hints.recency_hint === "currently_active" ? w.active * 1.5 : w.active
-  if (kinds.length > 0) {
-    if (kinds.includes(o.kind)) v[F.kind_match] = w.kind_match
-    else v[F.kind_mismatch] = w.kind_mismatch
-  }
-  if (
-    (positional !== undefined && positional === o.object_id) ||
-    (hints.positional_hint === "replied_message" && entry.tier === "reply_target")
-  ) {
-    v[F.position_match] = w.position_match
-  }
-  if (hints.ownership_hint === "bot_created" && o.created_by_bot) v[F.bot_created] = w.bot_created
-  if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
-    // Without an ownership hint, only objects count as owned: the sender's own chatter does not.
-    if (hints.ownership_hint === "mine") v[F.owned_by_sender] = w.owned_by_sender
-    else if (o.kind !== "message" && o.kind !== "bot_message") v[F.owned_by_sender] = settings.owned_ambient
-  }
-  if (o.poll?.state === "open") v[F.open_poll] = w.open_poll
-  if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) v[F.future_reminder] = w.future_reminder
-  if (
-    active && now - o.last_touched_at <= settings.interaction_window &&
-    o.activation_reasons.some((r) => interactionReasons.includes(r))
-  ) {
-    v[F.touched_in_interaction] = w.touched_in_interaction
-  }
-  const age = Math.max(0, now - o.last_touched_at)
-  v[F.recency] = round(w.recency * Math.pow(0.5, age / settings.recency_half_life) * (hints.recency_hint === "latest" ? 2 : 1))
-  if (entry.tier === "fallback") v[F.scope_fallback] = w.scope_fallback
-  if (o.active_until !== null && !active) {
-    v[F.stale] = w.stale
-  } else if (active && o.active_until! - now < ttlOf(ttl, o.ttl_class) * settings.near_expiry_fraction) {
-    v[F.stale] = w.stale / 2
+  const score = (
+    entry: PoolEntry,
+    request: ScoreRequest,
+    kinds: ReadonlyArray<ObjectKind>,
+    positional: string | undefined,
+    recencyBoost: number
+  ): Scored => {
+    const o = entry.object
+    const hints = request.hints
+    const now = request.now
+    // A plain array: typed-array allocation costs more than the scoring itself.
+    const v: Array<number> = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+
+    if (entry.tier === "reply_target") v[F.reply_target] = w.reply_target
+    else if (entry.tier === "reply_chain") v[F.reply_chain] = w.reply_chain
+    if (o.topic_id === request.topic_id) v[F.same_scope] = w.same_scope
+    const active = isActive(o, now)
+    if (active) v[F.active] = hints.recency_hint === "currently_active" ? w.active * 1.5 : w.active
+    if (kinds.length > 0) {
+      if (kinds.includes(o.kind)) v[F.kind_match] = w.kind_match
+      else v[F.kind_mismatch] = w.kind_mismatch
+    }
+    if (
+      (positional !== undefined && positional === o.object_id) ||
+      (hints.positional_hint === "replied_message" && entry.tier === "reply_target")
+    ) {
+      v[F.position_match] = w.position_match
+    }
+    if (hints.ownership_hint === "bot_created" && o.created_by_bot) v[F.bot_created] = w.bot_created
+    if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
+      // Without an ownership hint, only objects count as owned: the sender's own chatter does
+      // not; `any` says ownership does not matter at all.
+      if (hints.ownership_hint === "mine") v[F.owned_by_sender] = w.owned_by_sender
+      else if (hints.ownership_hint !== "any" && o.kind !== "message" && o.kind !== "bot_message") {
+        v[F.owned_by_sender] = settings.owned_ambient
+      }
+    }
+    if (o.poll?.state === "open") v[F.open_poll] = w.open_poll
+    if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) v[F.future_reminder] = w.future_reminder
+    if (
+      active && now - o.last_touched_at <= settings.interaction_window &&
+      o.activation_reasons.some((r) => interactionReasons.includes(r))
+    ) {
+      v[F.touched_in_interaction] = w.touched_in_interaction
+    }
+    const age = Math.max(0, now - o.last_touched_at)
+    v[F.recency] = round(w.recency * Math.pow(0.5, age / settings.recency_half_life) * recencyBoost)
+    if (entry.tier === "fallback") v[F.scope_fallback] = w.scope_fallback
+    if (o.active_until !== null && !active) {
+      v[F.stale] = w.stale
+    } else if (active && o.active_until! - now < ttl.ttlOf(o) * settings.near_expiry_fraction) {
+      v[F.stale] = w.stale / 2
+    }
+
+    let total = 0
+    for (let i = 0; i < v.length; i++) total += v[i]!
+    let extra: Array<readonly [string, number]> | undefined
+    for (const feature of custom) {
+      const value = feature.value(entry, request)
+      if (value === 0) continue
+      total += value
+      ;(extra ??= []).push([feature.name, value])
+    }
+    total = round(total)
+    return {
+      entry,
+      score: total,
+      confidence: round(Math.min(1, Math.max(0, total / settings.confidence_scale))),
+      values: v,
+      extra
+    }
   }
 
-  let total = 0
-  for (let i = 0; i < v.length; i++) total += v[i]!
-  total = round(total)
   return {
-    entry,
-    score: total,
-    confidence: round(Math.min(1, Math.max(0, total / settings.confidence_scale))),
-    values: v
+    settings,
+    hintedKinds,
+    scoreAll: (entries, request) => {
+      const kinds = request.kinds ?? hintedKinds(request.hints)
+      const positional = positionalTarget(entries, request.hints, kinds, request.topic_id)
+      const boost = recencyFactor(request.hints)
+      return entries.map((entry) => score(entry, request, kinds, positional, boost)).sort(compareScored)
+    },
+    compare: compareScored,
+    plausible: (candidate) => candidate.score >= settings.min_score,
+    close: (top, other) => top.score - other.score < settings.ambiguity_margin,
+    confidence: (top, gap) => round(top.confidence * Math.min(1, 0.5 + gap / (2 * settings.ambiguity_margin)))
   }
 }
 
 /**
- * The features that fired, as `{ feature: contribution }` in {@link features} order.
+ * Today's scorer with the default settings, the default policy and the built-in kinds.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultScoring: ScoringShape = make()
+
+/**
+ * Today's scorer over `options`, reading TTLs from the `TtlPolicy` and kinds from the
+ * `KindRegistry` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (
+  options: ScoringOptions = {},
+  features: ReadonlyArray<CustomFeature> = []
+): Layer.Layer<Scoring, never, TtlPolicy> =>
+  Layer.effect(
+    Scoring,
+    Effect.zipWith(TtlPolicy, KindRegistry, (ttl, kinds) => make(options, { ttl, kinds, features }))
+  )
+
+/**
+ * Today's scorer over settings read from configuration.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig: Layer.Layer<Scoring, ConfigError.ConfigError, TtlPolicy> = Layer.effect(
+  Scoring,
+  Effect.all([config, TtlPolicy, KindRegistry]).pipe(Effect.map(([settings, ttl, kinds]) => make(settings, { ttl, kinds })))
+)
+
+/**
+ * The features that fired, as `{ feature: contribution }` in {@link features} order, then
+ * the custom features.
  *
  * @since 0.1.0
  * @category utils
@@ -402,6 +491,7 @@ export const featureRecord = (scored: Scored): Record<string, number> => {
     const value = scored.values[i]!
     if (value !== 0) out[features[i]!] = value
   }
+  if (scored.extra !== undefined) for (const [name, value] of scored.extra) out[name] = value
   return out
 }
 

@@ -1,5 +1,10 @@
 /**
- * Per-kind TTL policy: how long an explicit activation keeps an object active.
+ * Per-kind TTL policy: how long an explicit activation keeps an object active. A service
+ * whose value holds the rules (`activate`, `closePoll`, …), built by `make(settings)`; a team
+ * replaces it (per-chat overrides, say) with its own layer, and every store follows, as stores
+ * keep what the policy wrote (`active_until`) rather than rules of their own.
+ *
+ * Today's rules, the default layer (each kind's class comes from its `KindRegistry` descriptor):
  *
  * - article, link, summary, and a newly created reminder: `medium`
  * - media follow-up: `short_medium`
@@ -15,9 +20,11 @@
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ActivationReason, ContextObject, TtlClass } from "./ContextObject.js"
 import { defaultsOf, millis } from "./internal/config.js"
+import { defaultRegistry, KindRegistry, type Registry } from "./KindRegistry.js"
 import type { ObjectKind } from "./ObjectKind.js"
 
 /**
@@ -67,74 +74,39 @@ export const config: Config.Config<TtlSettings> = Config.all({
 export const defaults: TtlSettings = defaultsOf(config)
 
 /**
+ * The TTL policy: the rules an activation, a poll's close and a reminder's life follow. Every
+ * function is pure over its arguments; `at` is epoch ms.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TtlPolicyShape {
+  /** The TTL class an activation with `reason` puts an object of `kind` in. */
+  readonly classFor: (kind: ObjectKind, reason: ActivationReason | undefined, object?: ContextObject) => TtlClass
+  /** The TTL of an object's current class, in milliseconds. */
+  readonly ttlOf: (object: ContextObject) => number
+  /**
+   * Applies an explicit activation. An activation never shortens an object's activity; a
+   * resolver touch extends it within the kind's TTL, never indefinitely.
+   */
+  readonly activate: (object: ContextObject, reason: ActivationReason, at: number) => ContextObject
+  /** Until when an object stays active whatever its activations (a scheduled reminder); null for none. */
+  readonly pendingUntil: (object: ContextObject) => number | null
+  /** Closes a poll: an activated poll stays active for a grace period. */
+  readonly closePoll: (object: ContextObject, at: number) => ContextObject
+  /** A reminder fired: it is active for its management follow-ups. */
+  readonly fireReminder: (object: ContextObject, at: number) => ContextObject
+  /** A reminder was cancelled: its activity ends. */
+  readonly cancelReminder: (object: ContextObject, at: number) => ContextObject
+}
+
+/**
  * The TTL policy service.
  *
  * @since 0.1.0
  * @category tags
  */
-export class TtlPolicy extends Context.Tag("@deixis/core/TtlPolicy")<TtlPolicy, TtlSettings>() {}
-
-/**
- * A policy from explicit settings over the defaults.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layer = (options: Partial<TtlSettings> = {}): Layer.Layer<TtlPolicy> =>
-  Layer.succeed(TtlPolicy, { ...defaults, ...options })
-
-/**
- * A policy read from configuration.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerConfig: Layer.Layer<TtlPolicy, ConfigError.ConfigError> = Layer.effect(TtlPolicy, config)
-
-/**
- * The TTL class an activation puts an object in.
- *
- * @since 0.1.0
- * @category policy
- */
-export const classFor = (kind: ObjectKind, reason: ActivationReason | undefined, object?: ContextObject): TtlClass => {
-  switch (kind) {
-    case "article":
-    case "link":
-    case "summary":
-      return "medium"
-    case "media.image":
-    case "media.video":
-    case "media.voice":
-    case "media.document":
-    case "media.pdf":
-      return "short_medium"
-    case "poll":
-      return object?.poll?.state === "closed" ? "poll_grace" : "poll_open"
-    case "reminder":
-      return reason === "reminder_created" ? "medium" : "short"
-    case "bot_message":
-    case "message":
-      return "short"
-  }
-}
-
-/**
- * The TTL of a class, in milliseconds.
- *
- * @since 0.1.0
- * @category policy
- */
-export const ttlOf = (settings: TtlSettings, ttlClass: TtlClass): number => {
-  switch (ttlClass) {
-    case "poll_open":
-      return settings.poll_open_max
-    case "poll_grace":
-      return settings.poll_grace
-    default:
-      return settings[ttlClass]
-  }
-}
+export class TtlPolicy extends Context.Tag("@deixis/core/TtlPolicy")<TtlPolicy, TtlPolicyShape>() {}
 
 const appendReason = (
   reasons: ReadonlyArray<ActivationReason>,
@@ -142,94 +114,102 @@ const appendReason = (
 ): ReadonlyArray<ActivationReason> => (reasons.includes(reason) ? reasons : [...reasons, reason])
 
 /**
- * Applies an explicit activation at `at` (epoch ms). An activation never shortens an
- * object's activity; a resolver touch extends it by at most the kind's TTL and never past
- * `touch_cap_factor` × TTL since the episode's last explicit activation.
+ * Today's rules over `settings`, each kind's class from `kinds`' descriptors:
+ * - an activation puts the object in its kind's class (a closed poll: `poll_grace`) and
+ *   extends its activity to at least `at` + that class's TTL;
+ * - a resolver touch extends by at most the TTL and never past `touch_cap_factor` × TTL since
+ *   the episode's last explicit activation;
+ * - a scheduled reminder stays active until its due time plus `reminder_grace`;
+ * - a closed poll keeps `poll_grace`; a fired reminder the `short` TTL; a cancelled one ends.
  *
- * @since 0.1.0
- * @category policy
+ * @since 0.2.0
+ * @category constructors
  */
-export const activate = (
-  settings: TtlSettings,
-  object: ContextObject,
-  reason: ActivationReason,
-  at: number
-): ContextObject => {
-  const ttlClass = classFor(object.kind, reason, object)
-  const ttl = ttlOf(settings, ttlClass)
-  const active = object.active_until !== null && object.active_until > at
-  const current = active ? object.active_until! : 0
-  let activeUntil: number
-  let activatedAt: number
-  if (reason === "resolver_touch") {
-    activatedAt = active && object.activated_at !== null ? object.activated_at : at
-    activeUntil = Math.max(current, Math.min(at + ttl, activatedAt + settings.touch_cap_factor * ttl))
-  } else {
-    activatedAt = at
-    activeUntil = Math.max(current, at + ttl)
+export const make = (settings: TtlSettings, kinds: Registry = defaultRegistry): TtlPolicyShape => {
+  const ttlOfClass = (ttlClass: TtlClass): number =>
+    ttlClass === "poll_open" ? settings.poll_open_max : ttlClass === "poll_grace" ? settings.poll_grace : settings[ttlClass]
+  const classFor = (kind: ObjectKind, reason: ActivationReason | undefined, object?: ContextObject): TtlClass =>
+    object?.poll?.state === "closed" ? "poll_grace" : kinds.ttlClass(kind, reason)
+  const pendingUntil = (object: ContextObject): number | null =>
+    object.reminder?.status === "scheduled" ? object.reminder.due_at + settings.reminder_grace : null
+  const activate = (object: ContextObject, reason: ActivationReason, at: number): ContextObject => {
+    const ttlClass = classFor(object.kind, reason, object)
+    const ttl = ttlOfClass(ttlClass)
+    const active = object.active_until !== null && object.active_until > at
+    const current = active ? object.active_until! : 0
+    let activeUntil: number
+    let activatedAt: number
+    if (reason === "resolver_touch") {
+      activatedAt = active && object.activated_at !== null ? object.activated_at : at
+      activeUntil = Math.max(current, Math.min(at + ttl, activatedAt + settings.touch_cap_factor * ttl))
+    } else {
+      activatedAt = at
+      activeUntil = Math.max(current, at + ttl)
+    }
+    const pending = pendingUntil(object)
+    if (pending !== null) activeUntil = Math.max(activeUntil, pending)
+    return {
+      ...object,
+      ttl_class: ttlClass,
+      activation_reasons: appendReason(object.activation_reasons, reason),
+      last_touched_at: Math.max(object.last_touched_at, at),
+      active_until: activeUntil,
+      activated_at: activatedAt
+    }
   }
-  const pending = pendingUntil(settings, object)
-  if (pending !== null) activeUntil = Math.max(activeUntil, pending)
   return {
-    ...object,
-    ttl_class: ttlClass,
-    activation_reasons: appendReason(object.activation_reasons, reason),
-    last_touched_at: Math.max(object.last_touched_at, at),
-    active_until: activeUntil,
-    activated_at: activatedAt
+    classFor,
+    ttlOf: (object) => ttlOfClass(object.ttl_class),
+    activate,
+    pendingUntil,
+    closePoll: (object, at) => ({
+      ...object,
+      poll: { ...(object.poll ?? { state: "open" }), state: "closed", closed_at: at },
+      ttl_class: "poll_grace",
+      last_touched_at: Math.max(object.last_touched_at, at),
+      active_until: object.active_until === null ? null : at + settings.poll_grace
+    }),
+    fireReminder: (object, at) => ({
+      ...object,
+      ...(object.reminder === undefined ? {} : { reminder: { ...object.reminder, status: "fired" as const } }),
+      ttl_class: "short",
+      last_touched_at: Math.max(object.last_touched_at, at),
+      active_until: object.active_until === null ? null : Math.max(object.active_until, at + settings.short)
+    }),
+    cancelReminder: (object, at) => ({
+      ...object,
+      ...(object.reminder === undefined ? {} : { reminder: { ...object.reminder, status: "cancelled" as const } }),
+      last_touched_at: Math.max(object.last_touched_at, at),
+      active_until: object.active_until === null ? null : Math.min(object.active_until, at)
+    })
   }
 }
 
 /**
- * Until when a scheduled reminder stays active whatever its activations: its due time plus
- * `reminder_grace`. Null for anything else.
+ * Today's rules with the default settings and the built-in kinds.
  *
- * @since 0.1.0
- * @category policy
+ * @since 0.2.0
+ * @category constants
  */
-export const pendingUntil = (settings: TtlSettings, object: ContextObject): number | null =>
-  object.kind === "reminder" && object.reminder?.status === "scheduled"
-    ? object.reminder.due_at + settings.reminder_grace
-    : null
+export const defaultPolicy: TtlPolicyShape = make(defaults)
 
 /**
- * Closes a poll at `at`: an activated poll stays active for `poll_grace` after closing.
+ * Today's rules over explicit settings (over the defaults), each kind's class from the
+ * `KindRegistry` in context.
  *
  * @since 0.1.0
- * @category policy
+ * @category layers
  */
-export const closePoll = (settings: TtlSettings, object: ContextObject, at: number): ContextObject => ({
-  ...object,
-  poll: { ...(object.poll ?? { state: "open" }), state: "closed", closed_at: at },
-  ttl_class: "poll_grace",
-  last_touched_at: Math.max(object.last_touched_at, at),
-  active_until: object.active_until === null ? null : at + settings.poll_grace
-})
+export const layer = (options: Partial<TtlSettings> = {}): Layer.Layer<TtlPolicy> =>
+  Layer.effect(TtlPolicy, Effect.map(KindRegistry, (kinds) => make({ ...defaults, ...options }, kinds)))
 
 /**
- * A reminder fired at `at`: the bot just posted it, so an activated reminder is active for
- * the `short` management TTL (a "snooze it" follow-up resolves to it).
+ * Today's rules over settings read from configuration.
  *
  * @since 0.1.0
- * @category policy
+ * @category layers
  */
-export const fireReminder = (settings: TtlSettings, object: ContextObject, at: number): ContextObject => ({
-  ...object,
-  ...(object.reminder === undefined ? {} : { reminder: { ...object.reminder, status: "fired" as const } }),
-  ttl_class: "short",
-  last_touched_at: Math.max(object.last_touched_at, at),
-  active_until: object.active_until === null ? null : Math.max(object.active_until, at + settings.short)
-})
-
-/**
- * A reminder was cancelled at `at`: its activity ends.
- *
- * @since 0.1.0
- * @category policy
- */
-export const cancelReminder = (object: ContextObject, at: number): ContextObject => ({
-  ...object,
-  ...(object.reminder === undefined ? {} : { reminder: { ...object.reminder, status: "cancelled" as const } }),
-  last_touched_at: Math.max(object.last_touched_at, at),
-  active_until: object.active_until === null ? null : Math.min(object.active_until, at)
-})
+export const layerConfig: Layer.Layer<TtlPolicy, ConfigError.ConfigError> = Layer.effect(
+  TtlPolicy,
+  Effect.zipWith(config, KindRegistry, make)
+)

@@ -6,10 +6,12 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { ContextEventBatch } from "../src/ContextEvent.js"
 import * as ContextStore from "../src/ContextStore.js"
-import { contextStoreContract } from "../src/ContextStoreTesting.js"
+import { contextStoreContract, replacedTtl } from "../src/ContextStoreTesting.js"
 import * as TtlPolicy from "../src/TtlPolicy.js"
 
 contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }))
+// The same cases under a replaced TTL policy: the store keeps what the policy wrote.
+contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }), { ttl: replacedTtl })
 
 const T0 = Date.parse("2026-11-22T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
@@ -17,7 +19,7 @@ const messages = (chat: string, from: number, to: number, topic?: number) =>
   decode(Array.from({ length: to - from + 1 }, (_, i) => ({
     type: "message_observed", chat_id: chat, message_id: from + i, topic_id: topic ?? null, links: [{ url: `https://x/${from + i}` }]
   })))
-const options = { now: T0, ttl: TtlPolicy.defaults }
+const options = { now: T0, ttl: TtlPolicy.defaultPolicy }
 
 describe("the memory ContextStore's bounds", () => {
   it.effect("a chat past its message cap drops its oldest messages, counted", () =>
@@ -87,7 +89,7 @@ describe("the memory ContextStore's bounds", () => {
       const store = Context.get(context, ContextStore.ContextStore)
       // Never activated, created just under 7 days (the retention) before now.
       const createdAt = T0 - 7 * 24 * 3_600_000 + 30_000
-      yield* store.apply(messages("c", 1, 1), { now: createdAt, ttl: TtlPolicy.defaults })
+      yield* store.apply(messages("c", 1, 1), { now: createdAt, ttl: TtlPolicy.defaultPolicy })
       yield* TestClock.adjust("10 seconds")
       assert.strictEqual((yield* store.stats).swept_objects, 0)
       yield* TestClock.adjust("60 seconds")

@@ -6,9 +6,9 @@ import * as Exit from "effect/Exit"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
 import * as TestClock from "effect/TestClock"
 import * as fc from "fast-check"
+import * as Errors from "../src/Errors.js"
 import * as ConversationState from "../src/ConversationState.js"
 import { conversationStateStoreContract } from "../src/ConversationStateTesting.js"
 
@@ -640,12 +640,8 @@ describe("tools", () => {
     assert.isDefined(properties?.["expected_revision"])
   })
 
-  it("errors carry their HTTP status for @effect/platform's HttpApi", () => {
-    const status = (schema: { readonly ast: SchemaAST.AST }) => {
-      const ast = schema.ast
-      const annotations = ast._tag === "Transformation" ? ast.to.annotations : ast.annotations
-      return annotations[Symbol.for("@effect/platform/HttpApiSchema/AnnotationStatus")]
-    }
+  it("errors carry their HTTP status, read by Errors.statusOf for an HTTP edge", () => {
+    const status = Errors.statusOf
     assert.strictEqual(status(ConversationState.InvalidMergePatch), 400)
     assert.strictEqual(status(ConversationState.ConversationStateConflict), 409)
     assert.strictEqual(status(ConversationState.ConversationStateTooLarge), 413)

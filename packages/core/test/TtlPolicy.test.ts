@@ -26,6 +26,7 @@ const base: ContextObject = {
   activated_at: null
 }
 const s = TtlPolicy.defaults
+const p = TtlPolicy.make(s)
 // Environment-style keys, as ConfigProvider.fromEnv reads them.
 const envProvider = (entries: ReadonlyArray<readonly [string, string]>) =>
   ConfigProvider.fromMap(new Map(entries), { pathDelim: "_" })
@@ -41,46 +42,46 @@ describe("TtlPolicy", () => {
       reminder_grace: minutes(15),
       touch_cap_factor: 3
     })
-    assert.strictEqual(TtlPolicy.classFor("summary", "summary_generated"), "medium")
-    assert.strictEqual(TtlPolicy.classFor("media.voice", "media_transcribed"), "short_medium")
-    assert.strictEqual(TtlPolicy.classFor("reminder", "reminder_created"), "medium")
-    assert.strictEqual(TtlPolicy.classFor("reminder", "reminder_listed"), "short")
-    assert.strictEqual(TtlPolicy.classFor("poll", "poll_listed"), "poll_open")
+    assert.strictEqual(p.classFor("summary", "summary_generated"), "medium")
+    assert.strictEqual(p.classFor("media.voice", "media_transcribed"), "short_medium")
+    assert.strictEqual(p.classFor("reminder", "reminder_created"), "medium")
+    assert.strictEqual(p.classFor("reminder", "reminder_listed"), "short")
+    assert.strictEqual(p.classFor("poll", "poll_listed"), "poll_open")
   })
 
   it("an explicit activation never shortens activity", () => {
-    const created = TtlPolicy.activate(s, { ...base, kind: "reminder" }, "reminder_created", T0)
-    const listed = TtlPolicy.activate(s, created, "reminder_listed", T0 + minutes(1))
+    const created = p.activate({ ...base, kind: "reminder" }, "reminder_created", T0)
+    const listed = p.activate(created, "reminder_listed", T0 + minutes(1))
     assert.strictEqual(created.active_until, T0 + hours(2))
     assert.strictEqual(listed.active_until, T0 + hours(2))
     assert.strictEqual(listed.ttl_class, "short")
     // Listed again after the first TTL ran out: the short management TTL applies.
-    const later = TtlPolicy.activate(s, listed, "reminder_listed", T0 + hours(3))
+    const later = p.activate(listed, "reminder_listed", T0 + hours(3))
     assert.strictEqual(later.active_until, T0 + hours(3) + minutes(15))
   })
 
   it("a resolver touch refreshes within the kind's TTL, never indefinitely", () => {
-    let o = TtlPolicy.activate(s, base, "summarized", T0)
+    let o = p.activate(base, "summarized", T0)
     // Touch every 90 minutes: each touch extends, but never past 3 × 2h since the summary.
     for (let t = T0 + minutes(90); t < T0 + hours(6); t += minutes(90)) {
-      o = TtlPolicy.activate(s, o, "resolver_touch", t)
+      o = p.activate(o, "resolver_touch", t)
       assert.isAtMost(o.active_until!, T0 + hours(6))
     }
     assert.strictEqual(o.active_until, T0 + hours(6))
     assert.deepStrictEqual(o.activation_reasons, ["summarized", "resolver_touch"])
     // An explicit action renews the episode.
-    const reused = TtlPolicy.activate(s, o, "summarized", T0 + hours(5))
+    const reused = p.activate(o, "summarized", T0 + hours(5))
     assert.strictEqual(reused.activated_at, T0 + hours(5))
     assert.strictEqual(reused.active_until, T0 + hours(7))
   })
 
   it("a poll is active while open and for the grace period after it closes", () => {
-    const open = TtlPolicy.activate(s, { ...base, kind: "poll", poll: { state: "open" } }, "poll_created", T0)
+    const open = p.activate({ ...base, kind: "poll", poll: { state: "open" } }, "poll_created", T0)
     assert.strictEqual(open.active_until, T0 + hours(24 * 7))
-    const closed = TtlPolicy.closePoll(s, open, T0 + hours(30))
+    const closed = p.closePoll(open, T0 + hours(30))
     assert.strictEqual(closed.active_until, T0 + hours(30) + minutes(15))
     // A poll nobody activated stays inactive when it closes.
-    assert.isNull(TtlPolicy.closePoll(s, { ...base, kind: "poll", poll: { state: "open" } }, T0).active_until)
+    assert.isNull(p.closePoll({ ...base, kind: "poll", poll: { state: "open" } }, T0).active_until)
   })
 
   it.effect("a cancelled reminder stops being active; a fired one is active for the management TTL", () =>
@@ -104,10 +105,15 @@ describe("TtlPolicy", () => {
 
   it.effect("durations come from configuration", () =>
     Effect.gen(function*() {
-      const settings = yield* TtlPolicy.TtlPolicy
-      assert.strictEqual(settings.medium, minutes(5))
-      assert.strictEqual(settings.touch_cap_factor, 2)
-      assert.strictEqual(settings.poll_grace, s.poll_grace)
+      const policy = yield* TtlPolicy.TtlPolicy
+      const link = policy.activate(base, "url_fetched", T0)
+      assert.strictEqual(link.active_until, T0 + minutes(5))
+      // Touches stop at 2 × the TTL since the activation.
+      let touched = link
+      for (let t = T0 + minutes(4); t <= T0 + minutes(8); t += minutes(4)) touched = policy.activate(touched, "resolver_touch", t)
+      assert.strictEqual(touched.active_until, T0 + minutes(10))
+      const poll = policy.activate({ ...base, kind: "poll", poll: { state: "open" } }, "poll_created", T0)
+      assert.strictEqual(policy.closePoll(poll, T0 + minutes(1)).active_until, T0 + minutes(1) + s.poll_grace)
     }).pipe(
       Effect.provide(TtlPolicy.layerConfig.pipe(Layer.provide(Layer.setConfigProvider(envProvider([
         ["DEIXIS_TTL_MEDIUM", "5 minutes"],
@@ -142,7 +148,7 @@ describe("configured scoring", () => {
 
   it("the scorer's defaults are the configuration read with no keys", () => {
     assert.strictEqual(Scoring.defaults.min_score, 60)
-    assert.strictEqual(Scoring.make({ weights: { recency: 1 } }).weights.reply_target, Scoring.defaults.weights.reply_target)
+    assert.strictEqual(Scoring.make({ weights: { recency: 1 } }).settings.weights.reply_target, Scoring.defaults.weights.reply_target)
   })
 
   it.effect("a resolver touch is an activation event the caller sends", () =>

@@ -65,7 +65,7 @@ const simulate = (chat: string) =>
     const counts: Array<ReadonlyArray<number>> = []
     for (let d = 0; d < 10; d++) {
       const now = T0 + d * day + day / 2
-      yield* store.apply(decode(dayEvents(chat, d)), { now, ttl: TtlPolicy.defaults })
+      yield* store.apply(decode(dayEvents(chat, d)), { now, ttl: TtlPolicy.defaultPolicy })
       for (let i = 0; i < perDay; i++) {
         yield* history.append({
           channel: "telegram",

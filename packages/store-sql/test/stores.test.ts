@@ -35,7 +35,7 @@ const ordering = (name: string, stores: Layer.Layer<SqlStore.Stores, SqlStore.Sq
         // Arrival: 10, 12, 9, 11, 100, 8 — position: 8 9 10 11 12 100.
         yield* store.apply(
           decode([10, 12, 9, 11, 100, 8].map((id) => ({ type: "message_observed", chat_id: chat, message_id: id, topic_id: 1 }))),
-          { now: T0, ttl: TtlPolicy.defaults }
+          { now: T0, ttl: TtlPolicy.defaultPolicy }
         )
         const pool = yield* store.pool({
           chat_id: chat,
@@ -206,7 +206,7 @@ const upgradeFrom4 = Effect.gen(function*() {
       { type: "message_observed", chat_id: chat, message_id: 11, topic_id: 1, reply_to_message_id: 10 },
       { type: "object_activated", event_id: "e1", chat_id: chat, reason: "summarized", source_message_id: 9, kind: "link" }
     ]),
-    { now: T0, ttl: TtlPolicy.defaults }
+    { now: T0, ttl: TtlPolicy.defaultPolicy }
   )
   const written = yield* reference.snapshot(chat)
   yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, ?, ?)`, [chat, written.objects.length + 1, T0])
@@ -248,7 +248,7 @@ const upgradeFrom4 = Effect.gen(function*() {
       { type: "object_activated", event_id: "e1", chat_id: chat, reason: "summarized", source_message_id: 9, kind: "link" },
       { type: "message_observed", chat_id: chat, message_id: 100, topic_id: 1, reply_to_message_id: 11 }
     ]),
-    { now: T0, ttl: TtlPolicy.defaults }
+    { now: T0, ttl: TtlPolicy.defaultPolicy }
   )
   assert.deepStrictEqual([replay.applied, replay.duplicates], [1, 1])
   assert.deepStrictEqual((yield* after.snapshot(chat)).messages.map((m) => m.message_id), ["9", "10", "11", "100"])

@@ -10,6 +10,8 @@ import { generalTopicId as coreGeneralTopicId } from "@deixis/core/ChatInfo"
 import { capLabel } from "@deixis/core/ContextObject"
 import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
 import { formatTimestamp, isValidId } from "@deixis/core/Ids"
+import * as KindRegistry from "@deixis/core/KindRegistry"
+import { MediaKind } from "@deixis/core/ObjectKind"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import type * as Mentions from "@deixis/chathistory/Mentions"
 import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
@@ -369,7 +371,17 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
   return links
 }
 
-type MediaRef = { kind: "media.image" | "media.video" | "media.voice" | "media.document" | "media.pdf"; file_id?: string; label?: string }
+type MediaRef = { kind: MediaKind; file_id?: string; label?: string }
+
+// Which kind Telegram content maps to is the kind descriptors' (core's KindRegistry table).
+const isMediaKind = Schema.is(MediaKind)
+const kindFor = (content: string): MediaKind | undefined => {
+  const kind = KindRegistry.defaultRegistry.forTelegram(content)
+  return kind !== undefined && isMediaKind(kind) ? kind : undefined
+}
+const photoKind = kindFor("photo")!
+const videoKind = kindFor("video")!
+const voiceKind = kindFor("voice")!
 type Attachment = HistoryItem.Attachment
 
 const mediaRef = (kind: MediaRef["kind"], fileId: string | undefined, label: string | undefined): MediaRef => {
@@ -383,14 +395,11 @@ const mediaRef = (kind: MediaRef["kind"], fileId: string | undefined, label: str
 const attachment = (kind: Attachment["kind"], name: string | undefined): Attachment =>
   name === undefined || name.trim() === "" ? { kind } : { kind, name: cut(name.trim(), maxAttachmentName) }
 
-const documentKind = (doc: Tg.FileLike): MediaRef["kind"] => {
+const documentKind = (doc: Tg.FileLike): MediaKind => {
   const mime = (doc.mime_type ?? "").toLowerCase()
   const name = (doc.file_name ?? "").toLowerCase()
-  if (mime === "application/pdf" || name.endsWith(".pdf")) return "media.pdf"
-  if (mime.startsWith("image/")) return "media.image"
-  if (mime.startsWith("video/")) return "media.video"
-  if (mime.startsWith("audio/")) return "media.voice"
-  return "media.document"
+  const exact = name.endsWith(".pdf") ? "application/pdf" : mime
+  return kindFor(`document:${exact}`) ?? kindFor(`document:${mime.split("/")[0]}/*`) ?? kindFor("document")!
 }
 
 const mediaOf = (m: Tg.Message, caption: string | undefined) => {
@@ -399,29 +408,29 @@ const mediaOf = (m: Tg.Message, caption: string | undefined) => {
   if (m.photo !== undefined && m.photo.length > 0) {
     // The sizes come smallest first; the largest is the photo itself.
     const largest = m.photo.reduce((a, b) => ((b.width ?? 0) * (b.height ?? 0) >= (a.width ?? 0) * (a.height ?? 0) ? b : a))
-    media.push(mediaRef("media.image", largest.file_id, caption))
+    media.push(mediaRef(photoKind, largest.file_id, caption))
     attachments.push(attachment("photo", undefined))
   }
   if (m.animation !== undefined) {
-    media.push(mediaRef("media.video", m.animation.file_id, m.animation.file_name ?? caption))
+    media.push(mediaRef(kindFor("animation") ?? videoKind, m.animation.file_id, m.animation.file_name ?? caption))
     attachments.push(attachment("animation", m.animation.file_name))
   }
   if (m.video !== undefined) {
-    media.push(mediaRef("media.video", m.video.file_id, m.video.file_name ?? caption))
+    media.push(mediaRef(videoKind, m.video.file_id, m.video.file_name ?? caption))
     attachments.push(attachment("video", m.video.file_name))
   }
   if (m.video_note !== undefined) {
-    media.push(mediaRef("media.video", m.video_note.file_id, undefined))
+    media.push(mediaRef(kindFor("video_note") ?? videoKind, m.video_note.file_id, undefined))
     attachments.push(attachment("video_note", undefined))
   }
   if (m.voice !== undefined) {
-    media.push(mediaRef("media.voice", m.voice.file_id, caption))
+    media.push(mediaRef(voiceKind, m.voice.file_id, caption))
     attachments.push(attachment("voice", undefined))
   }
   if (m.audio !== undefined) {
     const title = [m.audio.performer, m.audio.title].filter((s) => s !== undefined && s !== "").join(" – ")
     const name = title !== "" ? title : m.audio.file_name
-    media.push(mediaRef("media.voice", m.audio.file_id, name ?? caption))
+    media.push(mediaRef(kindFor("audio") ?? voiceKind, m.audio.file_id, name ?? caption))
     attachments.push(attachment("audio", name))
   }
   // An animation also arrives as a document; it is the animation.

@@ -9,7 +9,14 @@
  * - `list_active_context_objects` — core's ActiveContext;
  * - `get_message_thread_context` — chathistory's ContextLoader: the bounded reply-chain walk
  *   (chain, side replies, which bound cut it) and the history around a message;
- * - `get_conversation_state` / `update_conversation_state` — core's ConversationState.
+ * - `get_conversation_state` / `update_conversation_state` — core's ConversationState;
+ * - `record_context_action` — {@link ModelActions}: what the model did (a summary written, a
+ *   URL fetched, a media item described) activates the matching object; the rules are stated
+ *   once there, for the bot and for MCP agents.
+ *
+ * Results are sized for models: `resolve_reference_target` returns its scoring diagnostics
+ * only when `include_diagnostics` is true, `list_active_context_objects` its inactive
+ * objects only when `include_inactive_debug` is.
  *
  * The same toolkit serves a bot's own tool loop ({@link definitions} for an OpenAI-compatible
  * `tools` array, `toolkit` yielded for `handle`) and MCP (`McpServer.toolkit(toolkit)`).
@@ -34,6 +41,9 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
+import * as ModelActions from "./ModelActions.js"
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import { ContextStore } from "@deixis/core/ContextStore"
 
 /**
  * The parameters of `get_message_thread_context`.
@@ -99,7 +109,13 @@ export const ThreadContext = Schema.Struct({
 export type ThreadContext = typeof ThreadContext.Type
 
 // The toolkit always records a resolution as a resolver touch (the model does not choose).
-const { record_touch: _recordTouch, ...resolveParameters } = ReferenceResolver.ResolveRequest.fields
+const { record_touch: _recordTouch, ...resolveFields } = ReferenceResolver.ResolveRequest.fields
+const resolveParameters = {
+  ...resolveFields,
+  include_diagnostics: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
+    description: "Also return the scoring diagnostics (for debugging; they take room)"
+  })
+}
 
 /**
  * @since 0.1.0
@@ -160,7 +176,19 @@ export const UpdateConversationState = Tool.make("update_conversation_state", {
 })
 
 /**
- * The five tools.
+ * @since 0.1.0
+ * @category tools
+ */
+export const RecordContextAction = Tool.make("record_context_action", {
+  description:
+    `Record what you did so follow-ups find it: summary_written (the summary becomes an active summary object), url_fetched (the link is activated), media_inspected / media_described / media_transcribed (the media item is activated). ${ModelActions.rules}`,
+  parameters: ModelActions.RecordActionParams.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, false).annotate(Tool.Idempotent, true).annotate(Tool.Destructive, false)
+
+/**
+ * The six tools.
  *
  * @since 0.1.0
  * @category tools
@@ -170,7 +198,8 @@ export const toolkit = Toolkit.make(
   ListActiveContextObjects,
   GetMessageThreadContext,
   GetConversationState,
-  UpdateConversationState
+  UpdateConversationState,
+  RecordContextAction
 )
 
 /**
@@ -231,7 +260,7 @@ export type Budgets = { readonly [K in ToolName]: number }
  * Per-tool budgets, each read from `DEIXIS_TOOLS_BUDGET_<TOOL NAME IN UPPER CASE>`:
  * `resolve_reference_target` 4000, `list_active_context_objects` 4000,
  * `get_message_thread_context` 8000, `get_conversation_state` 4000,
- * `update_conversation_state` 2000 (at least {@link Envelope.MIN_BUDGET}).
+ * `update_conversation_state` 2000, `record_context_action` 1000 (at least {@link Envelope.MIN_BUDGET}).
  *
  * @since 0.1.0
  * @category config
@@ -241,7 +270,8 @@ export const config: Config.Config<Budgets> = Config.all({
   list_active_context_objects: budget("list_active_context_objects", 4000),
   get_message_thread_context: budget("get_message_thread_context", 8000),
   get_conversation_state: budget("get_conversation_state", 4000),
-  update_conversation_state: budget("update_conversation_state", 2000)
+  update_conversation_state: budget("update_conversation_state", 2000),
+  record_context_action: budget("record_context_action", 1000)
 })
 
 function budget(name: ToolName, fallback: number): Config.Config<number> {
@@ -280,6 +310,8 @@ export type Requirements =
   | ConversationState.ConversationState
   | ContextLoader.ContextLoader
   | HistoryStore.HistoryStore
+  | ContextStore
+  | ContextIngest
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
@@ -313,7 +345,11 @@ export const summarize = {
   get_conversation_state: (s: ConversationState.ConversationStateSnapshot): string =>
     `revision ${s.revision}; ${plural(Object.keys(s.state).length, "top-level key")}`,
   update_conversation_state: (r: ConversationState.UpdateConversationStateResult): string =>
-    r.changed ? `updated to revision ${r.revision}` : `unchanged at revision ${r.revision}`
+    r.changed ? `updated to revision ${r.revision}` : `unchanged at revision ${r.revision}`,
+  record_context_action: (r: ModelActions.RecordActionResult): string =>
+    r.pending
+      ? "recorded: the answer you send will be the active summary"
+      : `recorded: ${r.kind} ${r.object_id} activated (${r.reason})`
 } as const
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
@@ -379,6 +415,8 @@ export const makeHandlers = (options: Options = {}) =>
     const state = yield* ConversationState.ConversationState
     const loader = yield* ContextLoader.ContextLoader
     const history = yield* HistoryStore.HistoryStore
+    const contextStore = yield* ContextStore
+    const contextIngest = yield* ContextIngest
 
     const respond = (name: ToolName) => <E, R>(effect: Effect.Effect<Envelope.Envelope, E, R>) =>
       effect.pipe(
@@ -419,9 +457,15 @@ export const makeHandlers = (options: Options = {}) =>
       })
 
     return toolkit.of({
-      resolve_reference_target: (params) =>
+      resolve_reference_target: ({ include_diagnostics, ...params }) =>
         resolver.resolve({ ...params, record_touch: true }).pipe(
-          Effect.flatMap((result) => Effect.map(encodeResolve(result), (data) => Envelope.ok(summarize.resolve_reference_target(result), data))),
+          Effect.flatMap((result) =>
+            Effect.map(encodeResolve(result), (data) => {
+              // Diagnostics only when asked for: they spend a model's context on debugging data.
+              const { diagnostics: _diagnostics, ...compact } = data
+              return Envelope.ok(summarize.resolve_reference_target(result), include_diagnostics ? data : compact)
+            })
+          ),
           respond("resolve_reference_target")
         ),
       list_active_context_objects: (params) =>
@@ -444,6 +488,13 @@ export const makeHandlers = (options: Options = {}) =>
         }).pipe(
           Effect.flatMap((result) => Effect.map(encodeUpdate(result), (data) => Envelope.ok(summarize.update_conversation_state(result), data))),
           respond("update_conversation_state")
+        ),
+      record_context_action: (params) =>
+        ModelActions.record(params).pipe(
+          Effect.map((result) => Envelope.ok(summarize.record_context_action(result), result)),
+          Effect.provideService(ContextStore, contextStore),
+          Effect.provideService(ContextIngest, contextIngest),
+          respond("record_context_action")
         )
     })
   })

@@ -6,3 +6,5 @@
 export * as Envelope from "./Envelope.js"
 /** @since 0.1.0 */
 export * as DeixisToolkit from "./DeixisToolkit.js"
+/** @since 0.1.0 */
+export * as ModelActions from "./ModelActions.js"

@@ -46,13 +46,14 @@ const objectsOf = (schema: unknown, out: Array<Node> = []): Array<Node> => {
 }
 
 describe("DeixisToolkit", () => {
-  it("offers five tools whose parameters are closed JSON Schemas from the Schemas", () => {
+  it("offers six tools whose parameters are closed JSON Schemas from the Schemas", () => {
     assert.deepStrictEqual(DeixisToolkit.definitions.map((d) => d.name), [
       "resolve_reference_target",
       "list_active_context_objects",
       "get_message_thread_context",
       "get_conversation_state",
-      "update_conversation_state"
+      "update_conversation_state",
+      "record_context_action"
     ])
     for (const definition of DeixisToolkit.definitions) {
       assert.isAbove(definition.description.length, 20)
@@ -155,5 +156,75 @@ describe("DeixisToolkit", () => {
       const listed = yield* call("list_active_context_objects", { chat_id: 5, current_message_id: 3 })
       const objects = (listed.data as { objects: ReadonlyArray<{ object_id: string; why_active: ReadonlyArray<string> }> }).objects
       assert.deepStrictEqual(objects.map((o) => [o.object_id, o.why_active.includes("activated_by_resolver")]), [["5/1/link", true]])
+    })))
+  it.effect("resolve_reference_target returns its scoring diagnostics only when asked for", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([{ type: "message_observed", chat_id: 5, message_id: 1, links: [{ url: "https://example.com/a" }] }])
+      const plain = yield* call("resolve_reference_target", { chat_id: 5, current_message_id: 2, reply_to_message_id: 1 })
+      assert.notProperty(plain.data as object, "diagnostics")
+      assert.property(plain.data as object, "best_match")
+      const asked = yield* call("resolve_reference_target", { chat_id: 5, current_message_id: 2, reply_to_message_id: 1, include_diagnostics: true })
+      assert.property(asked.data as object, "diagnostics")
+      assert.isBelow(JSON.stringify(plain).length, JSON.stringify(asked).length)
+    })))
+
+  const activeIds = (currentMessageId: number) =>
+    Effect.map(call("list_active_context_objects", { chat_id: 5, current_message_id: currentMessageId, max_results: 10 }), (listed) =>
+      (listed.data as { objects: ReadonlyArray<{ object_id: string; why_active: ReadonlyArray<string> }> }).objects.map((o) => [o.object_id, o.why_active.find((w) => w.startsWith("activated_by_")) ?? "none"]))
+
+  it.effect("a URL fetch activates the link: url_fetched names the message and the URL", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([{ type: "message_observed", chat_id: 5, message_id: 1, links: [{ url: "https://a.example/x" }, { url: "https://b.example/y" }] }])
+      assert.deepStrictEqual(yield* activeIds(2), [])
+      const recorded = yield* call("record_context_action", { chat_id: 5, action: "url_fetched", message_id: 1, url: "https://b.example/y", current_message_id: 2 })
+      assert.deepStrictEqual([recorded.status, recorded.summary], ["ok", "recorded: link 5/1/link/1 activated (url_fetched)"])
+      assert.deepStrictEqual(yield* activeIds(2), [["5/1/link/1", "activated_by_url_fetch"]])
+      // A URL the message does not carry as a link becomes a link of its own on that message.
+      const extra = yield* call("record_context_action", { chat_id: 5, action: "url_fetched", message_id: 1, url: "https://c.example/z" })
+      assert.strictEqual((extra.data as { object_id: string }).object_id, "5/1/link/2")
+    })))
+
+  it.effect("a summary the model writes becomes an active summary object, and \"make it shorter\" resolves to it", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([
+        { type: "message_observed", chat_id: 5, message_id: 1, sender_user_id: 9, links: [{ url: "https://a.example/x" }] },
+        { type: "message_observed", chat_id: 5, message_id: 2, sender_user_id: 8, from_bot: true, reply_to_message_id: 1 }
+      ])
+      const recorded = yield* call("record_context_action", { chat_id: 5, action: "summary_written", message_id: 2, label: "Summary of the article" })
+      assert.strictEqual(recorded.status, "ok")
+      assert.deepStrictEqual(yield* activeIds(3), [["5/2/summary", "activated_by_summary"]])
+      const shorter = yield* call("resolve_reference_target", { chat_id: 5, current_message_id: 3, sender_user_id: 9 })
+      assert.strictEqual((shorter.data as { best_match: { object_id: string; created_by_bot: boolean } }).best_match.object_id, "5/2/summary")
+      assert.isTrue((shorter.data as { best_match: { created_by_bot: boolean } }).best_match.created_by_bot)
+    })))
+
+  it.effect("a media item described is activated with media_described", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([{ type: "message_observed", chat_id: 5, message_id: 1, media: [{ kind: "media.image", file_id: "f1" }] }])
+      const recorded = yield* call("record_context_action", { chat_id: 5, action: "media_described", message_id: 1, current_message_id: 2 })
+      assert.deepStrictEqual([recorded.status, (recorded.data as { object_id: string }).object_id], ["ok", "5/1/media.image"])
+      assert.deepStrictEqual(yield* activeIds(2), [["5/1/media.image", "activated_by_media_inspection"]])
+    })))
+
+  it.effect("an action on a missing target fails with InvalidRequest naming the field, and nothing changes", () =>
+    run(Effect.gen(function*() {
+      const ingest = yield* ContextIngest
+      yield* ingest.ingest([{ type: "message_observed", chat_id: 5, message_id: 1, links: [{ url: "https://a.example/x" }] }])
+      const cases = [
+        [{ action: "url_fetched", message_id: 99, url: "https://a.example/x" }, "message_id", "no message 99 in chat 5"],
+        [{ action: "url_fetched", message_id: 1 }, "url", "url_fetched needs the url fetched"],
+        [{ action: "media_described", message_id: 1 }, "message_id", "message 1 carries no media item"],
+        [{ action: "summary_written" }, "message_id", "summary_written needs the message holding the summary"]
+      ] as const
+      for (const [params, path, message] of cases) {
+        const failed = yield* call("record_context_action", { chat_id: 5, ...params })
+        assert.deepStrictEqual([failed.status, failed.error?.code, failed.error?.message], ["error", "InvalidRequest", message])
+        assert.strictEqual((failed.data as { path: string }).path, path)
+      }
+      assert.deepStrictEqual(yield* activeIds(2), [])
     })))
 })

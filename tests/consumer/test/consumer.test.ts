@@ -9,7 +9,7 @@ import { tsBlocks } from "deixis-test-support/readme"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Dependency order: each package's build needs its siblings' dist for their .d.ts.
-const published = ["core", "chathistory", "store-sql", "telegraf", "tools"] as const
+const published = ["core", "chathistory", "store-sql", "telegraf", "tools", "cli"] as const
 
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 const fixture = fileURLToPath(new URL("./fixture/main.ts", import.meta.url))
@@ -231,6 +231,9 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.rootPg).toMatch(/^SqlStoreError: the PostgreSQL engine needs @effect\/sql-pg installed/)
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
+    expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
+    // The `deixis` executable, as npm linked it: its usage, not a crash.
+    expect(await run(path.join(consumer, "node_modules", ".bin", "deixis"), ["--help"], consumer)).toContain("import")
     expect(report.sameScoring).toBe(true)
     expect(report.scoringWeights).toBe("object")
     expect(report.memoryLayer).toBe(true)
@@ -267,5 +270,17 @@ describe("published packages, as a consumer installs them", () => {
     const tools = (await runExample("tools")).split("\n").filter((line) => line.startsWith("{"))
     expect(tools.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual(["ok", "error"])
     expect(tools[1]).toContain("InvalidParameters")
+    // @deixis/core's "Replacing the rules": a custom kind, TTL policy and scorer feature.
+    const runMarked = async (marker: string) => {
+      const file = examples.find((example) => fs.readFileSync(path.join(consumer, example), "utf8").includes(marker))
+      expect(file, marker).toBeDefined()
+      const out = await run(process.execPath, [path.join("out", file!.replace(/\.ts$/, ".js"))], consumer)
+      return JSON.parse(out.split("\n").filter((line) => line.startsWith("{")).at(-1)!) as unknown
+    }
+    expect(await runMarked("examples/customKind.ts")).toEqual({
+      status: "resolved", kind: "x.ticket", label: "TCK-42: login fails", listed: ["x.ticket"]
+    })
+    expect(await runMarked("examples/customTtlPolicy.ts")).toEqual({ minutes_left: { "-1001": 120, "-1002": 10 } })
+    expect(await runMarked("examples/customScorer.ts")).toEqual({ status: "resolved", best: "-1001/10/link", embedding: 40 })
   })
 })

@@ -17,6 +17,13 @@ const iso: Encoder = (ms: number) => {
   return lastIso
 }
 
+const withoutProtoKey: Encoder = (value: Record<string, unknown>) => {
+  if (!Object.hasOwn(value, "__proto__")) return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) if (key !== "__proto__") out[key] = value[key]
+  return out
+}
+
 const transformationOf = (schema: Schema.Schema.Any) => (schema.ast as AST.Transformation).transformation
 // Transformations whose encode side is the identity (ids are strings inside; labels were cut on decode).
 const identities = new Set([transformationOf(Id), transformationOf(Label)])
@@ -33,7 +40,9 @@ const compile = (ast: AST.AST): Encoder => {
     case "TypeLiteral": {
       const fields = ast.propertySignatures.map((ps) => [ps.name, ps.isOptional, compile(ps.type)] as const)
       const values = ast.indexSignatures.map((is) => compile(is.type))
-      if (fields.length === 0 && values.every((f) => f === identity)) return identity
+      // A record: Schema.encode assigns each key onto a fresh object, where "__proto__" sets the
+      // prototype instead of a key — so a "__proto__" key is dropped there, and here alike.
+      if (fields.length === 0 && values.every((f) => f === identity)) return withoutProtoKey
       if (ast.indexSignatures.length > 0) break
       // Rebuilt in the Schema's field order, so the JSON is byte-identical to Schema.encode's.
       return (value: Record<PropertyKey, unknown>) => {

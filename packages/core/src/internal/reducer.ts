@@ -1,14 +1,16 @@
 /**
  * The one place events become state. Every ContextStore adapter applies events through
- * `applyEvent`, over its own implementation of `StateWriter`, so adapters cannot drift.
+ * `applyEvent`, over its own implementation of `StateWriter`, so adapters cannot drift. The
+ * rules come from the TTL policy and the kind registry passed in, never from module functions.
  */
 import type { ChatInfo } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { objectIdFor } from "../ContextObject.js"
 import type { ContextEvent, MessageEdited, MessageObserved, ObjectActivated } from "../ContextEvent.js"
+import { defaultRegistry, type Registry } from "../KindRegistry.js"
 import type { ObjectKind } from "../ObjectKind.js"
-import * as Ttl from "../TtlPolicy.js"
+import type { TtlPolicyShape } from "../TtlPolicy.js"
 
 /** Synchronous reads and writes an adapter offers the reducer, within one batch. */
 export interface StateWriter {
@@ -37,6 +39,12 @@ export type Outcome =
   | { readonly _tag: "duplicate" }
   | { readonly _tag: "skipped"; readonly path: string; readonly message: string }
 
+/** The policy and the kinds a batch is applied under. */
+interface Rules {
+  readonly policy: TtlPolicyShape
+  readonly kinds: Registry
+}
+
 const applied: Outcome = { _tag: "applied" }
 const duplicate: Outcome = { _tag: "duplicate" }
 /**
@@ -52,15 +60,17 @@ export const applyEvent = (
   w: StateWriter,
   event: ContextEvent,
   now: number,
-  settings: Ttl.TtlSettings
+  policy: TtlPolicyShape,
+  kinds: Registry = defaultRegistry
 ): Outcome => {
+  const rules: Rules = { policy, kinds }
   switch (event.type) {
     case "message_observed":
-      return observeMessage(w, event, now, settings)
+      return observeMessage(w, event, now, rules)
     case "message_edited":
-      return editMessage(w, event, now, settings)
+      return editMessage(w, event, now, rules)
     case "object_activated":
-      return activateObject(w, event, now, settings)
+      return activateObject(w, event, now, rules)
     case "poll_closed": {
       const ref = event.poll_id !== undefined ? w.pollObject(event.poll_id) : undefined
       const chatId = ref?.chat_id ?? event.chat_id
@@ -77,7 +87,7 @@ export const applyEvent = (
       if (object === undefined || object.kind !== "poll") {
         return skip(w, chatId, event.event_id, "object_id", `no poll object "${objectId}" in chat ${chatId}`)
       }
-      w.putObject(Ttl.closePoll(settings, object, event.at ?? now), object)
+      w.putObject(policy.closePoll(object, event.at ?? now), object)
       w.markSeen(chatId, event.event_id)
       return applied
     }
@@ -104,11 +114,11 @@ export const applyEvent = (
               }
             })
         }
-        next = Ttl.activate(settings, edited, "reminder_updated", at)
+        next = policy.activate(edited, "reminder_updated", at)
       } else if (event.type === "reminder_fired") {
-        next = Ttl.fireReminder(settings, object, at)
+        next = policy.fireReminder(object, at)
       } else {
-        next = Ttl.cancelReminder(object, at)
+        next = policy.cancelReminder(object, at)
       }
       w.putObject(next, object)
       w.markSeen(event.chat_id, event.event_id)
@@ -129,49 +139,58 @@ const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined):
   return isForum ?? known?.is_forum ?? false
 }
 
-/** An object a message carries: known, not active. */
+/** An object a message carries: known, not active, in the class the policy gives it. */
 const knownObject = (
+  rules: Rules,
   e: MessageObserved | MessageEdited,
   topicId: string | null,
   sentAt: number,
   kind: ObjectKind,
   index: number,
   extra: Partial<ContextObject>
-): ContextObject => ({
-  object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
-  kind,
-  chat_id: e.chat_id,
-  topic_id: topicId,
-  source_message_id: e.message_id,
-  created_at: sentAt,
-  last_touched_at: sentAt,
-  activation_reasons: [],
-  ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
-  created_by_bot: e.direction === "outbound",
-  ttl_class: Ttl.classFor(kind, undefined),
-  active_until: null,
-  activated_at: null,
-  ...extra
-})
+): ContextObject => {
+  const object: ContextObject = {
+    object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
+    kind,
+    chat_id: e.chat_id,
+    topic_id: topicId,
+    source_message_id: e.message_id,
+    created_at: sentAt,
+    last_touched_at: sentAt,
+    activation_reasons: [],
+    ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
+    created_by_bot: e.direction === "outbound",
+    ttl_class: "short",
+    active_until: null,
+    activated_at: null,
+    ...extra
+  }
+  return { ...object, ttl_class: rules.policy.classFor(kind, undefined, object) }
+}
 
 /** The links and media objects a message's content derives, in their deterministic ids. */
 const derivedObjects = (
+  rules: Rules,
   e: MessageObserved | MessageEdited,
   topicId: string | null,
   sentAt: number
 ): Array<ContextObject> => {
   const known = (kind: ObjectKind, index: number, extra: Partial<ContextObject>) =>
-    knownObject(e, topicId, sentAt, kind, index, extra)
+    knownObject(rules, e, topicId, sentAt, kind, index, extra)
+  const labelled = (kind: ObjectKind, title: string | undefined, url?: string) => {
+    const label = rules.kinds.label(kind, { title, url })
+    return label === undefined ? {} : { title_or_label: label }
+  }
   const out: Array<ContextObject> = []
   e.links.forEach((link, i) => {
-    out.push(known("link", i, { title_or_label: link.title ?? capUrl(link.url), ref: link.url }))
+    out.push(known("link", i, { ...labelled("link", link.title, link.url), ref: link.url }))
   })
   const perKind = new Map<ObjectKind, number>()
   for (const media of e.media) {
     const index = perKind.get(media.kind) ?? 0
     perKind.set(media.kind, index + 1)
     out.push(known(media.kind, index, {
-      ...(media.label === undefined ? {} : { title_or_label: media.label }),
+      ...labelled(media.kind, media.label),
       ...(media.file_id === undefined ? {} : { ref: media.file_id }),
       ...(e.media_group_id === undefined ? {} : { album_id: e.media_group_id })
     }))
@@ -179,7 +198,7 @@ const derivedObjects = (
   return out
 }
 
-const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now: number, settings: Ttl.TtlSettings): Outcome => {
+const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now: number, rules: Rules): Outcome => {
   if (w.message(e.chat_id, e.message_id) !== undefined) {
     noteChat(w, e.chat_id, e.is_forum)
     return duplicate
@@ -197,14 +216,15 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
     sent_at: sentAt
   }
   w.putMessage(message)
-  for (const o of derivedObjects(e, topicId, sentAt)) putKnown(w, o)
+  for (const o of derivedObjects(rules, e, topicId, sentAt)) putKnown(w, o)
   if (e.poll !== undefined) {
-    const o = knownObject(e, topicId, sentAt, "poll", 0, {
-      ...(e.poll.question === undefined ? {} : { title_or_label: e.poll.question }),
-      ttl_class: e.poll.is_closed ? "poll_grace" : "poll_open",
-      poll: e.poll.is_closed
-        ? { poll_id: e.poll.poll_id, state: "closed", closed_at: sentAt }
-        : { poll_id: e.poll.poll_id, state: "open" }
+    const label = rules.kinds.label("poll", { title: e.poll.question })
+    const poll = e.poll.is_closed
+      ? { poll_id: e.poll.poll_id, state: "closed" as const, closed_at: sentAt }
+      : { poll_id: e.poll.poll_id, state: "open" as const }
+    const o = knownObject(rules, e, topicId, sentAt, "poll", 0, {
+      ...(label === undefined ? {} : { title_or_label: label }),
+      poll
     })
     putKnown(w, o)
     w.putPoll(e.poll.poll_id, e.chat_id, o.object_id)
@@ -213,7 +233,7 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
       w.putPendingPollClose(e.poll.poll_id, undefined)
       if (!w.seen(e.chat_id, close.event_id)) {
         const open = w.object(e.chat_id, o.object_id)!
-        w.putObject(Ttl.closePoll(settings, open, close.at), open)
+        w.putObject(rules.policy.closePoll(open, close.at), open)
         w.markSeen(e.chat_id, close.event_id)
       }
     }
@@ -221,36 +241,27 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
   return applied
 }
 
-const derivedKinds: ReadonlySet<ObjectKind> = new Set<ObjectKind>([
-  "link",
-  "media.image",
-  "media.video",
-  "media.voice",
-  "media.document",
-  "media.pdf"
-])
-
 /**
  * An edit: the message's links and media are derived again. An object whose reference is the
  * same keeps its state (and takes the new label); one whose reference changed starts afresh;
  * one the new content no longer carries goes, with any article fetched from a link now gone.
  */
-const editMessage = (w: StateWriter, e: MessageEdited, now: number, settings: Ttl.TtlSettings): Outcome => {
+const editMessage = (w: StateWriter, e: MessageEdited, now: number, rules: Rules): Outcome => {
   const eventId = e.event_id ?? `message_edited:${e.message_id}:${e.edited_at}`
   if (w.seen(e.chat_id, eventId)) return duplicate
   const stored = w.message(e.chat_id, e.message_id)
   if (stored === undefined) {
-    observeMessage(w, e, now, settings)
+    observeMessage(w, e, now, rules)
     w.markSeen(e.chat_id, eventId)
     return applied
   }
   noteChat(w, e.chat_id, e.is_forum)
-  const wanted = derivedObjects(e, stored.topic_id, stored.sent_at)
+  const wanted = derivedObjects(rules, e, stored.topic_id, stored.sent_at)
   const wantedIds = new Set(wanted.map((o) => o.object_id))
   const current = w.objectsOfMessage(e.chat_id, e.message_id)
   const urls = new Set(e.links.map((l) => l.url))
   for (const o of current) {
-    const gone = derivedKinds.has(o.kind)
+    const gone = rules.kinds.get(o.kind)?.derived === true
       ? !wantedIds.has(o.object_id)
       : o.kind === "article" && o.ref !== undefined && !urls.has(o.ref)
     if (gone) w.removeObject(o)
@@ -300,9 +311,7 @@ const putKnown = (w: StateWriter, carried: ContextObject) => {
   }, existing)
 }
 
-const capUrl = (url: string): string => (url.length <= 80 ? url : url.slice(0, 79) + "…")
-
-const activateObject = (w: StateWriter, e: ObjectActivated, now: number, settings: Ttl.TtlSettings): Outcome => {
+const activateObject = (w: StateWriter, e: ObjectActivated, now: number, rules: Rules): Outcome => {
   if (w.seen(e.chat_id, e.event_id)) return duplicate
   const at = e.at ?? now
   let object: ContextObject | undefined
@@ -339,7 +348,7 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
       activation_reasons: [],
       ...(createdBy === undefined || createdBy === null ? {} : { created_by_user_id: createdBy }),
       created_by_bot: e.created_by_bot ?? source?.from_bot ?? false,
-      ttl_class: Ttl.classFor(e.kind, e.reason),
+      ttl_class: rules.policy.classFor(e.kind, e.reason),
       active_until: null,
       activated_at: null,
       ...(e.kind === "reminder" && e.due_at !== undefined ? { reminder: { due_at: e.due_at, status: "scheduled" as const } } : {}),
@@ -352,7 +361,7 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, setting
   if (e.title_or_label !== undefined && object.title_or_label === undefined) {
     object = { ...object, title_or_label: e.title_or_label }
   }
-  w.putObject(Ttl.activate(settings, object, e.reason, at), previous)
+  w.putObject(rules.policy.activate(object, e.reason, at), previous)
   w.markSeen(e.chat_id, e.event_id)
   return applied
 }

@@ -142,7 +142,7 @@ const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: L
   let duplicates = 0
   const skipped: Array<ApplyResult["skipped"][number]> = []
   for (let i = 0; i < events.length; i++) {
-    const outcome = applyEvent(writer, events[i]!, options.now, options.ttl)
+    const outcome = applyEvent(writer, events[i]!, options.now, options.ttl, options.kinds)
     if (outcome._tag === "applied") applied++
     else if (outcome._tag === "duplicate") duplicates++
     else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })

@@ -1,0 +1,80 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { start } from "./harness.js"
+
+const token = "inspect-s3cret"
+const call = <A>(f: () => Promise<A>) => Effect.promise(f)
+const update = (id: number, text: string) => ({
+  update_id: id,
+  message: {
+    message_id: id,
+    date: 1_700_000_000 + id,
+    chat: { id: -100777, type: "supergroup", title: "Ops", is_forum: true },
+    from: { id: 5, is_bot: false, first_name: "Ana" },
+    message_thread_id: 3,
+    is_topic_message: true,
+    text
+  }
+})
+
+// Reads server-sent events from a fetch body until `done` says so (or the stream ends).
+const readEvents = async (response: Response, done: (events: ReadonlyArray<string>) => boolean) => {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let text = ""
+  const events: Array<string> = []
+  while (!done(events)) {
+    const { done: ended, value } = await reader.read()
+    if (ended) break
+    text += value
+    let cut: number
+    while ((cut = text.indexOf("\n\n")) >= 0) {
+      events.push(text.slice(0, cut))
+      text = text.slice(cut + 2)
+    }
+  }
+  await reader.cancel()
+  return events
+}
+
+describe("the inspector's data routes", () => {
+  it.scoped("GET /v1/inspect/chats lists the chats and topics with recorded traffic, newest first; 401 without the token", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      yield* call(() => api.json("/v1/telegram/updates", [update(1, "a"), update(2, "b")]))
+      yield* call(() => api.json("/v1/events", [{ type: "message_observed", chat_id: "other", message_id: 9 }]))
+      const listed = yield* call(() => api.fetch("/v1/inspect/chats").then((r) => r.json() as Promise<{ chats: Array<Record<string, unknown>> }>))
+      assert.deepStrictEqual(listed.chats.map((c) => [c["chat_id"], c["topic_id"], c["messages"]]), [["other", null, 1], ["-100777", "3", 2]])
+      const anonymous = yield* call(() => fetch(`${api.url}/v1/inspect/chats`))
+      assert.strictEqual(anonymous.status, 401)
+    }))
+
+  it.scopedLive("GET /v1/inspect/live streams each recorded message as a server-sent event", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const response = yield* call(() => api.fetch("/v1/inspect/live?seconds=20", { headers: { accept: "text/event-stream" } }))
+      assert.strictEqual(response.status, 200)
+      assert.match(response.headers.get("content-type") ?? "", /text\/event-stream/)
+      const reading = readEvents(response, (events) => events.some((e) => e.startsWith("event: message")))
+      // Recorded after the reader connected (the first event is the connection's comment).
+      yield* Effect.sleep("200 millis")
+      yield* call(() => api.json("/v1/telegram/updates", [update(3, "live one")]))
+      const events = yield* call(() => reading)
+      assert.strictEqual(events[0], ": connected")
+      const message = events.find((e) => e.startsWith("event: message"))!
+      const data = JSON.parse(message.split("\ndata: ")[1]!) as Record<string, unknown>
+      assert.deepInclude(data, { chat_id: "-100777", topic_id: "3", message_id: "3", source: "telegram" })
+    }))
+
+  it.scopedLive("the live feed ends after `seconds`, answers 406 to a client that did not ask for events, and 401 without the token", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const ended = yield* call(() =>
+        api.fetch("/v1/inspect/live?seconds=0", { headers: { accept: "text/event-stream" } }).then((r) => r.text())
+      )
+      assert.strictEqual(ended, ": connected\n\n")
+      const plain = yield* call(() => api.fetch("/v1/inspect/live"))
+      assert.strictEqual(plain.status, 406)
+      const anonymous = yield* call(() => fetch(`${api.url}/v1/inspect/live`, { headers: { accept: "text/event-stream" } }))
+      assert.strictEqual(anonymous.status, 401)
+    }))
+})

@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+/**
+ * The `deixis` executable: a failure an operator can act on (a bad export, a store that does
+ * not answer, a configuration error) is one line on stderr and exit code 1, not a stack trace.
+ *
+ * @since 0.1.0
+ */
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Effect from "effect/Effect"
+import * as Cli from "./Cli.js"
+
+Cli.run(process.argv.slice(2)).pipe(
+  Effect.catchAll((error) =>
+    Effect.sync(() => {
+      // @effect/cli has already shown a usage error with the help.
+      if (!ValidationError.isValidationError(error)) process.stderr.write(`deixis: ${Cli.describeError(error)}\n`)
+      process.exitCode = 1
+    })
+  ),
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)
