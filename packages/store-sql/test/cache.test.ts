@@ -31,7 +31,7 @@ const T0 = Date.parse("2026-11-25T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
 const apply = (store: ContextStoreShape, events: ReadonlyArray<unknown>, now = T0) =>
-  store.apply(decode(events), { now, ttl: TtlPolicy.defaults })
+  store.apply(decode(events), { now, ttl: TtlPolicy.defaultPolicy })
 
 const query = (chat: string, over: Partial<PoolQuery> = {}): PoolQuery => ({
   chat_id: chat,
@@ -231,7 +231,7 @@ const upgradeFrom7 = Effect.gen(function*() {
   assert.deepStrictEqual(yield* migrate(db, undefined, 7), [1, 2, 3, 4, 5, 6, 7])
   const chat = "upgrade7"
   const reference = makeMemory()
-  yield* reference.apply(decode(seed(chat)), { now: T0, ttl: TtlPolicy.defaults })
+  yield* reference.apply(decode(seed(chat)), { now: T0, ttl: TtlPolicy.defaultPolicy })
   const written = yield* reference.snapshot(chat)
   yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at, is_forum) VALUES (?, ?, ?, 0)`, [
     chat,
@@ -261,7 +261,7 @@ const upgradeFrom7 = Effect.gen(function*() {
   assert.strictEqual(yield* revision(), 1)
   yield* reference.apply(
     decode([{ type: "message_observed", chat_id: chat, message_id: 5, topic_id: 1, links: [{ url: "https://example.com/c" }] }]),
-    { now: T0, ttl: TtlPolicy.defaults }
+    { now: T0, ttl: TtlPolicy.defaultPolicy }
   )
   assert.deepStrictEqual(yield* store.pool(query(chat)), yield* reference.pool(query(chat)))
 })

@@ -75,7 +75,7 @@ describe("engines as entry points", () => {
       const filename = path.join(yield* tempDir, "engine.db")
       yield* Effect.gen(function*() {
         const store = yield* ContextStore
-        yield* store.apply(decode([{ type: "message_observed", chat_id: "e", message_id: 7 }]), { now: T0, ttl: TtlPolicy.defaults })
+        yield* store.apply(decode([{ type: "message_observed", chat_id: "e", message_id: 7 }]), { now: T0, ttl: TtlPolicy.defaultPolicy })
       }).pipe(Effect.provide(Sqlite.layer({ filename, sweep_interval: 0 })))
       const found = yield* Effect.flatMap(ContextStore, (store) => store.message("e", "7")).pipe(
         Effect.provide(SqlStore.layerSqlite({ filename, sweep_interval: 0 }))
@@ -97,7 +97,7 @@ describe("engines as entry points", () => {
       )
       const found = yield* Effect.gen(function*() {
         const store = yield* ContextStore
-        yield* store.apply(decode([{ type: "message_observed", chat_id: "e", message_id: 8 }]), { now: T0, ttl: TtlPolicy.defaults })
+        yield* store.apply(decode([{ type: "message_observed", chat_id: "e", message_id: 8 }]), { now: T0, ttl: TtlPolicy.defaultPolicy })
         return yield* store.message("e", "8")
       }).pipe(Effect.provide(Pg.layer({ url: pgUrl, schema, max_connections: 1, sweep_interval: 0 })))
       assert.strictEqual(Option.getOrThrow(found).message_id, "8")
