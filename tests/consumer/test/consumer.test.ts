@@ -184,7 +184,7 @@ describe("published packages, as a consumer installs them", () => {
       for (const file of fs.readdirSync(dist, { recursive: true, encoding: "utf8" })) {
         if (!/\.(js|d\.ts)$/.test(file)) continue
         const text = fs.readFileSync(path.join(dist, file), "utf8")
-        for (const match of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"'.][^"']*)["']/g)) {
+        for (const match of text.matchAll(/\b(?:from|import)(?:\s+|\s*\(\s*)["']([^"'.][^"']*)["']/g)) {
           const specifier = match[1]!
           if (specifier.startsWith("node:") || builtinModules.includes(specifier)) continue
           const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
@@ -230,7 +230,7 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.pgEntry).toBe("ERR_MODULE_NOT_FOUND")
     expect(report.rootPg).toMatch(/^SqlStoreError: the PostgreSQL engine needs @effect\/sql-pg installed/)
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
-    expect(report.tools).toEqual(["DeixisToolkit", "Envelope"])
+    expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions"])
     expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
     // The `deixis` executable, as npm linked it: its usage, not a crash.
     expect(await run(path.join(consumer, "node_modules", ".bin", "deixis"), ["--help"], consumer)).toContain("import")
