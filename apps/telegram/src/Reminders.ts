@@ -2,7 +2,9 @@
  * The reminder sender: claims due reminders from the `ReminderStore` (a lease per claim, so N
  * bot processes on one PostgreSQL send each reminder once, and one that dies mid-send leaves
  * its claims to another), hands each to the dispatcher under its chat's key (a 429 or a hung
- * send in one chat delays only that chat), and settles the claim by the outcome: sent →
+ * send in one chat delays only that chat), extends the claim right before sending (a claim that
+ * waited past its lease and was taken over by another process is not sent here), and settles
+ * the claim by the outcome: sent →
  * `complete`; retryable failure → `retryAt`; refused for good → dropped with an error log.
  *
  * It sleeps until the next reminder is due, at most `pollInterval` (other processes add
@@ -78,11 +80,31 @@ export const start = (
   Effect.gen(function*() {
     const store = yield* ReminderStore
     const signal = yield* Queue.sliding<void>(1)
-    let inFlight = 0
+    // The claims this process is sending or has queued, by chat and object id: a claim whose
+    // lease ended while it waited in the dispatcher may be claimed again by this very process,
+    // and must not be queued twice.
+    const inFlight = new Set<string>()
+    const idOf = (r: ClaimedReminder) => `${r.chat_id}\u0000${r.object_id}`
+    const lease = Duration.toMillis(options.lease)
+
+    // Right before sending, the claim is extended by a whole lease: if another process took it
+    // over meanwhile (the lease ended while it waited behind a slow chat), it is not sent here.
+    const sendHeld = (r: ClaimedReminder) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => store.extend(r.chat_id, r.object_id, options.owner, now + lease)).pipe(
+        Effect.flatMap((held) =>
+          held
+            ? options.send(r)
+            : Effect.as(
+              Effect.logInfo("reminder claim taken over by another process while it waited; not sent here"),
+              null
+            )
+        )
+      )
 
     const settle = (r: ClaimedReminder) =>
-      options.send(r).pipe(
+      sendHeld(r).pipe(
         Effect.flatMap((outcome): Effect.Effect<void, unknown> => {
+          if (outcome === null) return Effect.void
           switch (outcome._tag) {
             case "sent":
               return Effect.zipRight(
@@ -109,17 +131,20 @@ export const start = (
         }),
         Effect.catchAllCause((cause) => Effect.logError("reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
         Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id }),
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight--), signal.offer(undefined)))
+        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight.delete(idOf(r))), signal.offer(undefined)))
       )
 
     const round = Effect.gen(function*() {
-      const room = options.maxInFlight - inFlight
+      const room = options.maxInFlight - inFlight.size
       if (room <= 0) return false
       const now = yield* Clock.currentTimeMillis
-      const claimed = yield* store.claimDue({ now, owner: options.owner, lease: Duration.toMillis(options.lease), limit: Math.min(room, 64) })
+      const claimed = yield* store.claimDue({ now, owner: options.owner, lease, limit: Math.min(room, 64) })
       for (const r of claimed) {
-        inFlight++
         Metrics.remindersClaimed.inc()
+        // Claimed again by this process after its lease ended in the queue: the queued send
+        // (which extends the claim first) is the one that goes.
+        if (inFlight.has(idOf(r))) continue
+        inFlight.add(idOf(r))
         yield* dispatcher.submit(options.keyOf(r), settle(r))
       }
       return claimed.length === Math.min(room, 64)
@@ -133,7 +158,7 @@ export const start = (
         Option.match(next, { onNone: () => Number.POSITIVE_INFINITY, onSome: (at) => Math.max(0, at - now) })
       )
       // A claim held by this process is not due for anyone until its lease ends: poll then.
-      yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight > 0 && wait === 0 ? 50 : 0))), signal.take)
+      yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight.size > 0 && wait === 0 ? 50 : 0))), signal.take)
     })
 
     yield* Effect.gen(function*() {
@@ -150,5 +175,5 @@ export const start = (
       }
     }).pipe(Effect.annotateLogs({ component: "reminders" }), Effect.forkScoped)
 
-    return { wake: Effect.asVoid(signal.offer(undefined)), inFlight: () => inFlight }
+    return { wake: Effect.asVoid(signal.offer(undefined)), inFlight: () => inFlight.size }
   })

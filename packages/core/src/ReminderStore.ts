@@ -110,6 +110,12 @@ export interface ReminderStoreShape {
   ) => Effect.Effect<ReadonlyArray<Reminder>, StoreError>
   /** Claims the due reminders no live claim holds, earliest first. */
   readonly claimDue: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<ClaimedReminder>, StoreError>
+  /**
+   * The claim is still `owner`'s: it now holds until `until`. False when `owner` no longer
+   * holds it (its lease ended and another claimant took it). A sender calls this right before
+   * sending, so a claim that waited in a queue past its lease is not sent a second time.
+   */
+  readonly extend: (chatId: string, objectId: string, owner: string, until: number) => Effect.Effect<boolean, StoreError>
   /** The claimed reminder was sent: it leaves the store. False when `owner` no longer holds it. */
   readonly complete: (chatId: string, objectId: string, owner: string) => Effect.Effect<boolean, StoreError>
   /** The claimed reminder could not be sent: due again at `at`. False when `owner` no longer holds it. */
@@ -183,6 +189,13 @@ export const makeMemory = (): ReminderStoreShape => {
           row.attempts = attempts + 1
           return { ...row.reminder, attempts }
         })
+      }),
+    extend: (chatId, objectId, owner, until) =>
+      Effect.sync(() => {
+        const row = rows.get(key(chatId, objectId))
+        if (!held(row, owner)) return false
+        row.next_at = until
+        return true
       }),
     complete: (chatId, objectId, owner) =>
       Effect.sync(() => held(rows.get(key(chatId, objectId)), owner) && rows.delete(key(chatId, objectId))),

@@ -133,6 +133,21 @@ export const reminderStoreContract = <E>(
         assert.isTrue(Option.isNone(yield* store.nextDueAt))
       }))
 
+    test("extend keeps a held claim past its lease; a claim taken over cannot be extended", (store) =>
+      Effect.gen(function*() {
+        yield* store.add(reminder("-100", 1, 0))
+        yield* store.claimDue({ now: t0, owner: "a", lease: 10_000, limit: 10 })
+        assert.isTrue(yield* store.extend("-100", "-100/1/reminder", "a", t0 + 30_000))
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.nextDueAt), t0 + 30_000)
+        assert.strictEqual((yield* store.claimDue({ now: t0 + 29_999, owner: "b", lease: 10_000, limit: 10 })).length, 0)
+        assert.strictEqual((yield* store.claimDue({ now: t0 + 30_000, owner: "b", lease: 10_000, limit: 10 })).length, 1)
+        // a's lease ended and b holds the claim: a may no longer extend, complete or release it.
+        assert.isFalse(yield* store.extend("-100", "-100/1/reminder", "a", t0 + 90_000))
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.nextDueAt), t0 + 40_000)
+        assert.isFalse(yield* store.extend("-100", "-100/2/reminder", "a", t0 + 90_000))
+        assert.isTrue(yield* store.complete("-100", "-100/1/reminder", "b"))
+      }))
+
     test("complete needs the claim: an unclaimed reminder stays", (store) =>
       Effect.gen(function*() {
         yield* store.add(reminder("-100", 1, 0))

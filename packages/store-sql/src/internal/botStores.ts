@@ -81,6 +81,11 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         }
         return out
       })).pipe(Effect.mapError(fail("reminder claim"))),
+    extend: (chatId, objectId, owner, until) =>
+      db.query(
+        `UPDATE deixis_reminders SET next_at = ? WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`,
+        [until, chatId, objectId, owner]
+      ).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder extend"))),
     complete: (chatId, objectId, owner) =>
       db.query(`DELETE FROM deixis_reminders WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`, [
         chatId,
