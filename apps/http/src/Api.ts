@@ -254,6 +254,17 @@ export class Inspect extends HttpApiGroup.make("inspect")
       .annotate(OpenApi.Summary, "The chats and topics with recent traffic recorded by this process, newest first (at most 200)")
   )
   .add(
+    HttpApiEndpoint.get("thresholds", "/v1/inspect/thresholds")
+      .addSuccess(Schema.Struct({
+        min_score: Schema.Number,
+        ambiguity_margin: Schema.Number,
+        confidence_scale: Schema.Number,
+        near_expiry_fraction: Schema.Number,
+        weights: Schema.Record({ key: Schema.String, value: Schema.Number })
+      }))
+      .annotate(OpenApi.Summary, "The resolver's thresholds and feature weights in force (DEIXIS_RESOLVE_*, DEIXIS_SCORE_*)")
+  )
+  .add(
     HttpApiEndpoint.get("live", "/v1/inspect/live")
       .setUrlParams(Schema.Struct({
         seconds: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 300)).annotations({

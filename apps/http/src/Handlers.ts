@@ -2,7 +2,7 @@
  * The API's handlers: thin over the core services, each error mapped to its HTTP form.
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { ActiveContext, ChatInfo, ContextIngest, ContextStore, ConversationState, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ChatInfo, ContextIngest, ContextStore, ConversationState, ReferenceResolver, Scoring } from "@deixis/core"
 import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
 // The one recording path, without the Telegraf runtime.
 import * as TelegramRecorder from "@deixis/telegraf/TelegramRecorder"
@@ -257,8 +257,17 @@ const sse = (text: string) => encoder.encode(text)
 export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
   Effect.gen(function*() {
     const activity = yield* Activity.Activity
+    const { settings } = yield* Scoring.Scoring
     return handlers
       .handle("chats", () => Effect.map(activity.recent, (chats) => ({ chats })))
+      .handle("thresholds", () =>
+        Effect.succeed({
+          min_score: settings.min_score,
+          ambiguity_margin: settings.ambiguity_margin,
+          confidence_scale: settings.confidence_scale,
+          near_expiry_fraction: settings.near_expiry_fraction,
+          weights: settings.weights
+        }))
       // A stream of server-sent events, open for `seconds` (the reader reconnects), with a
       // comment every 15 s so proxies keep it open.
       .handleRaw("live", ({ request, urlParams }) =>

@@ -79,6 +79,7 @@ describe("apps/http with real clients", () => {
         "/v1/chats/{chat_id}/messages/{message_id}/context",
         "/v1/chats/{chat_id}/state",
         "/v1/inspect/chats",
+        "/v1/inspect/thresholds",
         "/v1/inspect/live"
       ])
       const docs = yield* call(() => api.fetch("/docs").then((r) => r.text()))
@@ -103,7 +104,8 @@ describe("apps/http with real clients", () => {
         "list_active_context_objects",
         "get_message_thread_context",
         "get_conversation_state",
-        "update_conversation_state"
+        "update_conversation_state",
+        "record_context_action"
       ])
       for (const tool of tools.tools) {
         assert.strictEqual(tool.inputSchema.type, "object")
@@ -183,7 +185,7 @@ describe("apps/http with real clients", () => {
       )
       assert.deepStrictEqual(listed.objects.map((o) => [o.object_id, o.why_active.includes("activated_by_resolver")]), [[`${chatId}/100/link`, true]])
       assert.deepStrictEqual(listed.inactive_debug, [])
-      // Smart mode records what addressed the bot: the chain stops at 100, which is not in the history.
+      // Smart mode records every message the bot receives: the chain reaches 100, unaddressed as it was.
       const thread = payload<{
         message: { text: string }
         reply: { target_id: string; status: string }
@@ -193,7 +195,7 @@ describe("apps/http with real clients", () => {
       )
       assert.include(thread.message.text, "and then?")
       assert.deepStrictEqual(thread.reply, { target_id: "101", status: "found" })
-      assert.deepStrictEqual([thread.chain.message_ids, thread.chain.missing_parent_id], [["101"], "100"])
+      assert.deepStrictEqual([thread.chain.message_ids, thread.chain.missing_parent_id], [["101", "100"], null])
       assert.strictEqual(envelope(results.update_conversation_state).summary, "updated to revision 1")
       assert.deepStrictEqual(payload<{ state: unknown }>(results.get_conversation_state).state, { reading: "post" })
     }))

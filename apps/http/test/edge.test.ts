@@ -52,6 +52,7 @@ const samples: Record<
   "DELETE /mcp": { path: "/mcp", headers: mcpHeaders, status: 405 },
   "GET /metrics": { path: "/metrics" },
   "GET /v1/inspect/chats": { path: "/v1/inspect/chats" },
+  "GET /v1/inspect/thresholds": { path: "/v1/inspect/thresholds" },
   // Without Accept: text/event-stream the live feed answers 406 at once instead of streaming.
   "GET /v1/inspect/live": { path: "/v1/inspect/live", status: 406 }
 }

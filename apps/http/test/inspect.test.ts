@@ -48,6 +48,15 @@ describe("the inspector's data routes", () => {
       assert.strictEqual(anonymous.status, 401)
     }))
 
+  it.scoped("GET /v1/inspect/thresholds gives the resolver's thresholds and weights in force", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const body = yield* call(() => api.fetch("/v1/inspect/thresholds").then((r) => r.json() as Promise<Record<string, unknown>>))
+      assert.strictEqual(body["min_score"], 60)
+      assert.isNumber(body["ambiguity_margin"])
+      assert.isAbove(Object.keys(body["weights"] as object).length, 3)
+    }))
+
   it.scopedLive("GET /v1/inspect/live streams each recorded message as a server-sent event", () =>
     Effect.gen(function*() {
       const api = yield* start({ token })

@@ -33,8 +33,8 @@ describe("POST /v1/telegram/updates", () => {
       assert.strictEqual(result.updates, 3)
       assert.deepStrictEqual(result.skipped.map((s) => s.index), [2])
       assert.strictEqual(result.events.applied, 2)
-      // smart mode (the default) records what addressed the bot: the second message.
-      assert.strictEqual(result.history_items, 1)
+      // smart mode (the default) records every message the bot receives, addressed or not.
+      assert.strictEqual(result.history_items, 2)
 
       const resolved = yield* call(() =>
         api.json("/v1/tools/resolve_reference_target", {
@@ -48,8 +48,9 @@ describe("POST /v1/telegram/updates", () => {
       const context = yield* call(() =>
         api.fetch("/v1/chats/-1001234567890/context?topic_id=7").then(body<{ messages: ReadonlyArray<{ message_id: string }>; chat_history_context: string }>)
       )
-      assert.deepStrictEqual(context.messages.map((m) => m.message_id), ["101"])
+      assert.deepStrictEqual(context.messages.map((m) => m.message_id), ["100", "101"])
       assert.include(context.chat_history_context, "summarise this")
+      assert.include(context.chat_history_context, "read https://example.com/post")
     }))
 
   it.scoped("a hostile update is skipped, never a crash, and a single update is accepted too", () =>
@@ -140,10 +141,10 @@ describe("POST /v1/telegram/updates", () => {
       assert.deepStrictEqual(context.history.map((m) => m.message_id), ["401", "402", "403", "404", "405"])
       assert.include(context.chat_history_context, "message 2")
       assert.include(context.current_message, "back to this")
-      // A message the history did not keep (not addressed to the bot in smart mode) still loads from what core saw of it.
-      yield* call(() => api.json("/v1/telegram/updates", {
-        update_id: 40, message: { message_id: 411, date: t0 + 3600, chat: group, from: alice, text: "thanks", reply_to_message: { message_id: 405, date: t0 + 300, chat: group, from: alice, text: "@deixis_bot message 5" } }
-      }))
+      // A message the history did not keep (core saw it, through /v1/events) still loads from what core saw of it.
+      yield* call(() => api.json("/v1/events", [
+        { type: "message_observed", chat_id: group.id, message_id: 411, reply_to_message_id: 405, sender_user_id: alice.id }
+      ]))
       const unkept = yield* call(() =>
         api.fetch(`/v1/chats/${group.id}/messages/411/context`).then(body<{ message: unknown; reply: { target_id: string; status: string } }>)
       )

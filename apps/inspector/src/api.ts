@@ -42,6 +42,8 @@ export const resolve = (token: string, request: Record<string, unknown>) =>
 
 export const chats = (token: string) => call(token, "/v1/inspect/chats")
 
+export const thresholds = (token: string) => call(token, "/v1/inspect/thresholds")
+
 /**
  * Reads the live feed (server-sent events) with the token in a header — EventSource cannot
  * send one — calling `onEvent` for each message event, reconnecting when the stream ends

@@ -149,14 +149,20 @@ const hintOptions: Readonly<Record<string, ReadonlyArray<string>>> = {
   recency_hint: ["latest", "recent", "currently_active"]
 }
 
-function Chart(props: { scored: ReadonlyArray<Item> }) {
+function Chart(props: { scored: ReadonlyArray<Item>; minScore: number | null }) {
   const max = Math.max(0.0001, ...props.scored.flatMap((s) => Object.values(s.features as Record<string, number>).map(Math.abs)))
+  const top = Math.max(0.0001, props.minScore ?? 0, ...props.scored.map((s) => s.score))
   return (
     <div class="chart" role="figure" aria-label="per-feature score contributions">
       {props.scored.map((s) => (
         <div key={s.object_id} class="chart-row">
           <div class="chart-title">
             {s.object_id} <strong>{s.score.toFixed(3)}</strong>
+            {props.minScore !== null && (s.score >= props.minScore ? " (plausible)" : " (below the minimum)")}
+          </div>
+          <div class="total" aria-hidden="true">
+            <span class="total-bar" style={{ width: `${(Math.max(0, s.score) / top) * 100}%` }} />
+            {props.minScore !== null && <span class="threshold" style={{ left: `${(props.minScore / top) * 100}%` }} />}
           </div>
           {Object.entries(s.features as Record<string, number>).filter(([, v]) => v !== 0).map(([feature, value]) => (
             <div class="feature" key={feature}>
@@ -171,7 +177,7 @@ function Chart(props: { scored: ReadonlyArray<Item> }) {
   )
 }
 
-function TryIt(props: { token: string; chat: string; topic: string; message: Item | null }) {
+function TryIt(props: { token: string; chat: string; topic: string; message: Item | null; thresholds: Item | null }) {
   const [hints, setHints] = useState<Record<string, string>>({})
   const [text, setText] = useState("")
   const [result, setResult] = useState<{ kind: "resolve" | "list"; body: Item } | null>(null)
@@ -218,6 +224,12 @@ function TryIt(props: { token: string; chat: string; topic: string; message: Ite
             {result.body.diagnostics.candidate_count} candidates{result.body.diagnostics.fallback ? " (fallback scope)" : ""}
           </p>
           {result.body.reasons.length > 0 && <p>Why: {result.body.reasons.map(inWords).join("; ")}</p>}
+          {props.thresholds !== null && (
+            <p class="thresholds">
+              Thresholds: a candidate is plausible from score {props.thresholds.min_score}; the winner must lead the second by{" "}
+              {props.thresholds.ambiguity_margin}, else the answer is ambiguous.
+            </p>
+          )}
           <ol class="candidates">
             {result.body.candidates.map((c: Item) => (
               <li key={c.object_id} data-candidate={c.object_id}>
@@ -226,7 +238,7 @@ function TryIt(props: { token: string; chat: string; topic: string; message: Ite
               </li>
             ))}
           </ol>
-          <Chart scored={result.body.diagnostics.scored} />
+          <Chart scored={result.body.diagnostics.scored} minScore={props.thresholds?.min_score ?? null} />
         </div>
       )}
       {result?.kind === "list" && <Objects result={result.body} now={Date.now()} />}
@@ -302,9 +314,12 @@ function App() {
   const [active, setActive] = useState<Array<Item>>([])
   const [lastLive, setLastLive] = useState<Item | null>(null)
   const [connected, setConnected] = useState(false)
+  const [thresholds, setThresholds] = useState<Item | null>(null)
   const refreshChats = (t: string) => Api.chats(t).then((b: Item) => setActive(b.chats), refuse)
   useEffect(() => {
-    if (token !== null) void refreshChats(token)
+    if (token === null) return
+    void refreshChats(token)
+    Api.thresholds(token).then(setThresholds, refuse)
   }, [token])
 
   // Live: server-sent events of every message recorded; the open topic is read again when one
@@ -409,7 +424,7 @@ function App() {
           <Timeline items={items} gapNote={data.context.gap_note} selected={selected} onSelect={setSelected} />
           <div>
             <Objects result={data.objects} now={Date.now()} />
-            <TryIt token={token} chat={open.chat} topic={open.topic} message={message} />
+            <TryIt token={token} chat={open.chat} topic={open.topic} message={message} thresholds={thresholds} />
             <State revisions={revisions} />
           </div>
         </div>

