@@ -2,16 +2,21 @@
  * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
  * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
  * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
- * the same route with the fast path off (the Effect HTTP stack alone). Each server runs in
- * its own process.
+ * the same route with the fast path off (the Effect HTTP stack alone); then the service on a
+ * SQLite file and on PostgreSQL (DEIXIS_TEST_PG_URL; BENCH_STORES=memory skips both), each seeded
+ * with the same 10,000-message chat. Each server runs in its own process.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process"
-import { join } from "node:path"
+import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 const here = import.meta.dirname
 const duration = Number(process.env["BENCH_SECONDS"] ?? 10)
 const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
+const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,pg").split(",")
+const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -20,6 +25,16 @@ const freePort = () =>
       server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
     })
   })
+
+/** A server process's resident set in MiB (Linux), read after its run. */
+const rssOf = (child: ChildProcess): string => {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1])
+    return Number.isFinite(kb) ? (kb / 1024).toFixed(0) : "?"
+  } catch {
+    return "?"
+  }
+}
 
 const start = async (script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> => {
   const port = await freePort()
@@ -82,8 +97,15 @@ const request = JSON.stringify({
 
 const main = async () => {
   const bare = await start("bare.js")
-  const service = await start("server.js")
-  const effectOnly = await start("server.js", { DEIXIS_HTTP_FAST_PATH: "false" })
+  const service = await start("server.js", { DEIXIS_STORE: "memory" })
+  const effectOnly = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_HTTP_FAST_PATH: "false" })
+  const sqliteDir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
+  const pgSchema = `deixis_http_bench_${Date.now().toString(36)}`
+  const engines: Array<{ readonly name: string; readonly env: Record<string, string> }> = [
+    ...(stores.includes("sqlite") ? [{ name: "SQLite store (file, WAL, synchronous=FULL)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "bench.sqlite")}` } }] : []),
+    ...(stores.includes("pg") ? [{ name: "PostgreSQL store (loopback)", env: { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: pgSchema } }] : [])
+  ]
+  const others: Array<ChildProcess> = []
   try {
     await seed(service.url)
     await seed(effectOnly.url)
@@ -95,6 +117,18 @@ const main = async () => {
     const barePaced = await cannon(bare.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
     await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const stack = await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request)
+    // The same chat and requests on the durable stores, one server at a time.
+    const durable: Array<{ readonly name: string; readonly result: Result; readonly rss: string }> = []
+    for (const engine of engines) {
+      const server = await start("server.js", engine.env)
+      others.push(server.child)
+      await seed(server.url)
+      await cannon(server.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
+      const result = await cannon(server.url + "/v1/tools/resolve_reference_target", request)
+      durable.push({ name: engine.name, result, rss: rssOf(server.child) })
+      server.child.kill("SIGTERM")
+    }
+    const memoryRss = rssOf(service.child)
     const ratio = deixis.requests.average / baseline.requests.average
     console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning\n`)
     console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx |")
@@ -106,11 +140,28 @@ const main = async () => {
     row("deixis resolve_reference_target, 1,000 req/s", paced)
     row("bare node:http, 1,000 req/s", barePaced)
     row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
+    for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
     console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target <= 5 ms (bare: ${barePaced.latency.p99} ms)`)
+    console.log(`server RSS after its runs (MiB; DEIXIS_STORE_CACHE_MB at its default): memory store ${memoryRss}${
+      durable.map((d) => `, ${d.name} ${d.rss}`).join("")
+    }`)
+    for (const d of durable) {
+      const target = d.name.startsWith("SQLite") ? 0.6 : 0.4
+      console.log(`ratio (${d.name} / memory store): ${(d.result.requests.average / deixis.requests.average).toFixed(2)} — target >= ${target}`)
+    }
   } finally {
     bare.child.kill("SIGTERM")
     service.child.kill("SIGTERM")
     effectOnly.child.kill("SIGTERM")
+    for (const child of others) child.kill("SIGTERM")
+    rmSync(sqliteDir, { recursive: true, force: true })
+    if (stores.includes("pg")) {
+      try {
+        execFileSync("psql", [pgUrl, "-q", "-c", `DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`], { stdio: "ignore" })
+      } catch {
+        console.error(`could not drop schema ${pgSchema}; drop it by hand`)
+      }
+    }
   }
 }
 

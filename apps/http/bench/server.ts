@@ -1,5 +1,10 @@
-/** The service on the memory store, for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH=false for the Effect stack alone). */
+/**
+ * The service for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH=false for the Effect
+ * stack alone) on the store DEIXIS_STORE names — `memory` (the default here), `sqlite:<file>` or
+ * a postgres:// URL (with DEIXIS_PG_SCHEMA) — through the same parser the service uses.
+ */
 import { NodeRuntime } from "@effect/platform-node"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -17,5 +22,5 @@ Server.layer(
     telegram: {},
     fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
   },
-  Store.layerMemory
+  Layer.unwrapEffect(Effect.map(Store.config, Store.layer))
 ).pipe(Layer.provide(Logger.minimumLogLevel(level)), Layer.launch, NodeRuntime.runMain)

@@ -1,10 +1,11 @@
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as Deixis from "@deixis/core/Deixis"
-import { SqlStore } from "@deixis/store-sql"
+import * as Sqlite from "@deixis/store-sql/sqlite"
 import { Effect, Layer } from "effect"
 
-// A file next to the bot (or SqlStore.layerPg({ url: Redacted.make(process.env.DATABASE_URL!) })).
-const stores = SqlStore.layerSqlite({ filename: "deixis.db" })
+// A file next to the bot (or Pg.layer({ url: Redacted.make(process.env.DATABASE_URL!) }) from
+// "@deixis/store-sql/pg"); only the engine imported here needs its driver installed.
+const stores = Sqlite.layer({ filename: "deixis.db" })
 
 // Core's services (ingest, resolve_reference_target, list_active_context_objects) over it;
 // HistoryStore and ConversationStateStore come from the same layer.

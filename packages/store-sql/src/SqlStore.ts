@@ -17,8 +17,6 @@ import { httpStatus } from "@deixis/core/Errors"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import { UpdateInbox } from "@deixis/core/UpdateInbox"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -78,6 +76,11 @@ export interface RetentionOptions {
   readonly sweep_interval: number
   /** Rows deleted per statement (and per transaction) by a sweep. */
   readonly sweep_batch: number
+  /**
+   * The context store's in-memory cache of active chats (candidate-pool rows, message metadata),
+   * in MiB; 0 turns it off.
+   */
+  readonly cache_mb: number
 }
 
 /**
@@ -123,7 +126,7 @@ export interface PgOptions extends Partial<RetentionOptions> {
  * Retention settings from `DEIXIS_*` keys, each default written once, here:
  * `STORE_OBJECT_RETENTION` 7 days, `STORE_MESSAGE_RETENTION` 30 days,
  * `STORE_EVENT_RETENTION` 7 days, `HISTORY_STORE_RETENTION` 30 days,
- * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000.
+ * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000, `STORE_CACHE_MB` 64.
  *
  * @since 0.1.0
  * @category config
@@ -134,7 +137,11 @@ export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
   event_retention: millis("STORE_EVENT_RETENTION", "7 days"),
   history_retention: millis("HISTORY_STORE_RETENTION", "30 days"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute"),
-  sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000)
+  sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000),
+  cache_mb: Config.integer("STORE_CACHE_MB").pipe(
+    Config.withDefault(64),
+    Config.validate({ message: "STORE_CACHE_MB must be a whole number of MiB, 0 (no cache) or more", validation: (n) => n >= 0 })
+  )
 }).pipe(Config.nested("DEIXIS"))
 
 /**
@@ -185,9 +192,6 @@ export const pgConfig: Config.Config<
  * @category constants
  */
 export const retentionDefaults: RetentionOptions = defaultsOf(retentionConfig)
-
-const sqliteDefaults = defaultsOf(sqliteConfig)
-const pgDefaults = defaultsOf(pgConfig)
 
 // -----------------------------------------------------------------------------
 // Retention
@@ -428,42 +432,43 @@ export const layerUpdateInbox = (
 // -----------------------------------------------------------------------------
 
 /**
- * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
- * and a 64 MiB page cache applied before anything else runs.
+ * An engine's module, imported when a layer over it is built: the root entry point never loads
+ * a driver, so a deployment installs only the one it uses.
+ */
+const engine = <A>(name: string, driver: string, load: () => Promise<A>): Effect.Effect<A, SqlStoreError> =>
+  Effect.tryPromise({
+    try: load,
+    catch: (e) =>
+      new SqlStoreError({
+        message: `the ${name} engine needs ${driver} installed (an optional peer dependency of @deixis/store-sql): ${
+          e instanceof Error ? e.message : String(e)
+        }`
+      })
+  })
+
+const sqliteEngine = engine("SQLite", "@effect/sql-sqlite-node", () => import("./Sqlite.js"))
+const pgEngine = engine("PostgreSQL", "@effect/sql-pg", () => import("./Pg.js"))
+
+/**
+ * An `SqlClient` over a SQLite file (see `layerClient` of `@deixis/store-sql/sqlite`, which
+ * also provides the `SqliteClient` tag); loads the engine when built.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerSqliteClient = (
-  options: SqliteOptions
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, SqlStoreError> => {
-  const busy = Math.max(0, Math.round(options.busy_timeout ?? sqliteDefaults.busy_timeout))
-  const synchronous = (options.synchronous ?? sqliteDefaults.synchronous).toUpperCase()
-  const tuned = Layer.effectDiscard(
-    Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      Effect.all([
-        sql.unsafe(`PRAGMA busy_timeout = ${busy}`),
-        sql.unsafe(`PRAGMA synchronous = ${synchronous}`),
-        // 64 MiB of page cache: the indexes of a million messages stay in memory.
-        sql.unsafe(`PRAGMA cache_size = -65536`),
-        sql.unsafe(`PRAGMA journal_mode = WAL`)
-      ], { discard: true }))
-  )
-  return tuned.pipe(
-    Layer.provideMerge(SqliteClient.layer({ filename: options.filename })),
-    Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
-  )
-}
+export const layerSqliteClient = (options: SqliteOptions): Layer.Layer<SqlClient.SqlClient, SqlStoreError> =>
+  Layer.unwrapEffect(Effect.map(sqliteEngine, (sqlite) => sqlite.layerClient(options)))
 
 /**
- * Every store in a SQLite file: `ContextStore`, `HistoryStore`, `ConversationStateStore`
- * and the `Retention` sweep, migrated on start.
+ * Every store in a SQLite file: `ContextStore`, `HistoryStore`, `ConversationStateStore`,
+ * `ReminderStore`, `UpdateInbox` and the `Retention` sweep, migrated on start (the `layer`
+ * of `@deixis/store-sql/sqlite`, loaded when built).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, SqlStoreError> =>
-  layerStores(options).pipe(Layer.provide(layerSqliteClient(options)))
+  Layer.unwrapEffect(Effect.map(sqliteEngine, (sqlite) => sqlite.layer(options)))
 
 /**
  * {@link layerSqlite} configured from `DEIXIS_*` keys (see {@link sqliteConfig}); `overrides` win.
@@ -476,53 +481,25 @@ export const layerSqliteConfig = (
 ): Layer.Layer<Stores, SqlStoreError | ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(sqliteConfig, (settings) => layerSqlite({ ...settings, ...overrides })))
 
-/** The connection URL with `search_path` set at connection start, so every pooled connection uses the schema. */
-const urlFor = (options: PgOptions): Redacted.Redacted => {
-  const raw = typeof options.url === "string" ? options.url : Redacted.value(options.url)
-  if (options.schema === undefined) return Redacted.make(raw)
-  const url = new URL(raw)
-  url.searchParams.set("options", `-c search_path=${options.schema}`)
-  return Redacted.make(url.toString())
-}
-
 /**
- * An `SqlClient` over a PostgreSQL server (a pool of `max_connections`), its connections
- * using `schema` when one is given.
+ * An `SqlClient` over a PostgreSQL server (see `layerClient` of `@deixis/store-sql/pg`, which
+ * also provides the `PgClient` tag); loads the engine when built.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerPgClient = (
-  options: PgOptions
-): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, SqlStoreError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
-    if (options.schema !== undefined && !isIdentifier(options.schema)) {
-      return yield* new SqlStoreError({ message: `invalid schema name "${options.schema}": use letters, digits and _` })
-    }
-    const url = yield* Effect.try({
-      try: () => urlFor(options),
-      catch: () => new SqlStoreError({ message: "invalid PostgreSQL URL" })
-    })
-    return PgClient.layer({
-      url,
-      maxConnections: options.max_connections ?? pgDefaults.max_connections,
-      applicationName: "deixis"
-    }).pipe(
-      // The message names the failure, never the URL (it may hold a password).
-      Layer.mapError((e) => new SqlStoreError({ message: `cannot connect to PostgreSQL: ${describe(e)}` }))
-    )
-  }))
+export const layerPgClient = (options: PgOptions): Layer.Layer<SqlClient.SqlClient, SqlStoreError> =>
+  Layer.unwrapEffect(Effect.map(pgEngine, (pg) => pg.layerClient(options)))
 
 /**
- * Every store in a PostgreSQL database shared by any number of bot instances:
- * `ContextStore`, `HistoryStore`, `ConversationStateStore` and the `Retention` sweep,
- * migrated on start.
+ * Every store in a PostgreSQL database shared by any number of bot instances (the `layer` of
+ * `@deixis/store-sql/pg`, loaded when built).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerPg = (options: PgOptions): Layer.Layer<Stores, SqlStoreError> =>
-  layerStores(options).pipe(Layer.provide(layerPgClient(options)))
+  Layer.unwrapEffect(Effect.map(pgEngine, (pg) => pg.layer(options)))
 
 /**
  * {@link layerPg} configured from `DEIXIS_*` keys (see {@link pgConfig}); `overrides` win.

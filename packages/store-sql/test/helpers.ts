@@ -2,6 +2,7 @@
  * Test layers over real engines: a SQLite file in a fresh temp dir, and a PostgreSQL schema
  * of its own (created by the migrations, dropped when the layer is released) at
  * DEIXIS_TEST_PG_URL. An unreachable server fails the tests that need it; nothing is skipped.
+ * Built from the engines' own entry points (`Sqlite`, `Pg`); the root's layers load them lazily.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -9,6 +10,8 @@ import * as Layer from "effect/Layer"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Pg from "../src/Pg.js"
+import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
 
 export const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -31,7 +34,7 @@ type Overrides = Partial<SqlStore.RetentionOptions>
 /** Every store in a SQLite file of a fresh temp dir. */
 export const sqliteLayer = (overrides: Overrides = {}): Layer.Layer<SqlStore.Stores, SqlStore.SqlStoreError> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
-    SqlStore.layerSqlite({ filename: path.join(dir, "deixis.db"), sweep_interval: 0, ...overrides })))
+    Sqlite.layer({ filename: path.join(dir, "deixis.db"), sweep_interval: 0, ...overrides })))
 
 /** Drops `schema` when the layer is released (after the stores, before the pool closes). */
 const dropSchemaOnRelease = (schema: string) =>
@@ -44,7 +47,7 @@ export const pgLayer = (
   schema: string = freshSchema()
 ): Layer.Layer<SqlStore.Stores, SqlStore.SqlStoreError> =>
   SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
-    Layer.provide(Layer.provideMerge(dropSchemaOnRelease(schema), SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 4 })))
+    Layer.provide(Layer.provideMerge(dropSchemaOnRelease(schema), Pg.layerClient({ url: pgUrl, schema, max_connections: 4 })))
   )
 
 /** Every store in a SQLite file, with the SqlClient too, for tests that count rows. */
@@ -53,7 +56,7 @@ export const sqliteLayerWithClient = (
 ): Layer.Layer<SqlStore.Stores | SqlClient.SqlClient, SqlStore.SqlStoreError> =>
   Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
     SqlStore.layerStores({ sweep_interval: 0, ...overrides }).pipe(
-      Layer.provideMerge(SqlStore.layerSqliteClient({ filename: path.join(dir, "deixis.db") }))
+      Layer.provideMerge(Sqlite.layerClient({ filename: path.join(dir, "deixis.db") }))
     )))
 
 /** Every store in a fresh PostgreSQL schema, with the SqlClient too. */
@@ -62,5 +65,5 @@ export const pgLayerWithClient = (
   schema: string = freshSchema()
 ): Layer.Layer<SqlStore.Stores | SqlClient.SqlClient, SqlStore.SqlStoreError> =>
   SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
-    Layer.provideMerge(Layer.provideMerge(dropSchemaOnRelease(schema), SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 4 })))
+    Layer.provideMerge(Layer.provideMerge(dropSchemaOnRelease(schema), Pg.layerClient({ url: pgUrl, schema, max_connections: 4 })))
   )

@@ -158,7 +158,8 @@ describe("settings", () => {
         event_retention: 7 * 24 * 3600 * 1000,
         history_retention: 30 * 24 * 3600 * 1000,
         sweep_interval: 60_000,
-        sweep_batch: 1000
+        sweep_batch: 1000,
+        cache_mb: 64
       })
       const set = yield* Effect.withConfigProvider(
         SqlStore.pgConfig,

@@ -77,6 +77,10 @@ beforeAll(async () => {
   fs.mkdirSync(consumer)
   const dependencies: Record<string, string> = { effect: "^3.22.4", "@types/node": "^20.19.0" }
   for (const p of packed) dependencies[p.manifest.name as string] = `file:${p.tarball}`
+  // A SQLite-only consumer: store-sql's engine drivers are optional peers, and this one installs
+  // the SQLite driver alone (at the range store-sql declares), never the PostgreSQL one.
+  const storeSql = packed.find((p) => p.name === "store-sql")!.manifest.peerDependencies as Record<string, string>
+  dependencies["@effect/sql-sqlite-node"] = storeSql["@effect/sql-sqlite-node"]!
   fs.writeFileSync(
     path.join(consumer, "package.json"),
     JSON.stringify({ name: "deixis-consumer", private: true, type: "module", dependencies }, null, 2)
@@ -180,7 +184,7 @@ describe("published packages, as a consumer installs them", () => {
       for (const file of fs.readdirSync(dist, { recursive: true, encoding: "utf8" })) {
         if (!/\.(js|d\.ts)$/.test(file)) continue
         const text = fs.readFileSync(path.join(dist, file), "utf8")
-        for (const match of text.matchAll(/(?:from|import)\s*\(?\s*["']([^"'.][^"']*)["']/g)) {
+        for (const match of text.matchAll(/\b(?:from|import)(?:\s+|\s*\(\s*)["']([^"'.][^"']*)["']/g)) {
           const specifier = match[1]!
           if (specifier.startsWith("node:") || builtinModules.includes(specifier)) continue
           const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
@@ -189,6 +193,19 @@ describe("published packages, as a consumer installs them", () => {
       }
       expect([...undeclared], p.name).toEqual([])
     }
+  })
+
+  it("a SQLite-only consumer does not need pg installed: store-sql's drivers are optional peers", () => {
+    const manifest = packed.find((p) => p.name === "store-sql")!.manifest
+    const dependencies = (manifest.dependencies ?? {}) as Record<string, string>
+    const optional = (manifest.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>
+    for (const driver of ["@effect/sql-sqlite-node", "@effect/sql-pg"]) {
+      expect(dependencies[driver], driver).toBeUndefined()
+      expect(optional[driver]?.optional, driver).toBe(true)
+    }
+    expect(fs.existsSync(path.join(consumer, "node_modules", "@effect", "sql-sqlite-node"))).toBe(true)
+    expect(fs.existsSync(path.join(consumer, "node_modules", "@effect", "sql-pg"))).toBe(false)
+    expect(fs.existsSync(path.join(consumer, "node_modules", "pg"))).toBe(false)
   })
 
   it("type-check with moduleResolution NodeNext and run with Node", async () => {
@@ -207,6 +224,11 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.core).toContain("Deixis")
     expect(report.chathistory).toContain("HistoryRenderer")
     expect(report.storeSql).toEqual(["SqlStore", "StoreConfig"])
+    expect(report.sqliteEngine).toEqual(["layer", "layerClient", "layerConfig"])
+    // Without @effect/sql-pg the pg entry point does not load, and the root's PostgreSQL layer
+    // fails, when built, with a typed error naming the package to install.
+    expect(report.pgEntry).toBe("ERR_MODULE_NOT_FOUND")
+    expect(report.rootPg).toMatch(/^SqlStoreError: the PostgreSQL engine needs @effect\/sql-pg installed/)
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions"])
     expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
@@ -241,7 +263,7 @@ describe("published packages, as a consumer installs them", () => {
     expect(core).toContain(`"kind": "link"`)
     // @deixis/chathistory: a rendered prompt with the history marked as such.
     expect(await runExample("chathistory")).toContain("chat_history_context")
-    // @deixis/store-sql: a real SQLite file through the published package's own dependencies.
+    // @deixis/store-sql: a real SQLite file through its sqlite entry point and the driver installed beside it.
     expect(await runExample("store-sql")).toContain("applied 1 event(s)")
     expect(fs.existsSync(path.join(consumer, "deixis.db"))).toBe(true)
     // @deixis/tools: a resolved poll, and a bad call as an error envelope.

@@ -48,6 +48,8 @@ export class Wanted {
 /** The rows of one batch, as loaded, then as the reducer changes them. */
 export interface Loaded {
   readonly nextSeq: Map<string, number>
+  /** Chat id → its revision as read under the batch's lock. */
+  readonly revisions: Map<string, number>
   /** Chat id → whether it is a forum. */
   readonly forums: Map<string, boolean>
   readonly messages: Map<string, MessageMeta | null>
@@ -65,6 +67,7 @@ export interface Loaded {
 /** Nothing loaded: the reducer run over it names, as missing, every row a batch reads. */
 export const nothingLoaded = (): Loaded => ({
   nextSeq: new Map(),
+  revisions: new Map(),
   forums: new Map(),
   messages: new Map(),
   objects: new Map(),
@@ -94,6 +97,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
     Effect.gen(function*() {
       const chats = [...w.chats].sort()
       const nextSeq = new Map<string, number>()
+      const revisions = new Map<string, number>()
       const forums = new Map<string, boolean>()
       for (const part of chunks(chats, 3)) {
         // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
@@ -103,13 +107,14 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           part.flatMap((c) => [c, 1, now])
         )
         const rows = yield* db.query(
-          `SELECT chat_id, next_seq, is_forum FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
+          `SELECT chat_id, next_seq, is_forum, revision FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
             pg ? " FOR UPDATE" : ""
           }`,
           part
         )
         for (const r of rows) {
           nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+          revisions.set(str(r["chat_id"]), num(r["revision"]))
           forums.set(str(r["chat_id"]), bool(r["is_forum"]))
         }
       }
@@ -201,7 +206,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }
-      return { nextSeq, forums, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+      return { nextSeq, revisions, forums, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
     })
   return load
 }

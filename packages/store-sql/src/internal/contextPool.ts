@@ -10,11 +10,73 @@ import { positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
+import type { SqlError } from "@effect/sql/SqlError"
 import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
+import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
 
-export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
+const unknownHead = { revision: -1, isForum: false }
+
+/** What a scope's rows depend on besides the chat's revision and `now` (the reply chain is read apart). */
+const scopeKey = (q: PoolQuery, fallback: boolean): string =>
+  JSON.stringify([
+    fallback,
+    q.topic_id,
+    q.sender_user_id,
+    q.kinds ?? null,
+    q.prefer_kinds,
+    q.include_owned,
+    q.active_only,
+    q.limits.recent_objects,
+    q.limits.recent_per_kind,
+    q.limits.recent_messages,
+    q.limits.owned
+  ])
+
+/** What a reply chain's rows depend on besides the chat's revision. */
+const chainKey = (q: PoolQuery): string => JSON.stringify(["chain", q.reply_to_message_id, q.limits.chain_depth])
+
+/**
+ * The query as read for every request of its scope: the current message is left in the plain
+ * messages (one more of them read) and taken out by `servedAt`, so one read serves every message
+ * of the scope.
+ */
+const shared = (q: PoolQuery): PoolQuery => ({
+  ...q,
+  current_message_id: "",
+  limits: { ...q.limits, recent_messages: q.limits.recent_messages > 0 ? q.limits.recent_messages + 1 : q.limits.recent_messages }
+})
+
+/**
+ * A scope's rows (read by `shared(q)` at some time not after `q.now`) as the database answers `q`
+ * at `q.now`: without the current message and within the plain-message limit, and without the
+ * active objects whose activity ended since. (Those are the lowest of the active part, ordered by
+ * `active_until` descending, so what remains is exactly the newer read's part.)
+ */
+const servedAt = (
+  rows: ReadonlyArray<Row>,
+  q: PoolQuery,
+  objectOf: ContextSql["objectOf"]
+): ReadonlyArray<Row> => {
+  let messages = 0
+  return rows.filter((r) => {
+    const part = r["part"]
+    if (part === "m") {
+      if (r["mid"] === q.current_message_id || messages >= q.limits.recent_messages) return false
+      messages++
+      return true
+    }
+    if (part === "a") {
+      const o = objectOf(r["body"])
+      return Either.isLeft(o) || (o.right.active_until !== null && o.right.active_until > q.now)
+    }
+    return true
+  })
+}
+
+export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
@@ -90,34 +152,39 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
     }
   }
 
-  const chainParts = (q: PoolQuery, parts: Array<string>, params: Array<Param>): string => {
+  /**
+   * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
+   * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
+   * fixes the join order: walk from the chain into the tables, never the reverse.
+   */
+  const readChain = (q: PoolQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     const reply = q.reply_to_message_id
-    if (reply === null || q.limits.chain_depth <= 0) return ""
-    params.push(positionLength(reply), reply, q.chat_id, q.limits.chain_depth)
-    // CROSS JOIN fixes SQLite's join order: walk from the chain into the tables, never the reverse.
-    const cte = `WITH RECURSIVE chain(depth, id_len, message_id) AS (
-        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)
+    if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
+    const J = pg ? "JOIN" : "CROSS JOIN"
+    return db.query(
+      `WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
         UNION ALL
         SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
-          CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+          ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
         WHERE c.depth < ? AND m.reply_to IS NOT NULL
-      ) `
-    parts.push(
-      `SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
+      )
+      SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
          m.sent_at, c.depth AS depth,
          CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
-       FROM chain c CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id`
-    )
-    params.push(q.chat_id)
-    parts.push(objectPart(
-      "co",
-      `SELECT o.body, o.seq FROM chain c
-         CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-         CROSS JOIN deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
+       FROM chain c ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+      UNION ALL
+      ${
+        objectPart(
+          "co",
+          `SELECT o.body, o.seq FROM chain c
+         ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+         ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
        ORDER BY c.depth, o.seq LIMIT 256`
-    ))
-    params.push(q.chat_id, q.chat_id)
-    return cte
+        )
+      }`,
+      [positionLength(reply), reply, q.chat_id, q.limits.chain_depth, q.chat_id, q.chat_id, q.chat_id]
+    )
   }
 
   const existsPart = (q: PoolQuery, parts: Array<string>, params: Array<Param>) => {
@@ -129,10 +196,10 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
     params.push(q.chat_id, topic, q.chat_id, topic)
   }
 
-  /** The rows of the pool's parts for the request's scope (with the chain), or for the rest of the chat. */
+  /** The rows of the pool's parts for the request's scope, or for the rest of the chat. */
   const scopeRows = (q: PoolQuery, fallback: boolean) => {
     if (pg) {
-      const reply = fallback ? null : q.reply_to_message_id
+      // No reply target: the chain is read apart (readChain), so these rows serve every reply.
       return db.query(
         `SELECT * FROM deixis_pool(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT),
            CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN),
@@ -142,8 +209,8 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
           topicKey(q.topic_id),
           fallback ? "true" : "false",
           q.current_message_id,
-          reply,
-          reply === null ? null : positionLength(reply),
+          null,
+          null,
           q.limits.chain_depth,
           q.sender_user_id,
           q.kinds ?? null,
@@ -160,10 +227,9 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
     }
     const parts: Array<string> = []
     const params: Array<Param> = []
-    const cte = fallback ? "" : chainParts(q, parts, params)
     if (!fallback) existsPart(q, parts, params)
     scopeParts(q, !fallback, parts, params)
-    return db.query(cte + parts.join("\nUNION ALL\n"), params)
+    return db.query(parts.join("\nUNION ALL\n"), params)
   }
 
   const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
@@ -171,8 +237,11 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
         return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
       }
-      // In a forum, a request without a topic is in the General topic.
-      const isForum = query.topic_id === null ? yield* forumOf(query.chat_id) : false
+      // The chat's revision (checked against the cache) and, in a forum, a request without a topic
+      // is in the General topic.
+      const head = cache.enabled || query.topic_id === null ? yield* headOf(query.chat_id) : unknownHead
+      const entry = cache.entry(query.chat_id, head.revision)
+      const isForum = query.topic_id === null ? head.isForum : false
       const topicId = effectiveTopic(query.topic_id, isForum)
       const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
       const out = new Map<string, PoolEntry>()
@@ -219,12 +288,13 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
         return Effect.void
       }
 
-      const rows = byPart(yield* scopeRows(q, false))
+      const rows = byPart(yield* cached(entry, head.revision, scopeKey(q, false), q, scopeRows(shared(q), false)))
 
       // 1. The reply target and its chain, whatever topic they are in.
-      const chainRows = [...(rows.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
+      const chained = byPart(yield* cached(entry, head.revision, chainKey(q), q, readChain(q)))
+      const chainRows = [...(chained.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
       const chainObjects = new Map<string, Array<ContextObject>>()
-      for (const r of rows.get("co") ?? []) {
+      for (const r of chained.get("co") ?? []) {
         const o = objectOf(r["body"])
         if (Either.isLeft(o)) return yield* Effect.fail(o.left)
         const list = chainObjects.get(o.right.source_message_id)
@@ -256,7 +326,8 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       const fallback = !homeActive
       if (fallback) {
         const everything = !rows.has("e")
-        yield* collectScope(byPart(yield* scopeRows(everything ? q : { ...q, active_only: true }, true)), "fallback")
+        const f: PoolQuery = everything ? q : { ...q, active_only: true }
+        yield* collectScope(byPart(yield* cached(entry, head.revision, scopeKey(f, true), f, scopeRows(shared(f), true))), "fallback")
       }
 
       // Objects whose activity expired give way to the messages they came from.
@@ -264,7 +335,7 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
       const sources = stale.length === 0
         ? new Map<string, MessageMeta>()
-        : yield* messagesOf(q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
+        : yield* messagesFor(entry, head.revision, q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
       const final: Array<PoolEntry> = []
       const taken = new Set<string>()
       for (const e of entries) {
@@ -283,12 +354,64 @@ export const makePool = ({ bulk, db, objectOf, pg, probe }: ContextSql) => {
       return { entries: final, chain, fallback, topic_id: topicId }
     }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
 
-  /** Whether a chat is a forum (false for a chat never seen). */
-  const forumOf = (chatId: string) =>
+  /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */
+  const headOf = (chatId: string) =>
     Effect.map(
-      db.query(`SELECT is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
-      (rows) => rows[0] !== undefined && bool(rows[0]["is_forum"])
+      db.query(`SELECT revision, is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
+      (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
+
+  const counted = (hit: boolean) =>
+    Effect.suspend(() => {
+      const evicted = cache.takeEvictions()
+      return Effect.zipRight(
+        Metric.increment(hit ? cacheHits : cacheMisses),
+        evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
+      )
+    })
+
+  /**
+   * Rows under `key`, from the chat's cache entry when it holds them (read at or before `q.now`),
+   * else by `read` (then kept). Either way as the database would answer at `q.now`.
+   */
+  const cached = (
+    entry: ChatEntry | undefined,
+    revision: number,
+    key: string,
+    q: PoolQuery,
+    read: Effect.Effect<ReadonlyArray<Row>, SqlError>
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const kept = entry === undefined ? undefined : cache.scope(entry, key)
+    if (kept !== undefined && kept.now <= q.now) return Effect.as(counted(true), servedAt(kept.rows, q, objectOf))
+    return Effect.flatMap(read, (rows) =>
+      entry === undefined
+        ? Effect.succeed(servedAt(rows, q, objectOf))
+        : Effect.as(
+            Effect.suspend(() => {
+              cache.putScope(entry, revision, key, { now: q.now, rows })
+              return counted(false)
+            }),
+            servedAt(rows, q, objectOf)
+          ))
+  }
+
+  /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
+  const messagesFor = (entry: ChatEntry | undefined, revision: number, chatId: string, ids: ReadonlyArray<string>) => {
+    if (entry === undefined) return messagesOf(chatId, ids)
+    const out = new Map<string, MessageMeta>()
+    const missing: Array<string> = []
+    for (const id of ids) {
+      const known = entry.messages.get(id)
+      if (known === undefined) missing.push(id)
+      else if (known !== null) out.set(id, known)
+    }
+    if (missing.length === 0) return Effect.as(counted(true), out)
+    return Effect.flatMap(messagesOf(chatId, missing), (found) => {
+      for (const [id, m] of found) out.set(id, m)
+      cache.putMessages(entry, revision, missing.map((id) => [id, found.get(id) ?? null] as const))
+      return Effect.as(counted(false), out)
+    })
+  }
 
   /** The stored metadata of some messages of one chat, by id. */
   const messagesOf = (chatId: string, ids: ReadonlyArray<string>) =>

@@ -9,7 +9,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { bool, type ColumnType, type Db, describe, num, type Row, rowsTables, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
+import { bool, chunks, type ColumnType, type Db, describe, marks, num, type Row, rowsTables, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
 
 export interface ContextSettings {
   /** How long an object is kept after it stops being active (or, never activated, after it was created). */
@@ -20,6 +20,8 @@ export interface ContextSettings {
   readonly event_retention: number
   /** Rows deleted per statement by a sweep. */
   readonly sweep_batch: number
+  /** The in-memory cache's budget in MiB (0: no cache). */
+  readonly cache_mb: number
 }
 
 const decodeObject = Schema.decodeUnknownEither(Schema.typeSchema(ContextObjectSchema))
@@ -135,6 +137,14 @@ export interface ContextSql {
   ) => Effect.Effect<ReadonlyArray<Row>, SqlError>
   readonly objectOf: (body: unknown) => Either.Either<ContextObject, string>
 }
+
+/** Bumps the revision of `chats` (see ContextCache), inside the caller's transaction. */
+export const makeBumpRevisions = (db: Db) => (chats: ReadonlyArray<string>): Effect.Effect<void, SqlError> =>
+  Effect.forEach(
+    chunks(chats, 1),
+    (part) => db.query(`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id IN ${marks(part.length)}`, part),
+    { discard: true }
+  )
 
 export const makeContextSql = (db: Db): ContextSql => {
   const pg = db.dialect === "pg"

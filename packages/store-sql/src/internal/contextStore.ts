@@ -1,7 +1,8 @@
 /**
  * The ContextStore over SQL, put together from its parts by concern: loading (`contextLoad`),
  * writing (`contextWrite`: `apply` and `migrateChat`), pool queries (`contextPool`) and sweeping
- * (`contextSweep`); the single-row reads are here.
+ * (`contextSweep`), with the hot part of each active chat in memory (`contextCache`); the
+ * single-row reads are here.
  */
 import { type ContextObject, type MessageMeta } from "@deixis/core/ContextObject"
 import type { ChatSnapshot, ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
@@ -11,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { bool, type Db, num, strOrNull } from "./db.js"
+import { makeContextCache } from "./contextCache.js"
 import { makePool } from "./contextPool.js"
 import { type ContextSettings, failStore, makeContextSql, messageOf } from "./contextRows.js"
 import { makeSweep } from "./contextSweep.js"
@@ -22,8 +24,10 @@ export type { ContextSettings } from "./contextRows.js"
 export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextStoreShape => {
   const ctx = makeContextSql(db)
   const { C, objectOf } = ctx
-  const { apply, migrateChat } = makeWrite(ctx)
-  const pool = makePool(ctx)
+  // The hot part of each active chat, kept by this store alone (see contextCache).
+  const cache = makeContextCache(Math.floor(settings.cache_mb * 1024 * 1024))
+  const { apply, migrateChat } = makeWrite(ctx, cache)
+  const pool = makePool(ctx, cache)
   const { stats, sweep } = makeSweep(ctx, settings)
 
   const message = (chatId: string, messageId: string) =>

@@ -3,21 +3,32 @@
  */
 import type { StoreError, StoreStats } from "@deixis/core/ContextStore"
 import * as Effect from "effect/Effect"
-import { num, type Param } from "./db.js"
-import { type ContextSettings, type ContextSql, failStore } from "./contextRows.js"
+import { num, type Param, str } from "./db.js"
+import { type ContextSettings, type ContextSql, failStore, makeBumpRevisions } from "./contextRows.js"
 
 export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
   const counters = { evicted_messages: 0, swept_objects: 0 }
+  const bumpRevisions = makeBumpRevisions(db)
 
-  /** Deletes rows matching `where` in batches of `sweep_batch`, each its own statement; returns the count. */
-  const sweepTable = (table: string, keyColumns: string, where: string, params: ReadonlyArray<Param>) =>
+  /**
+   * Deletes rows matching `where` in batches of `sweep_batch`, each its own statement; returns the
+   * count. With `revise`, the chats that lost rows get a new revision in the same transaction
+   * (their messages and objects are what stores cache).
+   */
+  const sweepTable = (table: string, keyColumns: string, where: string, params: ReadonlyArray<Param>, revise = false) =>
     Effect.gen(function*() {
       let total = 0
       for (;;) {
         // Each batch is its own short write transaction, so ingest never waits long behind a sweep.
-        const rows = yield* db.transaction(db.query(
-          `DELETE FROM ${table} WHERE (${keyColumns}) IN (SELECT ${keyColumns} FROM ${table} WHERE ${where} LIMIT ?) RETURNING 1 AS gone`,
-          [...params, settings.sweep_batch]
+        const rows = yield* db.transaction(Effect.tap(
+          db.query(
+            `DELETE FROM ${table} WHERE (${keyColumns}) IN (SELECT ${keyColumns} FROM ${table} WHERE ${where} LIMIT ?) RETURNING ${
+              revise ? "chat_id" : "1"
+            } AS gone`,
+            [...params, settings.sweep_batch]
+          ),
+          // Sorted, as apply locks chats, so a sweep and a batch do not wait on each other in a cycle.
+          (gone) => revise ? bumpRevisions([...new Set(gone.map((r) => str(r["gone"])))].sort()) : Effect.void
         ))
         total += rows.length
         if (rows.length < settings.sweep_batch) return total
@@ -26,10 +37,10 @@ export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
 
   const sweep = (now: number) =>
     Effect.gen(function*() {
-      const objects = yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention])
+      const objects = yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention], true)
       const messages = yield* sweepTable("deixis_messages", "chat_id, id_len, message_id", "sent_at <= ?", [
         now - settings.message_retention
-      ])
+      ], true)
       const horizon = now - settings.event_retention
       yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
       yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])

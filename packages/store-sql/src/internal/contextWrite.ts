@@ -8,13 +8,16 @@ import { applyEvent, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId } from "@deixis/core/Ids"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { chunks, marks, num, type Scalar, str, strOrNull } from "./db.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
   type ContextSql,
   failStore,
+  makeBumpRevisions,
   key,
   messageOf,
   messageRow,
@@ -23,6 +26,7 @@ import {
   objectRow,
   objectRowColumns
 } from "./contextRows.js"
+import type { ContextCache } from "./contextCache.js"
 
 /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
 const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
@@ -156,9 +160,10 @@ const merge = (into: Wanted, from: Wanted) => {
   for (const [k, v] of from.seen) into.seen.set(k, v)
 }
 
-export const makeWrite = (ctx: ContextSql) => {
+export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
   const { C, bulk, db, objectOf, pg } = ctx
   const load = makeLoad(ctx)
+  const bumpRevisions = makeBumpRevisions(db)
 
   /** One statement per table over the batch's rows passed in bulk (see rowsTables). */
   const write = (changes: Changes, s: Loaded, now: number) =>
@@ -245,6 +250,18 @@ export const makeWrite = (ctx: ContextSql) => {
           [...part.flatMap((c) => [c, s.nextSeq.get(c) ?? 1]), ...part]
         )
       }
+      // The revision of every chat whose messages or objects changed, in this same transaction, so
+      // every store's cache of those chats (this process's and others') sees the write.
+      const changed = new Set<string>(changes.forums.keys())
+      for (const m of changes.messages) changed.add(m.chat_id)
+      for (const o of changes.removed.values()) changed.add(o.chat_id)
+      for (const { object } of changes.objects.values()) changed.add(object.chat_id)
+      yield* bumpRevisions([...changed])
+      return [...changed].map((chatId) => ({
+        chatId,
+        from: s.revisions.get(chatId) ?? 0,
+        messages: changes.messages.filter((m) => m.chat_id === chatId)
+      }))
     })
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
@@ -263,11 +280,21 @@ export const makeWrite = (ctx: ContextSql) => {
         const before = wanted.size()
         merge(wanted, missing)
         if (wanted.size() === before || round >= 8) {
-          yield* write(changes, loaded, options.now)
-          return result
+          const written = yield* write(changes, loaded, options.now)
+          return { result, written }
         }
       }
-    })).pipe(Effect.mapError(failStore("apply")), Effect.withSpan("SqlContextStore.apply"))
+    })).pipe(
+      // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
+      // caller's transaction this was only a savepoint, which may still roll back: the cache is left
+      // at the old revision, which the committed write moves past.
+      Effect.zipWith(Effect.serviceOption(SqlClient.TransactionConnection), ({ result, written }, outer) => {
+        if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
+        return result
+      }),
+      Effect.mapError(failStore("apply")),
+      Effect.withSpan("SqlContextStore.apply")
+    )
   }
 
   const migrateChat = (from: string, to: string, at: number): Effect.Effect<MigrationResult, StoreError> =>
@@ -281,6 +308,7 @@ export const makeWrite = (ctx: ContextSql) => {
       const done = yield* db.query(`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?`, [from])
       if (done.length > 0) return { migrated: false, moved: 0 }
       yield* db.query(`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (?, ?, ?)`, [from, to, at])
+      yield* bumpRevisions(pair)
 
       // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
       const messageRows = yield* db.query(

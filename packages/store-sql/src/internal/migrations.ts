@@ -244,6 +244,13 @@ export const migrations: ReadonlyArray<Migration> = [
         `CREATE UNIQUE INDEX deixis_history_event ON deixis_history (chat_id, event_id) WHERE event_id IS NOT NULL`
       ]
     }
+  },
+  {
+    version: 8,
+    name: "chat_revision",
+    // Each chat's revision, bumped in the transaction of every write to its messages or objects
+    // (by any process): a store serves its in-memory copy of a chat only at the revision it read.
+    statements: (dialect) => [`ALTER TABLE deixis_chats ADD COLUMN revision ${types(dialect).big} NOT NULL DEFAULT 0`]
   }
 ]
 

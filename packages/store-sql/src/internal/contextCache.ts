@@ -1,0 +1,211 @@
+/**
+ * The hot part of each active chat, in memory: the rows of its candidate-pool scopes (by the
+ * query's shape, `now` aside) and the metadata of the messages pools looked up, each chat's
+ * entry labelled with the chat's revision (`deixis_chats.revision`, bumped in the transaction
+ * of every write to the chat, by any process). A reader compares the label with the revision it
+ * just read: equal, the entry is served; different, the entry is emptied and refilled. Reading
+ * the revision before the rows keeps a label from ever being newer than its rows.
+ *
+ * Bounded by a byte budget (an estimate of the rows' size): whole chats leave, least recently
+ * used first, and each chat keeps a bounded number of scopes and messages. The cache belongs to
+ * the store that makes it; nothing here is shared between stores.
+ */
+import type { MessageMeta } from "@deixis/core/ContextObject"
+import * as Metric from "effect/Metric"
+import type { Row } from "./db.js"
+
+/** Lookups served from memory (pool scopes and message metadata). */
+export const cacheHits = Metric.counter("deixis_store_cache_hits_total", {
+  description: "context store lookups served from the in-memory cache",
+  incremental: true
+})
+/** Lookups that went to the database (nothing cached, or the chat's revision moved on). */
+export const cacheMisses = Metric.counter("deixis_store_cache_misses_total", {
+  description: "context store lookups that read the database",
+  incremental: true
+})
+/** Chats dropped from the cache to stay within its budget. */
+export const cacheEvictions = Metric.counter("deixis_store_cache_evictions_total", {
+  description: "chats evicted from the context store cache (least recently used first)",
+  incremental: true
+})
+
+/**
+ * Scopes (a topic's shapes, reply chains) and messages one chat keeps at most, least recently
+ * used first out, whatever the budget: a bound on one chat's share of the maps' overhead.
+ */
+const maxScopes = 8192
+const maxMessages = 8192
+/** A rough per-row and per-entry overhead of the JS heap, in bytes. */
+const rowOverhead = 96
+const messageBytes = 256
+/** A chat's entry itself, so that many chats asked once each are bounded too. */
+const entryBytes = 512
+
+/** The rows of one pool scope, as read at `now` (served again at any later time). */
+export interface ScopeRows {
+  readonly now: number
+  readonly rows: ReadonlyArray<Row>
+  readonly bytes: number
+}
+
+export interface ChatEntry {
+  readonly chatId: string
+  revision: number
+  readonly scopes: Map<string, ScopeRows>
+  readonly messages: Map<string, MessageMeta | null>
+  bytes: number
+}
+
+const rowsBytes = (rows: ReadonlyArray<Row>): number => {
+  let total = 0
+  for (const row of rows) {
+    total += rowOverhead
+    for (const k in row) {
+      const v = row[k]
+      total += typeof v === "string" ? 16 + 2 * v.length : 8
+    }
+  }
+  return total
+}
+
+export interface ContextCache {
+  /** Whether anything is kept (a budget of 0 turns the cache off). */
+  readonly enabled: boolean
+  /** The chat's entry at `revision`, emptied first when it was filled at another revision. */
+  readonly entry: (chatId: string, revision: number) => ChatEntry | undefined
+  /** A scope's rows kept under `key`, marked as just used. */
+  readonly scope: (entry: ChatEntry, key: string) => ScopeRows | undefined
+  /**
+   * Keeps a scope's rows read after the chat was seen at `revision` (nothing, should the entry
+   * have moved on meanwhile); returns how many chats left to make room.
+   */
+  readonly putScope: (entry: ChatEntry, revision: number, key: string, scope: Omit<ScopeRows, "bytes">) => number
+  /** Keeps looked-up message metadata (`null`: known absent), as `putScope` keeps rows. */
+  readonly putMessages: (entry: ChatEntry, revision: number, messages: Iterable<readonly [string, MessageMeta | null]>) => number
+  /**
+   * After this process committed a write that moved the chat from `from` to `from + 1`: the
+   * entry follows (written messages kept, scopes emptied) when it was at `from`, else starts over.
+   */
+  readonly wrote: (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>) => number
+  /** Chats evicted since the last call (for the evictions metric). */
+  readonly takeEvictions: () => number
+  /** Bytes held (the estimate the budget is checked against) and chats cached. */
+  readonly size: () => { readonly bytes: number; readonly chats: number }
+}
+
+export const makeContextCache = (budgetBytes: number): ContextCache => {
+  const chats = new Map<string, ChatEntry>()
+  let bytes = 0
+  let evictions = 0
+  const enabled = budgetBytes > 0
+
+  const touch = (entry: ChatEntry) => {
+    chats.delete(entry.chatId)
+    chats.set(entry.chatId, entry)
+  }
+  const grow = (entry: ChatEntry, by: number) => {
+    entry.bytes += by
+    bytes += by
+  }
+  const empty = (entry: ChatEntry, revision: number) => {
+    bytes -= entry.bytes
+    entry.bytes = 0
+    entry.revision = revision
+    entry.scopes.clear()
+    entry.messages.clear()
+    grow(entry, entryBytes)
+  }
+  /** Evicts least recently used chats until the budget holds; returns how many left. */
+  const fit = (): number => {
+    let evicted = 0
+    for (const [id, entry] of chats) {
+      if (bytes <= budgetBytes) break
+      chats.delete(id)
+      bytes -= entry.bytes
+      evicted++
+    }
+    evictions += evicted
+    return evicted
+  }
+
+  const entry = (chatId: string, revision: number): ChatEntry | undefined => {
+    if (!enabled) return undefined
+    let found = chats.get(chatId)
+    if (found === undefined) {
+      found = { chatId, revision, scopes: new Map(), messages: new Map(), bytes: 0 }
+      grow(found, entryBytes)
+    } else if (found.revision !== revision) {
+      empty(found, revision)
+    }
+    touch(found)
+    fit()
+    return chats.get(chatId)
+  }
+
+  /** Whether rows read after seeing `revision` may go into `e`: another fiber may have moved it on. */
+  const current = (e: ChatEntry, revision: number) => chats.get(e.chatId) === e && e.revision === revision
+
+  const putScope = (e: ChatEntry, revision: number, key: string, scope: Omit<ScopeRows, "bytes">): number => {
+    if (!current(e, revision)) return 0
+    const before = e.scopes.get(key)
+    if (before !== undefined) {
+      e.scopes.delete(key)
+      grow(e, -before.bytes)
+    } else if (e.scopes.size >= maxScopes) {
+      const [oldest, rows] = e.scopes.entries().next().value!
+      e.scopes.delete(oldest)
+      grow(e, -rows.bytes)
+    }
+    const kept: ScopeRows = { ...scope, bytes: rowsBytes(scope.rows) + 2 * key.length }
+    e.scopes.set(key, kept)
+    grow(e, kept.bytes)
+    return fit()
+  }
+
+  const putMessages = (e: ChatEntry, revision: number, messages: Iterable<readonly [string, MessageMeta | null]>): number => {
+    if (!current(e, revision)) return 0
+    for (const [id, m] of messages) {
+      if (!e.messages.has(id)) {
+        if (e.messages.size >= maxMessages) {
+          const oldest = e.messages.keys().next().value!
+          e.messages.delete(oldest)
+          grow(e, -messageBytes)
+        }
+        grow(e, messageBytes)
+      }
+      e.messages.set(id, m)
+    }
+    return fit()
+  }
+
+  const wrote = (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>): number => {
+    const found = chats.get(chatId)
+    if (found === undefined) return 0
+    if (found.revision === from) {
+      grow(found, -[...found.scopes.values()].reduce((n, s) => n + s.bytes, 0))
+      found.scopes.clear()
+      found.revision = from + 1
+    } else {
+      empty(found, from + 1)
+    }
+    return putMessages(found, from + 1, messages.map((m) => [m.message_id, m] as const))
+  }
+
+  const scope = (e: ChatEntry, key: string): ScopeRows | undefined => {
+    const kept = e.scopes.get(key)
+    if (kept !== undefined) {
+      e.scopes.delete(key)
+      e.scopes.set(key, kept)
+    }
+    return kept
+  }
+
+  const takeEvictions = () => {
+    const n = evictions
+    evictions = 0
+    return n
+  }
+
+  return { enabled, entry, scope, putScope, putMessages, wrote, takeEvictions, size: () => ({ bytes, chats: chats.size }) }
+}

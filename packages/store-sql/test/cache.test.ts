@@ -1,0 +1,283 @@
+/**
+ * The context store's in-memory cache of active chats: served only at the chat's revision (so a
+ * second store's writes on the same file or database are seen), the same answers as the
+ * database at any later time, bounded with LRU eviction, counted by metrics, and migration 8
+ * (the revision) upgrading a version-7 database with data.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { ContextEventBatch } from "@deixis/core/ContextEvent"
+import type { ContextStoreShape, PoolQuery } from "@deixis/core/ContextStore"
+import { makeMemory } from "@deixis/core/ContextStore"
+import * as TtlPolicy from "@deixis/core/TtlPolicy"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as path from "node:path"
+import { cacheEvictions, cacheHits, cacheMisses, makeContextCache } from "../src/internal/contextCache.js"
+import { makeSqlContextStore } from "../src/internal/contextStore.js"
+import { type Db, makeDb } from "../src/internal/db.js"
+import { migrate, migrations } from "../src/internal/migrations.js"
+import * as Pg from "../src/Pg.js"
+import * as Sqlite from "../src/Sqlite.js"
+import * as SqlStore from "../src/SqlStore.js"
+import { freshSchema, pgUrl, tempDir } from "./helpers.js"
+
+const T0 = Date.parse("2026-11-25T10:00:00Z")
+const decode = Schema.decodeUnknownSync(ContextEventBatch)
+const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
+const apply = (store: ContextStoreShape, events: ReadonlyArray<unknown>, now = T0) =>
+  store.apply(decode(events), { now, ttl: TtlPolicy.defaultPolicy })
+
+const query = (chat: string, over: Partial<PoolQuery> = {}): PoolQuery => ({
+  chat_id: chat,
+  topic_id: "1",
+  current_message_id: "1000",
+  reply_to_message_id: null,
+  sender_user_id: "7",
+  kinds: undefined,
+  prefer_kinds: ["link"],
+  include_owned: true,
+  active_only: false,
+  now: T0,
+  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 },
+  ...over
+})
+const shape = (pool: { readonly entries: ReadonlyArray<{ readonly object: { readonly object_id: string }; readonly tier: string }> }) =>
+  pool.entries.map((e) => `${e.tier}:${e.object.object_id}`)
+
+const counts = Effect.all({
+  hits: Metric.value(cacheHits),
+  misses: Metric.value(cacheMisses),
+  evictions: Metric.value(cacheEvictions)
+}).pipe(Effect.map((c) => ({ hits: c.hits.count, misses: c.misses.count, evictions: c.evictions.count })))
+
+type Engine = "sqlite" | "pg"
+
+/** Two independent connections (pools) to one SQLite file or one PostgreSQL schema, migrated. */
+const twoDatabases = (engine: Engine): Effect.Effect<readonly [Db, Db], unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = (layer: Layer.Layer<SqlClient.SqlClient, SqlStore.SqlStoreError>) =>
+      Effect.map(Layer.build(layer), (ctx) => makeDb(Context.get(ctx, SqlClient.SqlClient)))
+    if (engine === "sqlite") {
+      const filename = path.join(yield* tempDir, "two.db")
+      const a = yield* client(Sqlite.layerClient({ filename }))
+      yield* migrate(a, undefined)
+      return [a, yield* client(Sqlite.layerClient({ filename }))] as const
+    }
+    const schema = freshSchema()
+    const admin = yield* client(Pg.layerClient({ url: pgUrl, max_connections: 1 }))
+    yield* Effect.addFinalizer(() => Effect.orDie(admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)))
+    const a = yield* client(Pg.layerClient({ url: pgUrl, schema, max_connections: 2 }))
+    yield* migrate(a, schema)
+    return [a, yield* client(Pg.layerClient({ url: pgUrl, schema, max_connections: 2 }))] as const
+  })
+
+const seed = (chat: string) => [
+  { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 1, sender_user_id: 7, links: [{ url: "https://example.com/a" }] },
+  { type: "message_observed", chat_id: chat, message_id: 2, topic_id: 1, reply_to_message_id: 1 },
+  { type: "message_observed", chat_id: chat, message_id: 3, topic_id: 2 }
+]
+
+for (const engine of ["sqlite", "pg"] as const) {
+  describe(`${engine}: the in-memory cache`, () => {
+    it.scoped("two store instances on the same database: one writes, the other reads the new state (its cache warm before)", () =>
+      Effect.gen(function*() {
+        const [dbA, dbB] = yield* twoDatabases(engine)
+        const a = makeSqlContextStore(dbA, settings(64))
+        const b = makeSqlContextStore(dbB, settings(64))
+        const chat = `two-${engine}`
+        yield* apply(a, seed(chat))
+        const before = yield* b.pool(query(chat))
+        assert.deepStrictEqual(shape(yield* b.pool(query(chat))), shape(before), "served again from b's cache")
+        const hitsBefore = (yield* counts).hits
+        yield* b.pool(query(chat))
+        assert.isAbove((yield* counts).hits, hitsBefore)
+
+        // a writes: a new message with a link, and an activation of the old link.
+        yield* apply(a, [
+          { type: "message_observed", chat_id: chat, message_id: 4, topic_id: 1, links: [{ url: "https://example.com/b" }] },
+          { type: "object_activated", event_id: "act", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "link" }
+        ])
+        const after = yield* b.pool(query(chat))
+        const fresh = makeSqlContextStore(dbB, settings(0))
+        assert.deepStrictEqual(shape(after), shape(yield* fresh.pool(query(chat))), "b answers as the database does")
+        assert.notDeepEqual(shape(after), shape(before))
+        assert.isTrue(after.entries.some((e) => e.object.source_message_id === "4"), "b sees a's new message")
+        assert.isTrue(after.entries.some((e) => e.object.source_message_id === "1" && e.object.active_until !== null))
+
+        // a's retention sweep removes the objects and messages: b sees that too.
+        const swept = makeSqlContextStore(dbA, { ...settings(64), object_retention: 0, message_retention: 0 })
+        yield* swept.sweep(T0 + 400 * 24 * 3600 * 1000)
+        const empty = yield* b.pool(query(chat))
+        assert.deepStrictEqual(shape(empty), shape(yield* fresh.pool(query(chat))))
+        assert.deepStrictEqual(empty.entries, [])
+      }))
+
+    it.scoped("served from cache at a later time, the pool equals the database's: an object whose activity ended gives way", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `time-${engine}`
+        yield* apply(cached, [
+          ...seed(chat),
+          { type: "object_activated", event_id: "act", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "link" }
+        ])
+        const active = (yield* cached.pool(query(chat, { active_only: true }))).entries
+        assert.strictEqual(active.length, 1)
+        const until = active[0]!.object.active_until!
+        // Every shape asked at every time gives the database's answer, the cache warm or cold.
+        for (const now of [T0, T0 + 1, until - 1, until, until + 1, T0]) {
+          for (const over of [{}, { active_only: true }, { current_message_id: "2" }, { reply_to_message_id: "2" }, { topic_id: "2" }, { kinds: ["message" as const] }]) {
+            const q = query(chat, { ...over, now })
+            assert.deepStrictEqual(yield* cached.pool(q), yield* direct.pool(q), `${JSON.stringify(over)} at ${now - T0}`)
+          }
+        }
+        assert.deepStrictEqual((yield* cached.pool(query(chat, { active_only: true, now: until + 1 }))).entries, [])
+      }))
+
+    it.scoped("bounded by its budget: least recently used chats leave, counted as evictions, answers unchanged", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        // About 20 KB: a few chats' scopes.
+        const small = makeSqlContextStore(db, settings(0.02))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chats = Array.from({ length: 12 }, (_, i) => `lru-${engine}-${i}`)
+        for (const chat of chats) yield* apply(small, seed(chat))
+        const start = yield* counts
+        for (let round = 0; round < 2; round++) {
+          for (const chat of chats) assert.deepStrictEqual(yield* small.pool(query(chat)), yield* direct.pool(query(chat)))
+        }
+        const end = yield* counts
+        assert.isAbove(end.evictions, start.evictions)
+        assert.isAbove(end.misses - start.misses, chats.length, "evicted chats are read again")
+      }))
+
+    it.scoped("a cache of 0 MiB keeps nothing: every pool reads the database", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const off = makeSqlContextStore(db, settings(0))
+        const chat = `off-${engine}`
+        yield* apply(off, seed(chat))
+        const start = yield* counts
+        yield* off.pool(query(chat))
+        yield* off.pool(query(chat))
+        assert.deepStrictEqual(yield* counts, start)
+      }))
+  })
+}
+
+describe("the cache's bookkeeping", () => {
+  const rows = [{ part: "r", body: "x".repeat(1000) }]
+  it("rows read after seeing an older revision are not kept once another reader moved the chat on", () => {
+    const cache = makeContextCache(1024 * 1024)
+    const early = cache.entry("c", 1)!
+    const late = cache.entry("c", 2)!
+    assert.strictEqual(cache.putScope(early, 1, "k", { now: T0, rows }), 0)
+    assert.isUndefined(late.scopes.get("k"))
+    cache.putScope(late, 2, "k", { now: T0, rows })
+    assert.strictEqual(cache.entry("c", 2)!.scopes.get("k")?.rows, rows)
+    // This process's own write moves the entry on: scopes emptied, written messages kept.
+    const m = { chat_id: "c", message_id: "9", topic_id: null, reply_to_message_id: null, sender_user_id: null, from_bot: false, sent_at: T0 }
+    cache.wrote("c", 2, [m])
+    const moved = cache.entry("c", 3)!
+    assert.strictEqual(moved.scopes.size, 0)
+    assert.deepStrictEqual(moved.messages.get("9"), m)
+    // A write by this process over an entry at another revision starts it over.
+    cache.wrote("c", 7, [])
+    assert.strictEqual(cache.entry("c", 8)!.messages.size, 0)
+  })
+
+  it("least recently used chats leave first when the budget is exceeded", () => {
+    const cache = makeContextCache(6000)
+    for (const chat of ["a", "b"]) cache.putScope(cache.entry(chat, 0)!, 0, "k", { now: T0, rows })
+    cache.entry("a", 0) // a is used again; b is now the least recent
+    assert.strictEqual(cache.putScope(cache.entry("c", 0)!, 0, "k", { now: T0, rows }), 1)
+    assert.strictEqual(cache.entry("a", 0)!.scopes.size, 1)
+    assert.strictEqual(cache.entry("b", 0)!.scopes.size, 0)
+    assert.isAtMost(cache.size().bytes, 6000)
+    assert.strictEqual(cache.takeEvictions(), 1)
+  })
+
+  it("many chats asked once each stay within the budget: an empty entry counts too", () => {
+    const cache = makeContextCache(64 * 1024)
+    for (let i = 0; i < 10_000; i++) cache.entry(`chat-${i}`, 0)
+    assert.isAtMost(cache.size().bytes, 64 * 1024)
+    assert.isBelow(cache.size().chats, 10_000)
+    assert.strictEqual(cache.takeEvictions(), 10_000 - cache.size().chats)
+  })
+})
+
+describe("DEIXIS_STORE_CACHE_MB", () => {
+  const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })
+  it.effect("defaults to 64 MiB; a negative budget is refused, naming the key", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(SqlStore.retentionDefaults.cache_mb, 64)
+      const set = yield* Effect.withConfigProvider(SqlStore.retentionConfig, env(new Map([["DEIXIS_STORE_CACHE_MB", "8"]])))
+      assert.strictEqual(set.cache_mb, 8)
+      const refused = yield* Effect.flip(Effect.withConfigProvider(SqlStore.retentionConfig, env(new Map([["DEIXIS_STORE_CACHE_MB", "-1"]]))))
+      assert.include(String(refused), "STORE_CACHE_MB")
+    }))
+})
+
+// A database written at version 7 (no revision column) upgrades to 8 and keeps reading it.
+const upgradeFrom7 = Effect.gen(function*() {
+  const db = makeDb(yield* SqlClient.SqlClient)
+  assert.deepStrictEqual(yield* migrate(db, undefined, 7), [1, 2, 3, 4, 5, 6, 7])
+  const chat = "upgrade7"
+  const reference = makeMemory()
+  yield* reference.apply(decode(seed(chat)), { now: T0, ttl: TtlPolicy.defaultPolicy })
+  const written = yield* reference.snapshot(chat)
+  yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at, is_forum) VALUES (?, ?, ?, 0)`, [
+    chat,
+    written.objects.length + 1,
+    T0
+  ])
+  for (const m of written.messages) {
+    yield* db.query(
+      `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
+    )
+  }
+  for (const [i, o] of written.objects.entries()) {
+    yield* db.query(
+      `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
+    )
+  }
+  assert.deepStrictEqual(yield* migrate(db, undefined), [8])
+  assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8])
+  const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))
+  assert.strictEqual(yield* revision(), 0)
+  const store = makeSqlContextStore(db, settings(64))
+  const before = yield* store.pool(query(chat))
+  assert.deepStrictEqual(before, yield* reference.pool(query(chat)))
+  yield* apply(store, [{ type: "message_observed", chat_id: chat, message_id: 5, topic_id: 1, links: [{ url: "https://example.com/c" }] }])
+  assert.strictEqual(yield* revision(), 1)
+  yield* reference.apply(
+    decode([{ type: "message_observed", chat_id: chat, message_id: 5, topic_id: 1, links: [{ url: "https://example.com/c" }] }]),
+    { now: T0, ttl: TtlPolicy.defaultPolicy }
+  )
+  assert.deepStrictEqual(yield* store.pool(query(chat)), yield* reference.pool(query(chat)))
+})
+
+describe("migration 8 (chat revisions)", () => {
+  it.scoped("SQLite: a database at version 7 with data upgrades to 8, reads it back, and its first write bumps the revision", () =>
+    Effect.flatMap(tempDir, (dir) => upgradeFrom7.pipe(Effect.provide(Sqlite.layerClient({ filename: path.join(dir, "u7.db") })))))
+
+  it.scoped("PostgreSQL: a database at version 7 with data upgrades to 8, reads it back, and its first write bumps the revision", () =>
+    Effect.gen(function*() {
+      const schema = freshSchema()
+      const admin = Pg.layerClient({ url: pgUrl, max_connections: 1 })
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(Effect.provide(admin), Effect.orDie)
+      )
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(Effect.provide(admin))
+      yield* upgradeFrom7.pipe(Effect.provide(Pg.layerClient({ url: pgUrl, schema, max_connections: 1 })))
+    }))
+})
