@@ -16,6 +16,14 @@ export {
    */
   applyEvent,
   /**
+   * Applies a batch in order: how many were applied, how many were duplicates, and each
+   * skipped event with its index and failing path (`[i].field`).
+   *
+   * @since 0.1.0
+   * @category reducer
+   */
+  applyEvents,
+  /**
    * @since 0.1.0
    * @category models
    */

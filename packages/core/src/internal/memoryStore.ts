@@ -18,7 +18,7 @@ import type {
 } from "../ContextStore.js"
 import { compareMessageIds, migratedMessageId } from "../Ids.js"
 import type { ObjectKind } from "../ObjectKind.js"
-import { applyEvent, type StateWriter } from "./reducer.js"
+import { applyEvents, type StateWriter } from "./reducer.js"
 
 /** The most poll ids remembered (poll updates name polls, not chats). */
 const maxPolls = 100_000
@@ -299,18 +299,8 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     }
   }
 
-  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): ApplyResult => {
-    let applied = 0
-    let duplicates = 0
-    const skipped: Array<ApplyResult["skipped"][number]> = []
-    for (let i = 0; i < events.length; i++) {
-      const outcome = applyEvent(writer, events[i]!, options.now, options.ttl, options.kinds)
-      if (outcome._tag === "applied") applied++
-      else if (outcome._tag === "duplicate") duplicates++
-      else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
-    }
-    return { applied, duplicates, skipped }
-  }
+  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): ApplyResult =>
+    applyEvents(writer, events, options.now, options.ttl, options.kinds)
 
   const pool = (q: PoolQuery): CandidatePool => {
     const chat = chats.get(q.chat_id)

@@ -7,7 +7,7 @@ import type { ChatInfo } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { objectIdFor } from "../ContextObject.js"
-import type { ContextEvent, MessageEdited, MessageObserved, ObjectActivated } from "../ContextEvent.js"
+import type { ApplyResult, ContextEvent, MessageEdited, MessageObserved, ObjectActivated } from "../ContextEvent.js"
 import { defaultRegistry, type Registry } from "../KindRegistry.js"
 import type { ObjectKind } from "../ObjectKind.js"
 import type { TtlPolicyShape } from "../TtlPolicy.js"
@@ -54,6 +54,26 @@ const duplicate: Outcome = { _tag: "duplicate" }
 const skip = (w: StateWriter, chatId: string, eventId: string, path: string, message: string): Outcome => {
   w.markSeen(chatId, eventId)
   return { _tag: "skipped", path, message }
+}
+
+/** Applies a batch in order, counting what each event came to (skips carry their index). */
+export const applyEvents = (
+  w: StateWriter,
+  events: ReadonlyArray<ContextEvent>,
+  now: number,
+  policy: TtlPolicyShape,
+  kinds: Registry = defaultRegistry
+): ApplyResult => {
+  let applied = 0
+  let duplicates = 0
+  const skipped: Array<ApplyResult["skipped"][number]> = []
+  for (let i = 0; i < events.length; i++) {
+    const outcome = applyEvent(w, events[i]!, now, policy, kinds)
+    if (outcome._tag === "applied") applied++
+    else if (outcome._tag === "duplicate") duplicates++
+    else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
+  }
+  return { applied, duplicates, skipped }
 }
 
 export const applyEvent = (

@@ -4,7 +4,7 @@
  */
 import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
 import type { ContextObject } from "@deixis/core/ContextObject"
-import { applyEvent, type StateWriter } from "@deixis/core/ContextReducer"
+import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId } from "@deixis/core/Ids"
@@ -138,16 +138,7 @@ const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: L
       if (!s.nextSeq.has(chatId)) missing.chats.add(chatId)
     }
   }
-  let applied = 0
-  let duplicates = 0
-  const skipped: Array<ApplyResult["skipped"][number]> = []
-  for (let i = 0; i < events.length; i++) {
-    const outcome = applyEvent(writer, events[i]!, options.now, options.ttl, options.kinds)
-    if (outcome._tag === "applied") applied++
-    else if (outcome._tag === "duplicate") duplicates++
-    else skipped.push({ index: i, path: `[${i}].${outcome.path}`, message: outcome.message })
-  }
-  const result: ApplyResult = { applied, duplicates, skipped }
+  const result = applyEvents(writer, events, options.now, options.ttl, options.kinds)
   return { result, changes }
 }
 
