@@ -3,20 +3,9 @@
  * (`pnpm dev`), for tests of what only a process shows: signals, exit codes, durability.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { createServer } from "node:net"
 import { join } from "node:path"
 
-/** A loopback port nothing listens on. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "deixis-test-support/net"
 
 export interface Launched {
   readonly child: ChildProcess

@@ -5,24 +5,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { existsSync } from "node:fs"
-import { createServer } from "node:net"
+import { freePort } from "deixis-test-support/net"
 import { join } from "node:path"
 import { chromium, type Browser } from "playwright-core"
 
 export const token = "inspector-test-token-5f1c"
 export const chat = -1009876543210
 export const topic = 7
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 export interface Service {
   readonly url: string
