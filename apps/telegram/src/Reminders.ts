@@ -4,8 +4,8 @@
  * its claims to another), hands each to the dispatcher under its chat's key (a 429 or a hung
  * send in one chat delays only that chat), extends the claim right before sending (a claim that
  * waited past its lease and was taken over by another process is not sent here), and settles
- * the claim by the outcome: sent →
- * `complete`; retryable failure → `retryAt`; refused for good → dropped with an error log.
+ * the claim by the outcome: sent → `complete`; retryable failure → `retryAt`; refused for
+ * good → dropped with an error log.
  *
  * It sleeps until the next reminder is due, at most `pollInterval` (other processes add
  * reminders too), or until {@link Sender.wake} (this process added one).
@@ -87,48 +87,42 @@ export const start = (
     const idOf = (r: ClaimedReminder) => `${r.chat_id}\u0000${r.object_id}`
     const lease = Duration.toMillis(options.lease)
 
+    // What the outcome of a send leaves in the store.
+    const record = (r: ClaimedReminder) => (outcome: Outcome): Effect.Effect<void, unknown> => {
+      switch (outcome._tag) {
+        case "sent":
+          return Effect.zipRight(
+            Effect.sync(() => Metrics.remindersSent.inc()),
+            Effect.flatMap(store.complete(r.chat_id, r.object_id, options.owner), (held) =>
+              held ? Effect.void : Effect.logWarning("reminder sent after its claim had expired; another process may send it too"))
+          )
+        case "retry":
+          return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            store.retryAt(r.chat_id, r.object_id, options.owner, now + Duration.toMillis(options.retryDelay)))
+        case "drop":
+          return Effect.logError("reminder cannot be delivered; dropped").pipe(
+            Effect.annotateLogs({ reason: outcome.reason }),
+            Effect.zipRight(Effect.sync(() => Metrics.remindersDropped.inc())),
+            Effect.zipRight(store.complete(r.chat_id, r.object_id, options.owner))
+          )
+        case "migrated":
+          return Effect.logInfo("chat upgraded to a supergroup; its reminders follow").pipe(
+            Effect.annotateLogs({ to: outcome.to }),
+            Effect.zipRight(store.migrateChat(r.chat_id, outcome.to)),
+            Effect.zipRight(signal.offer(undefined))
+          )
+      }
+    }
+
     // Right before sending, the claim is extended by a whole lease: if another process took it
     // over meanwhile (the lease ended while it waited behind a slow chat), it is not sent here.
-    const sendHeld = (r: ClaimedReminder) =>
+    const settle = (r: ClaimedReminder) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => store.extend(r.chat_id, r.object_id, options.owner, now + lease)).pipe(
         Effect.flatMap((held) =>
           held
-            ? options.send(r)
-            : Effect.as(
-              Effect.logInfo("reminder claim taken over by another process while it waited; not sent here"),
-              null
-            )
-        )
-      )
-
-    const settle = (r: ClaimedReminder) =>
-      sendHeld(r).pipe(
-        Effect.flatMap((outcome): Effect.Effect<void, unknown> => {
-          if (outcome === null) return Effect.void
-          switch (outcome._tag) {
-            case "sent":
-              return Effect.zipRight(
-                Effect.sync(() => Metrics.remindersSent.inc()),
-                Effect.flatMap(store.complete(r.chat_id, r.object_id, options.owner), (held) =>
-                  held ? Effect.void : Effect.logWarning("reminder sent after its claim had expired; another process may send it too"))
-              )
-            case "retry":
-              return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                store.retryAt(r.chat_id, r.object_id, options.owner, now + Duration.toMillis(options.retryDelay)))
-            case "drop":
-              return Effect.logError("reminder cannot be delivered; dropped").pipe(
-                Effect.annotateLogs({ reason: outcome.reason }),
-                Effect.zipRight(Effect.sync(() => Metrics.remindersDropped.inc())),
-                Effect.zipRight(store.complete(r.chat_id, r.object_id, options.owner))
-              )
-            case "migrated":
-              return Effect.logInfo("chat upgraded to a supergroup; its reminders follow").pipe(
-                Effect.annotateLogs({ to: outcome.to }),
-                Effect.zipRight(store.migrateChat(r.chat_id, outcome.to)),
-                Effect.zipRight(signal.offer(undefined))
-              )
-          }
-        }),
+            ? Effect.flatMap(options.send(r), record(r))
+            : Effect.logInfo("reminder claim taken over by another process while it waited; not sent here")
+        ),
         Effect.catchAllCause((cause) => Effect.logError("reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
         Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id }),
         Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight.delete(idOf(r))), signal.offer(undefined)))
