@@ -109,10 +109,13 @@ describe("the compiled bot in real processes", () => {
       const context = yield* Layer.build(pgStores(schema))
       const store = yield* Effect.provide(ReminderStore.ReminderStore, context)
       const start = Date.now() + 3_000
+      // Reminder i ("r-i") is in one of 20 chats, from message i + 1.
+      const chatOf = (i: number) => `-100${100 + (i % 20)}`
+      const objectOf = (i: number) => `${chatOf(i)}/${i + 1}/reminder`
       yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) =>
         store.add({
-          object_id: `-100${100 + (i % 20)}/${i + 1}/reminder`,
-          chat_id: `-100${100 + (i % 20)}`,
+          object_id: objectOf(i),
+          chat_id: chatOf(i),
           topic_id: null,
           source_message_id: String(i + 1),
           created_by_user_id: null,
@@ -135,13 +138,9 @@ describe("the compiled bot in real processes", () => {
       // reminder A got delivered has left the store (A completed it). On a loaded machine that
       // bookkeeping can lag the delivery by seconds, so it is waited for, not guessed.
       yield* Effect.promise(() => new Promise((r) => setTimeout(r, Math.max(0, start + 200 * 15 + 500 - Date.now()))))
-      const objectOf = (text: string) => {
-        const i = Number(/r-(\d+)$/.exec(text)![1])
-        return { chat: `-100${100 + (i % 20)}`, object: `-100${100 + (i % 20)}/${i + 1}/reminder` }
-      }
       const completedByA = Effect.forEach(byToken("123:A"), (c) => {
-        const { chat, object } = objectOf(String(c.payload["text"]))
-        return Effect.map(store.get(chat, object), Option.isNone)
+        const i = Number(/r-(\d+)$/.exec(String(c.payload["text"]))![1])
+        return Effect.map(store.get(chatOf(i), objectOf(i)), Option.isNone)
       }).pipe(Effect.map((done) => done.every(Boolean)), Effect.orDie)
       yield* waitUntil(
         "A's sends hang and every reminder A delivered is recorded as sent",
