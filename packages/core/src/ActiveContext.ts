@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { isActive, PollState, ReminderState } from "./ContextObject.js"
-import { ContextStore, type PoolQuery, type StoreError } from "./ContextStore.js"
+import { ContextStore, type PoolLimits, type PoolQuery, type StoreError } from "./ContextStore.js"
 import { formatTimestamp, MessageId, ObjectId, RequestId, Timestamp, TopicId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
@@ -175,6 +175,9 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
             source_message_id: e.object.source_message_id,
             why_inactive: e.object.active_until === null ? "never_activated" as const : "expired" as const
           })))
+    // A list reaches at least one past `max_results` into the chat's fallback, so `truncated` tells.
+    const fallbackReach = (limits: PoolLimits, max: number): PoolLimits =>
+      limits.fallback_active > max ? limits : { ...limits, fallback_active: max + 1 }
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
     const list = (request: ListRequest): Effect.Effect<ListResult, StoreError | InvalidRequest> => {
       const unknown = unknownInRequest(kinds, request.allowed_kinds, undefined)
@@ -190,7 +193,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           include_owned: false,
           active_only: true,
           now,
-          limits: scoring.settings.pool
+          limits: fallbackReach(scoring.settings.pool, request.max_results)
         }
         return store.pool(query).pipe(
           Effect.flatMap((pool) => {

@@ -244,6 +244,34 @@ export const messageObject = (message: MessageMeta): ContextObject => ({
 })
 
 /**
+ * The order in which a chat's fallback takes objects active elsewhere: the one active longest
+ * (latest `active_until`) first, then by object id — a total order, the same in every store.
+ *
+ * @since 0.3.0
+ * @category utils
+ */
+export const compareActivity = (a: ContextObject, b: ContextObject): number =>
+  (b.active_until ?? 0) - (a.active_until ?? 0) || (a.object_id < b.object_id ? -1 : a.object_id > b.object_id ? 1 : 0)
+
+/**
+ * The first `n` of `objects` by {@link compareActivity}, in that order: one pass, `n` kept at a time.
+ *
+ * @since 0.3.0
+ * @category utils
+ */
+export const mostActive = (objects: Iterable<ContextObject>, n: number): Array<ContextObject> => {
+  const top: Array<ContextObject> = []
+  for (const o of objects) {
+    let i = top.length
+    while (i > 0 && compareActivity(o, top[i - 1]!) < 0) i--
+    if (i >= n) continue
+    top.splice(i, 0, o)
+    if (top.length > n) top.pop()
+  }
+  return top
+}
+
+/**
  * Whether the message of an expired object may stand in for it at this tier: always on the
  * reply chain (it reaches any topic), elsewhere only in the object's own topic. The two differ
  * only when an object was activated before its message was seen, and the message then turned

@@ -55,6 +55,12 @@ export interface PoolLimits {
   readonly recent_messages: number
   /** When ownership matters, the sender's most recently created objects taken. */
   readonly owned: number
+  /**
+   * When the request's own scope has nothing active, the objects active elsewhere in the chat
+   * taken: those active longest (latest `active_until`), then by object id. (The SQL stores read
+   * at most 64.)
+   */
+  readonly fallback_active: number
 }
 
 /**

@@ -43,7 +43,7 @@ const query = (chat: string, overrides: Partial<PoolQuery> = {}): PoolQuery => (
   include_owned: false,
   active_only: false,
   now: T0,
-  limits: { chain_depth: 8, recent_objects: 16, recent_per_kind: 8, recent_messages: 4, owned: 8 },
+  limits: { chain_depth: 8, recent_objects: 16, recent_per_kind: 8, recent_messages: 4, owned: 8, fallback_active: 16 },
   ...overrides
 })
 
@@ -288,6 +288,37 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(home.entries.map((e) => [e.object.object_id, e.tier]), [[`${chat}/1/link`, "home"]])
         }))
 
+      it.effect("the chat's fallback takes only the fallback_active longest-lived objects active elsewhere, ties by object id", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const events: Array<ContextEventInput> = [{ type: "message_observed", chat_id: chat, message_id: 100, topic_id: 1 }]
+          for (let i = 1; i <= 12; i++) {
+            events.push({ type: "message_observed", chat_id: chat, message_id: i, topic_id: 2 + (i % 3), links: [{ url: `https://x/${i}` }] })
+          }
+          yield* apply(events)
+          // Links 1..10 activated a minute apart (10 lives longest); 11 and 12 at the same moment as 10.
+          for (let i = 1; i <= 10; i++) {
+            yield* apply([{ type: "object_activated", event_id: `a${i}`, chat_id: chat, reason: "url_fetched", object_id: `${chat}/${i}/link` }], T0 + i * minute)
+          }
+          yield* apply([
+            { type: "object_activated", event_id: "a11", chat_id: chat, reason: "url_fetched", object_id: `${chat}/12/link` },
+            { type: "object_activated", event_id: "a12", chat_id: chat, reason: "url_fetched", object_id: `${chat}/11/link` }
+          ], T0 + 10 * minute)
+          const limits = { ...query(chat).limits, fallback_active: 4 }
+          const at = T0 + 11 * minute
+          for (const activeOnly of [false, true]) {
+            const result = yield* pool(query(chat, { topic_id: "1", current_message_id: "100", active_only: activeOnly, kinds: ["link"], limits, now: at }))
+            assert.isTrue(result.fallback)
+            assert.sameMembers(
+              result.entries.filter((e) => e.tier === "fallback" && e.object.active_until !== null).map((e) => e.object.object_id),
+              [`${chat}/10/link`, `${chat}/11/link`, `${chat}/12/link`, `${chat}/9/link`]
+            )
+          }
+          // A larger bound takes them all.
+          const all = yield* pool(query(chat, { topic_id: "1", current_message_id: "100", active_only: true, limits: { ...limits, fallback_active: 64 }, now: at }))
+          assert.strictEqual(all.entries.length, 12)
+        }))
+
       it.effect("the pool filters kinds and activity, and never offers the current message", () =>
         Effect.gen(function*() {
           const chat = freshChat()
@@ -316,7 +347,7 @@ export const contextStoreContract = <E>(
           const result = yield* pool(query(chat, {
             topic_id: "1",
             current_message_id: "301",
-            limits: { chain_depth: 8, recent_objects: 5, recent_per_kind: 3, recent_messages: 2, owned: 2 },
+            limits: { chain_depth: 8, recent_objects: 5, recent_per_kind: 3, recent_messages: 2, owned: 2, fallback_active: 16 },
             prefer_kinds: ["link"]
           }))
           const links = result.entries.filter((e) => e.object.kind === "link").map((e) => e.object.source_message_id)

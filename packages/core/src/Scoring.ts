@@ -150,7 +150,10 @@ export const config: Config.Config<ScoringSettings> = Config.all({
     recent_objects: positiveInt("POOL_RECENT_OBJECTS", 8),
     recent_per_kind: positiveInt("POOL_RECENT_PER_KIND", 4),
     recent_messages: positiveInt("POOL_RECENT_MESSAGES", 3),
-    owned: positiveInt("POOL_OWNED", 4)
+    owned: positiveInt("POOL_OWNED", 4),
+    fallback_active: positiveInt("POOL_FALLBACK_ACTIVE", 16).pipe(
+      Config.validate({ message: "POOL_FALLBACK_ACTIVE must be at most 64", validation: (n) => n <= 64 })
+    )
   })
 }).pipe(Config.nested("DEIXIS"))
 

@@ -161,6 +161,23 @@ describe("list_active_context_objects", () => {
         assert.isTrue(result.truncated)
       })))
 
+    it.effect("the chat fallback is bounded, yet a list reaches one past max_results into it, so truncated tells", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(inTopic(7, 100))
+        for (let id = 1; id <= 30; id++) {
+          yield* ingest(inTopic(8, id, { links: [{ url: `https://example.com/${id}` }] }), activate("url_fetched", { source_message_id: id, kind: "link" }))
+          yield* advance(minutes(1))
+        }
+        // Topic 7 has nothing active: objects active in topic 8 are listed, more than the pool's default 16.
+        const many = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 101, max_results: 20 })
+        assert.strictEqual(many.objects.length, 20)
+        assert.strictEqual(many.scope_used, "chat")
+        assert.isTrue(many.truncated)
+        const all = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 101, max_results: 30 })
+        assert.strictEqual(all.objects.length, 30)
+        assert.isFalse(all.truncated)
+      })))
+
     it.effect("different topics have active objects: do not mix unless falling back from missing topic state", () =>
       withCore(Effect.gen(function*() {
         yield* ingest(

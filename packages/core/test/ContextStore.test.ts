@@ -52,7 +52,7 @@ describe("the memory ContextStore's bounds", () => {
       yield* store.pool({
         chat_id: "a", topic_id: null, current_message_id: "11", reply_to_message_id: null, sender_user_id: null,
         kinds: undefined, prefer_kinds: [], include_owned: false, active_only: false, now: T0,
-        limits: { chain_depth: 1, recent_objects: 1, recent_per_kind: 1, recent_messages: 1, owned: 1 }
+        limits: { chain_depth: 1, recent_objects: 1, recent_per_kind: 1, recent_messages: 1, owned: 1, fallback_active: 1 }
       }) // ...a tool call does
       yield* store.apply(messages("c", 1, 10), options)
       const stats = yield* store.stats

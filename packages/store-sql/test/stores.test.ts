@@ -48,7 +48,7 @@ const ordering = (name: string, stores: Layer.Layer<SqlStore.Stores, SqlStore.Sq
           include_owned: false,
           active_only: false,
           now: T0,
-          limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4 }
+          limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4, fallback_active: 16 }
         })
         assert.deepStrictEqual(pool.entries.map((e) => e.object.source_message_id), ["100", "12", "11"])
         assert.deepStrictEqual((yield* store.snapshot(chat)).messages.map((m) => m.message_id), ["8", "9", "10", "11", "12", "100"])
@@ -238,7 +238,7 @@ const upgradeFrom4 = Effect.gen(function*() {
     include_owned: false,
     active_only: true,
     now: T0,
-    limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4 }
+    limits: { chain_depth: 8, recent_objects: 4, recent_per_kind: 4, recent_messages: 3, owned: 4, fallback_active: 16 }
   })
   assert.deepStrictEqual(pool.chain, ["11", "10", "9"])
   assert.deepStrictEqual(pool.entries.map((e) => [e.object.kind, e.object.source_message_id]), [["link", "9"]])

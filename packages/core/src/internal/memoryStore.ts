@@ -4,7 +4,7 @@ import type { ChatInfo, MigrationResult } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
-import { isActive, messageObject, standsIn } from "../ContextObject.js"
+import { isActive, messageObject, mostActive, standsIn } from "../ContextObject.js"
 import type {
   ApplyOptions,
   CandidatePool,
@@ -358,8 +358,16 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
         taken++
       }
     }
+    /** The scope's active objects; in the fallback, the `fallback_active` longest-lived of them. */
+    function* activeIn(scope: Scope, inScope: (o: ContextObject) => boolean, keep: (o: ContextObject) => boolean) {
+      for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && keep(rec.o)) yield rec.o
+    }
+    const addActive = (scope: Scope, tier: PoolTier, inScope: (o: ContextObject) => boolean, keep: (o: ContextObject) => boolean) => {
+      if (tier === "fallback") for (const o of mostActive(activeIn(scope, inScope, keep), q.limits.fallback_active)) add(o, tier)
+      else for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && keep(rec.o)) add(rec.o, tier)
+    }
     const collect = (scope: Scope, tier: PoolTier, inScope: (o: ContextObject) => boolean) => {
-      for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && accept(rec.o)) add(rec.o, tier)
+      addActive(scope, tier, inScope, accept)
       if (q.active_only) return
       takeRecent(scope.objects, q.limits.recent_objects, tier, inScope)
       for (const kind of preferKinds) takeRecent(scope.byKind.get(kind), q.limits.recent_per_kind, tier, inScope)
@@ -395,9 +403,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       collect(chat.all, "fallback", elsewhere)
     } else if (!liveActive(home, inHome)) {
       fallback = true
-      for (const rec of chat.all.active) {
-        if (!rec.gone && elsewhere(rec.o) && kindOk(rec.o.kind) && isActive(rec.o, q.now)) add(rec.o, "fallback")
-      }
+      addActive(chat.all, "fallback", elsewhere, (o) => kindOk(o.kind) && isActive(o, q.now))
     }
     return { entries: [...out.values()], chain, fallback, topic_id: topicId }
   }

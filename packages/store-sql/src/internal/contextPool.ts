@@ -3,7 +3,7 @@
  * when the request's topic is unknown and the rest of the chat is searched): on SQLite a UNION
  * of bounded parts, on PostgreSQL the `deixis_pool` function (same parts, plans kept per connection).
  */
-import { type ContextObject, isActive, type MessageMeta, messageObject, standsIn } from "@deixis/core/ContextObject"
+import { type ContextObject, isActive, type MessageMeta, messageObject, mostActive, standsIn } from "@deixis/core/ContextObject"
 import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "@deixis/core/ContextStore"
 import { effectiveTopic } from "@deixis/core/ChatInfo"
 import { positionLength } from "@deixis/core/Ids"
@@ -279,7 +279,16 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
       const collectScope = (parts: Map<string, Array<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
         for (const [tag, rows] of parts) {
-          if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
+          if (tag === "a" && tier === "fallback") {
+            // Elsewhere in the chat, only the longest-lived of what is active (as the memory store takes them).
+            const active: Array<ContextObject> = []
+            for (const r of rows) {
+              const o = objectOf(r["body"])
+              if (Either.isLeft(o)) return Effect.fail(o.left)
+              if (accept(o.right)) active.push(o.right)
+            }
+            for (const o of mostActive(active, q.limits.fallback_active)) add(o, tier)
+          } else if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
             const failure = collectObjects(rows, tier)
             if (failure !== undefined) return Effect.fail(failure)
           }
