@@ -263,8 +263,9 @@ export const mostActive = (objects: Iterable<ContextObject>, n: number): Array<C
   const top: Array<ContextObject> = []
   for (const o of objects) {
     let i = top.length
+    // Most objects of a long list are turned away by one comparison with the last kept.
+    if (i === n && compareActivity(o, top[i - 1]!) >= 0) continue
     while (i > 0 && compareActivity(o, top[i - 1]!) < 0) i--
-    if (i >= n) continue
     top.splice(i, 0, o)
     if (top.length > n) top.pop()
   }

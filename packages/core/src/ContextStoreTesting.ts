@@ -317,6 +317,13 @@ export const contextStoreContract = <E>(
           // A larger bound takes them all.
           const all = yield* pool(query(chat, { topic_id: "1", current_message_id: "100", active_only: true, limits: { ...limits, fallback_active: 64 }, now: at }))
           assert.strictEqual(all.entries.length, 12)
+          // Activated again, link 1 lives longest now; link 9 drops out.
+          yield* apply([{ type: "object_activated", event_id: "again", chat_id: chat, reason: "summarized", object_id: `${chat}/1/link` }], at)
+          const renewed = yield* pool(query(chat, { topic_id: "1", current_message_id: "100", active_only: true, limits, now: at }))
+          assert.sameMembers(
+            renewed.entries.map((e) => e.object.object_id),
+            [`${chat}/1/link`, `${chat}/10/link`, `${chat}/11/link`, `${chat}/12/link`]
+          )
         }))
 
       it.effect("the pool filters kinds and activity, and never offers the current message", () =>

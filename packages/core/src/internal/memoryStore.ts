@@ -4,7 +4,7 @@ import type { ChatInfo, MigrationResult } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
-import { isActive, messageObject, mostActive, standsIn } from "../ContextObject.js"
+import { compareActivity, isActive, messageObject, standsIn } from "../ContextObject.js"
 import type {
   ApplyOptions,
   CandidatePool,
@@ -53,11 +53,34 @@ class Deque<A> {
   }
 }
 
+/**
+ * The active objects of a scope, and the same in {@link compareActivity} order, sorted when
+ * asked after a change (activations are rare beside the reads of a chat's fallback).
+ */
+class ActiveSet {
+  private readonly recs = new Set<ObjRec>()
+  private sorted: Array<ObjRec> | undefined = undefined
+  /** Adds `rec`, or notes that its object changed. */
+  add(rec: ObjRec) {
+    this.recs.add(rec)
+    this.sorted = undefined
+  }
+  delete(rec: ObjRec) {
+    if (this.recs.delete(rec)) this.sorted = undefined
+  }
+  [Symbol.iterator]() {
+    return this.recs.values()
+  }
+  byActivity(): ReadonlyArray<ObjRec> {
+    return this.sorted ??= [...this.recs].sort((a, b) => compareActivity(a.o, b.o))
+  }
+}
+
 class Scope {
   readonly messages = new Deque<MessageMeta>()
   objects: Array<ObjRec> = []
   byKind = new Map<ObjectKind, Array<ObjRec>>()
-  readonly active = new Set<ObjRec>()
+  readonly active = new ActiveSet()
   add(rec: ObjRec) {
     this.objects.push(rec)
     const list = this.byKind.get(rec.o.kind)
@@ -359,12 +382,20 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       }
     }
     /** The scope's active objects; in the fallback, the `fallback_active` longest-lived of them. */
-    function* activeIn(scope: Scope, inScope: (o: ContextObject) => boolean, keep: (o: ContextObject) => boolean) {
-      for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && keep(rec.o)) yield rec.o
-    }
     const addActive = (scope: Scope, tier: PoolTier, inScope: (o: ContextObject) => boolean, keep: (o: ContextObject) => boolean) => {
-      if (tier === "fallback") for (const o of mostActive(activeIn(scope, inScope, keep), q.limits.fallback_active)) add(o, tier)
-      else for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && keep(rec.o)) add(rec.o, tier)
+      if (tier !== "fallback") {
+        for (const rec of scope.active) if (!rec.gone && inScope(rec.o) && keep(rec.o)) add(rec.o, tier)
+        return
+      }
+      // Longest-lived first: the first `fallback_active` that qualify, and nothing past them is read.
+      let taken = 0
+      for (const rec of scope.active.byActivity()) {
+        if (taken >= q.limits.fallback_active) break
+        if (!rec.gone && inScope(rec.o) && keep(rec.o)) {
+          add(rec.o, tier)
+          taken++
+        }
+      }
     }
     const collect = (scope: Scope, tier: PoolTier, inScope: (o: ContextObject) => boolean) => {
       addActive(scope, tier, inScope, accept)
