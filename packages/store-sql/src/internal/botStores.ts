@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { chunks, type Db, describe, marks, num, type Row, str, topicKey, tuples } from "./db.js"
+import { chunks, type Db, describe, num, type Row, str, topicKey } from "./db.js"
 
 const fail = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
@@ -30,74 +30,56 @@ const reminderOf = (row: Row): Effect.Effect<Reminder, string> =>
   })
 
 export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
-  const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
-  const C = db.C
+  const sql = db.sql
+  const lock = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
+  const C = sql.literal(db.C)
   // The body of a moved reminder: its source message id in migrated form (a constant prefix).
   const migratedBody = db.dialect === "pg"
-    ? `jsonb_set(body::jsonb, '{source_message_id}', to_jsonb('${migratedIdPrefix}' || (body::jsonb ->> 'source_message_id')))::text`
-    : `json_set(body, '$.source_message_id', '${migratedIdPrefix}' || json_extract(body, '$.source_message_id'))`
+    ? sql`jsonb_set(body::jsonb, '{source_message_id}', to_jsonb(${migratedIdPrefix} || (body::jsonb ->> 'source_message_id')))::text`
+    : sql`json_set(body, '$.source_message_id', ${migratedIdPrefix} || json_extract(body, '$.source_message_id'))`
   return {
     add: (r) =>
-      db.query(
-        `INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
-         VALUES (?, ?, ?, ?, ?, NULL, 0, ?)
-         ON CONFLICT (chat_id, object_id) DO UPDATE SET topic = excluded.topic, due_at = excluded.due_at,
-           next_at = excluded.next_at, owner = NULL, attempts = 0, body = excluded.body`,
-        [r.chat_id, r.object_id, topicKey(r.topic_id), r.due_at, r.due_at, encodeReminder(r)]
-      ).pipe(Effect.asVoid, Effect.mapError(fail("reminder add"))),
+      sql`INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
+        VALUES (${r.chat_id}, ${r.object_id}, ${topicKey(r.topic_id)}, ${r.due_at}, ${r.due_at}, NULL, 0, ${encodeReminder(r)})
+        ON CONFLICT (chat_id, object_id) DO UPDATE SET topic = excluded.topic, due_at = excluded.due_at,
+          next_at = excluded.next_at, owner = NULL, attempts = 0, body = excluded.body`.pipe(Effect.asVoid, Effect.mapError(fail("reminder add"))),
     get: (chatId, objectId) =>
-      db.query(`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
+      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId}`.pipe(
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(reminderOf(rows[0]), Option.some)),
         Effect.mapError(fail("reminder get"))
       ),
     remove: (chatId, objectId) =>
-      db.query(`DELETE FROM deixis_reminders WHERE chat_id = ? AND object_id = ? RETURNING object_id`, [chatId, objectId]).pipe(
+      sql`DELETE FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId} RETURNING object_id`.pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.mapError(fail("reminder remove"))
       ),
     list: (chatId, { limit, topic_id }) =>
-      db.query(
-        `SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ?
-         ORDER BY CASE WHEN topic = ? THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ?`,
-        [chatId, topicKey(topic_id), Math.max(0, Math.floor(limit))]
-      ).pipe(
+      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
+        ORDER BY CASE WHEN topic = ${topicKey(topic_id)} THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, reminderOf)),
         Effect.mapError(fail("reminder list"))
       ),
     claimDue: ({ lease, limit, now, owner }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* db.query(
-          `SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ?
-           ORDER BY next_at, due_at, object_id${C} LIMIT ?${lock}`,
-          [now, Math.max(0, Math.floor(limit))]
-        )
+        const rows = yield* sql<Row>`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
+          ORDER BY next_at, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
         const out: Array<ClaimedReminder> = []
         for (const row of rows) {
-          yield* db.query(
-            `UPDATE deixis_reminders SET owner = ?, next_at = ?, attempts = attempts + 1 WHERE chat_id = ? AND object_id = ?`,
-            [owner, now + lease, str(row["chat_id"]), str(row["object_id"])]
-          )
+          yield* sql`UPDATE deixis_reminders SET owner = ${owner}, next_at = ${now + lease}, attempts = attempts + 1
+            WHERE chat_id = ${str(row["chat_id"])} AND object_id = ${str(row["object_id"])}`
           out.push({ ...(yield* reminderOf(row)), attempts: num(row["attempts"]) })
         }
         return out
       })).pipe(Effect.mapError(fail("reminder claim"))),
     extend: (chatId, objectId, owner, until) =>
-      db.query(
-        `UPDATE deixis_reminders SET next_at = ? WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`,
-        [until, chatId, objectId, owner]
-      ).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder extend"))),
+      sql`UPDATE deixis_reminders SET next_at = ${until}
+        WHERE chat_id = ${chatId} AND object_id = ${objectId} AND owner = ${owner} RETURNING object_id`.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder extend"))),
     complete: (chatId, objectId, owner) =>
-      db.query(`DELETE FROM deixis_reminders WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`, [
-        chatId,
-        objectId,
-        owner
-      ]).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder complete"))),
+      sql`DELETE FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId} AND owner = ${owner} RETURNING object_id`.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder complete"))),
     retryAt: (chatId, objectId, owner, at) =>
-      db.query(
-        `UPDATE deixis_reminders SET owner = NULL, next_at = ? WHERE chat_id = ? AND object_id = ? AND owner = ? RETURNING object_id`,
-        [at, chatId, objectId, owner]
-      ).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder retry"))),
-    nextDueAt: db.query(`SELECT MIN(next_at) AS m FROM deixis_reminders`).pipe(
+      sql`UPDATE deixis_reminders SET owner = NULL, next_at = ${at}
+        WHERE chat_id = ${chatId} AND object_id = ${objectId} AND owner = ${owner} RETURNING object_id`.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder retry"))),
+    nextDueAt: sql<Row>`SELECT MIN(next_at) AS m FROM deixis_reminders`.pipe(
       Effect.map((rows) => {
         const m = rows[0]?.["m"]
         return m === null || m === undefined ? Option.none() : Option.some(num(m))
@@ -105,7 +87,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
       Effect.mapError(fail("reminder next due"))
     ),
     stats: (now) =>
-      db.query(`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ? THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`, [now])
+      sql<Row>`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ${now} THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`
         .pipe(
           Effect.map((rows) => ({ pending: num(rows[0]?.["pending"] ?? 0), due: num(rows[0]?.["due"] ?? 0) })),
           Effect.mapError(fail("reminder stats"))
@@ -114,20 +96,18 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
       from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
         // A reminder already under the new id wins; the claim does not move (it is due for anyone
         // again); the source message id takes its migrated form, as the context store's messages do.
-        const moved = yield* db.query(
-          `INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
-           SELECT ?, object_id, topic, due_at, due_at, NULL, attempts, ${migratedBody} FROM deixis_reminders WHERE chat_id = ?
-           ON CONFLICT (chat_id, object_id) DO NOTHING RETURNING object_id`,
-          [to, from]
-        )
-        yield* db.query(`DELETE FROM deixis_reminders WHERE chat_id = ?`, [from])
+        const moved = yield* sql`INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
+          SELECT ${to}, object_id, topic, due_at, due_at, NULL, attempts, ${migratedBody} FROM deixis_reminders WHERE chat_id = ${from}
+          ON CONFLICT (chat_id, object_id) DO NOTHING RETURNING object_id`
+        yield* sql`DELETE FROM deixis_reminders WHERE chat_id = ${from}`
         return moved.length
       })).pipe(Effect.mapError(fail("reminder chat migration")))
   }
 }
 
 export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
-  const lock = db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : ""
+  const sql = db.sql
+  const lock = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
   return {
     receive: ({ lease, now, source, updates }) => {
       // One id once, even when the batch repeats it.
@@ -136,11 +116,9 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       return db.transaction(Effect.gen(function*() {
         const fresh: Array<number> = []
         for (const chunk of chunks(unique, 5)) {
-          const rows = yield* db.query(
-            `INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES ${tuples(chunk.length, 5)}
-             ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`,
-            chunk.flatMap((u) => [source, u.update_id, now, now + lease, u.payload])
-          )
+          const rows = yield* sql<Row>`INSERT INTO deixis_updates ${
+            sql.insert(chunk.map((u) => ({ source, update_id: u.update_id, received_at: now, lease_until: now + lease, payload: u.payload })))
+          } ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`
           for (const row of rows) fresh.push(num(row["update_id"]))
         }
         return fresh
@@ -150,34 +128,22 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       updateIds.length === 0 ? Effect.void : Effect.forEach(
         chunks(updateIds, 1),
         (chunk) =>
-          db.query(
-            `UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ? AND update_id IN ${marks(chunk.length)}`,
-            [source, ...chunk]
-          ),
+          sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND ${sql.in("update_id", chunk)}`,
         { discard: true }
       ).pipe(Effect.mapError(fail("update done"))),
     claimStale: ({ lease, limit, now, source }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* db.query(
-          `SELECT update_id, payload FROM deixis_updates WHERE source = ? AND payload IS NOT NULL AND lease_until <= ?
-           ORDER BY update_id LIMIT ?${lock}`,
-          [source, now, Math.max(0, Math.floor(limit))]
-        )
+        const rows = yield* sql<Row>`SELECT update_id, payload FROM deixis_updates
+          WHERE source = ${source} AND payload IS NOT NULL AND lease_until <= ${now}
+          ORDER BY update_id LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
         for (const row of rows) {
-          yield* db.query(`UPDATE deixis_updates SET lease_until = ? WHERE source = ? AND update_id = ?`, [
-            now + lease,
-            source,
-            num(row["update_id"])
-          ])
+          yield* sql`UPDATE deixis_updates SET lease_until = ${now + lease} WHERE source = ${source} AND update_id = ${num(row["update_id"])}`
         }
         return rows.map((row) => ({ update_id: num(row["update_id"]), payload: str(row["payload"]) }))
       })).pipe(Effect.mapError(fail("update claim"))),
     sweep: (before, limit) =>
-      db.query(
-        `DELETE FROM deixis_updates WHERE (source, update_id) IN (
-           SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ? LIMIT ?
-         ) RETURNING update_id`,
-        [before, Math.max(0, Math.floor(limit))]
-      ).pipe(Effect.map((rows) => rows.length), Effect.mapError(fail("update sweep")))
+      sql`DELETE FROM deixis_updates WHERE (source, update_id) IN (
+          SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ${before} LIMIT ${Math.max(0, Math.floor(limit))}
+        ) RETURNING update_id`.pipe(Effect.map((rows) => rows.length), Effect.mapError(fail("update sweep")))
   }
 }

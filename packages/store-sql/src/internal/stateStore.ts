@@ -41,20 +41,16 @@ const snapshotOf = (scope: ConversationScope, row: Row): Either.Either<Conversat
   )
 
 export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
+  const sql = db.sql
   const currentRevision = (scope: ConversationScope) =>
     Effect.map(
-      db.query(`SELECT revision FROM deixis_conversation_state WHERE chat_id = ? AND topic = ?`, [
-        scope.chat_id,
-        topicKey(scope.topic_id)
-      ]),
+      sql<Row>`SELECT revision FROM deixis_conversation_state WHERE chat_id = ${scope.chat_id} AND topic = ${topicKey(scope.topic_id)}`,
       (rows) => (rows[0] === undefined ? 0 : num(rows[0]["revision"]))
     )
 
   const read = (scope: ConversationScope) =>
-    db.query(
-      `SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ? AND topic = ?`,
-      [scope.chat_id, topicKey(scope.topic_id)]
-    ).pipe(
+    sql<Row>`SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state
+      WHERE chat_id = ${scope.chat_id} AND topic = ${topicKey(scope.topic_id)}`.pipe(
       Effect.flatMap((rows) =>
         rows[0] === undefined
           ? Effect.succeed(Option.none<ConversationStateSnapshot>())
@@ -69,17 +65,13 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
       const topic = topicKey(snapshot.topic_id)
       const state = JSON.stringify(snapshot.state)
       const written = snapshot.revision === 1
-        ? yield* db.query(
-          `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
-           VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
-          [snapshot.chat_id, topic, state, snapshot.updated_at, snapshot.updated_by]
-        )
+        ? yield* sql<Row>`INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+           VALUES (${snapshot.chat_id}, ${topic}, 1, ${state}, ${snapshot.updated_at}, ${snapshot.updated_by})
+           ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`
         : snapshot.revision > 1
-        ? yield* db.query(
-          `UPDATE deixis_conversation_state SET revision = ?, state = ?, updated_at = ?, updated_by = ?
-           WHERE chat_id = ? AND topic = ? AND revision = ? RETURNING revision`,
-          [snapshot.revision, state, snapshot.updated_at, snapshot.updated_by, snapshot.chat_id, topic, snapshot.revision - 1]
-        )
+        ? yield* sql<Row>`UPDATE deixis_conversation_state
+           SET revision = ${snapshot.revision}, state = ${state}, updated_at = ${snapshot.updated_at}, updated_by = ${snapshot.updated_by}
+           WHERE chat_id = ${snapshot.chat_id} AND topic = ${topic} AND revision = ${snapshot.revision - 1} RETURNING revision`
         : []
       if (written.length === 1) return
       const current = yield* currentRevision(snapshot)
@@ -91,9 +83,9 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
   // already holds the database's write lock.
   const lockScope = (scope: ConversationScope) =>
     db.dialect === "pg"
-      ? Effect.asVoid(db.query(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, [
-        `deixis/conversation_state/${JSON.stringify([scope.chat_id, topicKey(scope.topic_id)])}`
-      ]))
+      ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`deixis/conversation_state/${
+        JSON.stringify([scope.chat_id, topicKey(scope.topic_id)])
+      }`}, 0))`)
       : Effect.void
 
   // A scope whose ids the rule refuses was never written; writing one is refused.
@@ -124,13 +116,10 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
     migrateChat: (from, to) =>
       from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
         // A scope the new chat already has keeps its own (newer) state.
-        const moved = yield* db.query(
-          `INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
-           SELECT ?, topic, revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ?
-           ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`,
-          [to, from]
-        )
-        yield* db.query(`DELETE FROM deixis_conversation_state WHERE chat_id = ?`, [from])
+        const moved = yield* sql`INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+           SELECT ${to}, topic, revision, state, updated_at, updated_by FROM deixis_conversation_state WHERE chat_id = ${from}
+           ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`
+        yield* sql`DELETE FROM deixis_conversation_state WHERE chat_id = ${from}`
         return moved.length
       })).pipe(Effect.mapError(fail("migrateChat")))
   }
