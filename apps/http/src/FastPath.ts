@@ -30,6 +30,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Auth from "./Auth.js"
 import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
+import * as RequestDecoder from "./RequestDecoder.js"
 import * as Routes from "./Routes.js"
 
 /**
@@ -61,6 +62,8 @@ export interface FastPathOptions {
 /** One route: its Schemas, as `Api.ts` declares them, and its service call. */
 interface Route {
   readonly path: string
+  /** The Schema's decoded value for the common shapes, or undefined (`RequestDecoder.ts`). */
+  readonly fast: (input: unknown) => unknown
   readonly decode: (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
   readonly encode: (output: unknown) => unknown
   readonly call: (payload: unknown) => Effect.Effect<unknown, ContextStore.StoreError | Errors.InvalidRequest>
@@ -71,10 +74,12 @@ interface Route {
 const route = <A, I, B>(
   { path }: Routes.Route,
   payload: Schema.Schema<A, I>,
+  fast: RequestDecoder.FastDecoder<A>,
   encode: (result: B) => unknown,
   call: (payload: A) => Effect.Effect<B, ContextStore.StoreError | Errors.InvalidRequest>
 ): Route => ({
   path,
+  fast,
   decode: Schema.decodeUnknownEither(payload),
   encode: encode as Route["encode"],
   call: call as Route["call"]
@@ -121,8 +126,8 @@ export const layer = (
       const run = Runtime.runCallback(runtime)
       const routes = new Map<string, Route>(
         [
-          route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
-          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, ActiveContext.encodeResult, active.list)
+          route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, RequestDecoder.resolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
+          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, RequestDecoder.listRequest, ActiveContext.encodeResult, active.list)
         ].map((r) => [r.path, r])
       )
       const { maxBodyBytes } = options
@@ -162,9 +167,15 @@ export const layer = (
               return answer(400, JSON.stringify(Gate.invalidJsonBody(error)))
             }
           }
-          const payload = r.decode(json)
-          if (Either.isLeft(payload)) return answer(decodeErrorStatus, decodeErrorBody(payload.left))
-          run(r.call(payload.right), {
+          // The common shapes without the Schema interpreter; anything else (every error among
+          // them) through the Schema, which words the error body.
+          let decoded = r.fast(json)
+          if (decoded === undefined) {
+            const payload = r.decode(json)
+            if (Either.isLeft(payload)) return answer(decodeErrorStatus, decodeErrorBody(payload.left))
+            decoded = payload.right
+          }
+          run(r.call(decoded), {
             onExit: (exit) => {
               if (Exit.isSuccess(exit)) {
                 let body: string
