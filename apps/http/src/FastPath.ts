@@ -62,6 +62,7 @@ export interface FastPathOptions {
 /** One route: its Schemas, as `Api.ts` declares them, and its service call. */
 interface Route {
   readonly path: string
+  readonly record: Metrics.Recorder
   /** The Schema's decoded value for the common shapes, or undefined (`RequestDecoder.ts`). */
   readonly fast: (input: unknown) => unknown
   readonly decode: (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
@@ -79,6 +80,7 @@ const route = <A, I, B>(
   call: (payload: A) => Effect.Effect<B, ContextStore.StoreError | Errors.InvalidRequest>
 ): Route => ({
   path,
+  record: Metrics.recorder("POST", path),
   fast,
   decode: Schema.decodeUnknownEither(payload),
   encode: encode as Route["encode"],
@@ -144,7 +146,7 @@ export const layer = (
 
         const started = performance.now()
         const answer = (status: number, body: string) => {
-          Metrics.recordNow("POST", r.path, status, (performance.now() - started) / 1000)
+          r.record(status, (performance.now() - started) / 1000)
           send(response, status, body)
         }
         // The Effect stack's checks, in its order: the route's authentication, then the body.

@@ -40,10 +40,16 @@ const literal = (...values: ReadonlyArray<string>) => {
   return (value: unknown): string | NO => (typeof value === "string" && set.has(value) ? value : NO)
 }
 
-// The leaves that are unions of literals and a pattern: the Schema's own guard (no transformation,
-// so a value decodes to itself exactly when the guard accepts it).
-const isTargetKindHint = Schema.is(ObjectKind.TargetKindHint)
-const isObjectKind = Schema.is(ObjectKind.ObjectKind)
+// The leaves that are unions of literals and a pattern: the literals from a Set, anything else
+// through the Schema's own guard (no transformation, so a value decodes to itself exactly when
+// the guard accepts it).
+const oneOf = <A extends string>(literals: ReadonlyArray<A>, schema: Schema.Schema<A>) => {
+  const set = new Set<unknown>(literals)
+  const is = Schema.is(schema)
+  return (value: unknown): value is A => set.has(value) || is(value)
+}
+const isTargetKindHint = oneOf(ObjectKind.BuiltinKindHint.literals, ObjectKind.TargetKindHint)
+const isObjectKind = oneOf(ObjectKind.kinds, ObjectKind.ObjectKind)
 const targetKindHint = (value: unknown): string | NO => (isTargetKindHint(value) ? value : NO)
 const kinds = (value: unknown): ReadonlyArray<string> | NO => {
   if (!Array.isArray(value) || value.length < 1 || value.length > 12) return NO
