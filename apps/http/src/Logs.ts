@@ -1,14 +1,13 @@
 /**
  * The service's log lines, formatted as core's `Logging` formats them (logfmt or JSON, one line
- * each, the same bytes), but written to stdout in batches: the lines of one turn of the event
- * loop go out in one write, after the turn, instead of one synchronous `console.log` each (on a
- * pipe, a write system call per line, and the reader woken per line). At the default level,
- * Info, every tool call logs a line: one write per line cost the service nearly half its
- * throughput (README, Benchmark).
+ * each, the same bytes), but written to stdout in batches, instead of one synchronous
+ * `console.log` each (on a pipe, a write system call per line, and the reader woken per line).
+ * At the default level, Info, every tool call logs a line: one write per line cost the service
+ * nearly half its throughput (README, Benchmark).
  *
- * Lines are flushed at the end of each turn, when 64 KiB are waiting, when the layer is
- * released, and on `process.exit` (so a crash's last lines are written too). A SIGKILL loses at
- * most the lines of the turn it interrupts.
+ * Lines are written at most 10 ms after they were logged, at once when 64 KiB are waiting,
+ * when the layer is released, and on `process.exit` (so a crash's last lines are written too).
+ * A SIGKILL loses at most the last 10 ms of lines.
  *
  * @since 0.2.0
  */
@@ -33,6 +32,7 @@ export interface Sink {
 }
 
 const flushAtBytes = 64 * 1024
+const flushAfterMs = 10
 
 /**
  * A sink over `write`, which receives whole lines, newline-terminated, several at a time.
@@ -42,10 +42,10 @@ const flushAtBytes = 64 * 1024
  */
 export const makeSink = (write: (chunk: string) => void): Sink => {
   let pending = ""
-  let scheduled: ReturnType<typeof setImmediate> | undefined
+  let scheduled: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
     if (scheduled !== undefined) {
-      clearImmediate(scheduled)
+      clearTimeout(scheduled)
       scheduled = undefined
     }
     if (pending === "") return
@@ -57,7 +57,11 @@ export const makeSink = (write: (chunk: string) => void): Sink => {
     line: (text) => {
       pending += text + "\n"
       if (pending.length >= flushAtBytes) flush()
-      else if (scheduled === undefined) scheduled = setImmediate(flush)
+      else if (scheduled === undefined) {
+        // Not holding the process open: `process.exit` and the layer's release flush.
+        scheduled = setTimeout(flush, flushAfterMs)
+        scheduled.unref()
+      }
     },
     flush
   }

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { vi } from "vitest"
 import { Logging } from "@deixis/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -25,7 +26,7 @@ const reference = (options: Logging.LoggingOptions) =>
     const base = yield* Effect.console
     const log = (...args: ReadonlyArray<unknown>) => void lines.push(args.map(String).join(" "))
     const capture = { ...base, unsafe: { ...base.unsafe, log } }
-    yield* program.pipe(Effect.provide(Logging.layer(options)), Effect.withConsole(capture))
+    yield* program.pipe(Effect.withConsole(capture), Effect.provide(Logging.layer(options)))
     return lines
   })
 
@@ -50,20 +51,27 @@ describe("batched logs", () => {
       }))
   }
 
-  it("writes once per turn of the event loop, and everything at a flush", async () => {
+  it("writes the lines of 10 ms at once, and everything at a flush", () => {
     const writes: Array<string> = []
     const sink = Logs.makeSink((chunk) => void writes.push(chunk))
-    sink.line("a")
-    sink.line("b")
-    assert.deepStrictEqual(writes, [])
-    await new Promise((resolve) => setImmediate(resolve))
-    assert.deepStrictEqual(writes, ["a\nb\n"])
+    vi.useFakeTimers()
+    try {
+      sink.line("a")
+      sink.line("b")
+      assert.deepStrictEqual(writes, [])
+      vi.advanceTimersByTime(9)
+      assert.deepStrictEqual(writes, [])
+      vi.advanceTimersByTime(1)
+      assert.deepStrictEqual(writes, ["a\nb\n"])
+    } finally {
+      vi.useRealTimers()
+    }
     sink.line("c")
     sink.flush()
     assert.deepStrictEqual(writes, ["a\nb\n", "c\n"])
     sink.flush()
     assert.strictEqual(writes.length, 2)
-    // A large backlog is written without waiting for the turn to end.
+    // A large backlog is written without waiting for the timer.
     const long = "x".repeat(70 * 1024)
     sink.line(long)
     assert.deepStrictEqual(writes[2], long + "\n")
