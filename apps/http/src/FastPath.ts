@@ -8,8 +8,9 @@
  * Same behaviour as the HttpApi route, checked by `test/fastpath.test.ts` on a corpus of
  * requests: the same bearer check (`Auth.ts`), body limit, error bodies and status codes (from
  * the gate's shared bodies and the API's own error Schemas), the same payload Schemas and result
- * encodings (the ones `Api.ts` declares for these endpoints), the same services (called through
- * the layer's Runtime), the same request metrics. The routes are the route table's
+ * encodings (the ones `Api.ts` declares for these endpoints; the common request shapes decoded by
+ * `RequestDecoder.ts` to exactly the Schema's value, everything else by the Schema), the same
+ * services (called through the layer's Runtime), the same request metrics. The routes are the route table's
  * (`Routes.ts`), matched on the canonical target the edge has already made (`Edge.ts`).
  * Anything unusual — another method, a query string, a body that is not `application/json` —
  * goes to the Effect stack.
