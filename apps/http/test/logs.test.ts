@@ -34,7 +34,9 @@ const reference = (options: Logging.LoggingOptions) =>
     const base = yield* Effect.console
     const log = (...args: ReadonlyArray<unknown>) => void lines.push(args.map(String).join(" "))
     const capture = { ...base, unsafe: { ...base.unsafe, log } }
-    yield* program.pipe(Effect.withConsole(capture), Effect.provide(Logging.layer(options)))
+    // On a fiber of its own: the logger a provided layer adds outlives the provide in the
+    // enclosing fiber.
+    yield* Effect.promise(() => Effect.runPromise(program.pipe(Effect.withConsole(capture), Effect.provide(Logging.layer(options)))))
     return lines
   })
 
