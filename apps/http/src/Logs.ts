@@ -2,8 +2,8 @@
  * The service's log lines, formatted as core's `Logging` formats them (logfmt or JSON, one line
  * each, the same bytes), but written to stdout in batches, instead of one synchronous
  * `console.log` each (on a pipe, a write system call per line, and the reader woken per line).
- * At the default level, Info, every tool call logs a line: one write per line cost the service
- * nearly half its throughput (README, Benchmark).
+ * At the default level, Info, every tool call logs a line: logging took about 40% of the
+ * service's CPU per request, most of it those writes (README, Benchmark).
  *
  * Lines are written at most 10 ms after they were logged, at once when 64 KiB are waiting,
  * when the layer is released, and on `process.exit` (so a crash's last lines are written too).
