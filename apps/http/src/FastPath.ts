@@ -10,8 +10,9 @@
  * the gate's shared bodies and the API's own error Schemas), the same payload Schemas and result
  * encodings (the ones `Api.ts` declares for these endpoints; the common request shapes decoded by
  * `RequestDecoder.ts` to exactly the Schema's value, everything else by the Schema), the same
- * services (called through the layer's Runtime), the same request metrics. The routes are the route table's
- * (`Routes.ts`), matched on the canonical target the edge has already made (`Edge.ts`).
+ * services (called through the layer's Runtime), the same request metrics. The routes are the
+ * route table's (`Routes.ts`), matched on the canonical target the edge has already made
+ * (`Edge.ts`).
  * Anything unusual — another method, a query string, a body that is not `application/json` —
  * goes to the Effect stack.
  */
