@@ -114,11 +114,19 @@ export const makeLogfmtLogger = (): Logger.Logger<unknown, string> => {
   })
 }
 
-// As `console.log` writes to stdout: a failed write (a closed pipe) is not the service's error.
+// As `console.log` writes to stdout (Node's Console does the same): a failed write, say to a
+// closed pipe, is not the service's error, whether it fails at once or later.
 const ignore = () => {}
+const afterWrite = (error?: Error | null) => {
+  if (error != null && process.stdout.listenerCount("error") === 0) process.stdout.once("error", ignore)
+}
 const writeStdout = (chunk: string) => {
   process.stdout.once("error", ignore)
-  process.stdout.write(chunk, () => process.stdout.removeListener("error", ignore))
+  try {
+    process.stdout.write(chunk, afterWrite)
+  } finally {
+    process.stdout.removeListener("error", ignore)
+  }
 }
 
 /**
