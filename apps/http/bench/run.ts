@@ -2,9 +2,12 @@
  * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
  * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
  * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
- * the same route with the fast path off (the Effect HTTP stack alone); then the service on a
+ * the same route with the fast path off (the Effect HTTP stack alone) and with logging at Info
+ * (the service's default level: a line per tool call, to a pipe); then the service on a
  * SQLite file and on PostgreSQL (DEIXIS_TEST_PG_URL; BENCH_STORES=memory skips both), each seeded
- * with the same 10,000-message chat. Each server runs in its own process.
+ * with the same 10,000-message chat. Each server runs in its own process; beside each run, the
+ * server's own CPU time per request (user + system, from /proc), which the other processes on
+ * the machine disturb far less than the rates.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -36,12 +39,24 @@ const rssOf = (child: ChildProcess): string => {
   }
 }
 
+/** A process's CPU time so far (user + system), in ms (Linux; NaN elsewhere). */
+const cpuMsOf = (child: ChildProcess): number => {
+  try {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10 // USER_HZ = 100
+  } catch {
+    return Number.NaN
+  }
+}
+
 const start = async (script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> => {
   const port = await freePort()
   const child = spawn(process.execPath, [join(here, script)], {
     env: { ...process.env, PORT: String(port), ...env },
-    stdio: "ignore"
+    // stdout is a pipe, drained, as under a log collector (the logs' cost is part of the figure).
+    stdio: ["ignore", "pipe", "ignore"]
   })
+  child.stdout!.resume()
   const url = `http://127.0.0.1:${port}`
   for (let i = 0; i < 300; i++) {
     if (await fetch(url + "/healthz").then(() => true, () => false)) return { child, url }
@@ -51,10 +66,12 @@ const start = async (script: string, env: Record<string, string> = {}): Promise<
 }
 
 interface Result {
-  readonly requests: { readonly average: number }
+  readonly requests: { readonly average: number; readonly total: number }
   readonly latency: { readonly p50: number; readonly p99: number; readonly average: number }
   readonly non2xx: number
   readonly errors: number
+  /** The server's CPU time per request, in µs. */
+  readonly cpuUs?: number
 }
 
 // The package's own autocannon (a dev dependency), run as a separate process.
@@ -69,6 +86,17 @@ const cannon = (url: string, body: string, options: { readonly seconds?: number;
     ], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
       error ? reject(error) : stdout.trim() === "" ? reject(new Error(stderr)) : resolve(JSON.parse(stdout) as Result))
   })
+
+/** A run, with the server's CPU time per request. */
+const measure = async (
+  server: { readonly child: ChildProcess; readonly url: string },
+  body: string,
+  options: { readonly seconds?: number; readonly rate?: number } = {}
+): Promise<Result> => {
+  const before = cpuMsOf(server.child)
+  const result = await cannon(server.url + "/v1/tools/resolve_reference_target", body, options)
+  return { ...result, cpuUs: ((cpuMsOf(server.child) - before) * 1000) / result.requests.total }
+}
 
 const seed = async (url: string) => {
   const events: Array<unknown> = []
@@ -99,6 +127,7 @@ const main = async () => {
   const bare = await start("bare.js")
   const service = await start("server.js", { DEIXIS_STORE: "memory" })
   const effectOnly = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_HTTP_FAST_PATH: "false" })
+  const logging = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_LOG_LEVEL: "Info" })
   const sqliteDir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
   const pgSchema = `deixis_http_bench_${Date.now().toString(36)}`
   const engines: Array<{ readonly name: string; readonly env: Record<string, string> }> = [
@@ -109,14 +138,17 @@ const main = async () => {
   try {
     await seed(service.url)
     await seed(effectOnly.url)
+    await seed(logging.url)
     await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const baseline = await cannon(bare.url + "/v1/tools/resolve_reference_target", request)
-    const deixis = await cannon(service.url + "/v1/tools/resolve_reference_target", request)
-    const paced = await cannon(service.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
+    const baseline = await measure(bare, request)
+    const deixis = await measure(service, request)
+    const paced = await measure(service, request, { rate: 1000 })
     // The same pacing against the bare server: what this machine and autocannon's pacing add.
-    const barePaced = await cannon(bare.url + "/v1/tools/resolve_reference_target", request, { rate: 1000 })
+    const barePaced = await measure(bare, request, { rate: 1000 })
     await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const stack = await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request)
+    const stack = await measure(effectOnly, request)
+    await cannon(logging.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
+    const logged = await measure(logging, request)
     // The same chat and requests on the durable stores, one server at a time.
     const durable: Array<{ readonly name: string; readonly result: Result; readonly rss: string }> = []
     for (const engine of engines) {
@@ -124,24 +156,27 @@ const main = async () => {
       others.push(server.child)
       await seed(server.url)
       await cannon(server.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-      const result = await cannon(server.url + "/v1/tools/resolve_reference_target", request)
+      const result = await measure(server, request)
       durable.push({ name: engine.name, result, rss: rssOf(server.child) })
       server.child.kill("SIGTERM")
     }
     const memoryRss = rssOf(service.child)
     const ratio = deixis.requests.average / baseline.requests.average
-    console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning\n`)
-    console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx |")
-    console.log("|---|---:|---:|---:|---:|")
+    const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
+    console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning unless said, load average at the end ${load}\n`)
+    console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx | server CPU µs/request |")
+    console.log("|---|---:|---:|---:|---:|---:|")
     const row = (name: string, r: Result) =>
-      console.log(`| ${name} | ${Math.round(r.requests.average).toLocaleString("en-US")} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} |`)
+      console.log(`| ${name} | ${Math.round(r.requests.average).toLocaleString("en-US")} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} | ${r.cpuUs === undefined || Number.isNaN(r.cpuUs) ? "?" : Math.round(r.cpuUs)} |`)
     row("bare node:http, constant JSON", baseline)
     row("deixis resolve_reference_target, max rate", deixis)
     row("deixis resolve_reference_target, 1,000 req/s", paced)
     row("bare node:http, 1,000 req/s", barePaced)
     row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
+    row("deixis resolve_reference_target, logging at Info (the default), max rate", logged)
     for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
-    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target <= 5 ms (bare: ${barePaced.latency.p99} ms)`)
+    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target within 2 ms of bare's (bare: ${barePaced.latency.p99} ms)`)
+    console.log(`logging at Info / at Warning: ${(logged.requests.average / deixis.requests.average).toFixed(2)} of the rate, ${((logged.cpuUs ?? 0) / (deixis.cpuUs ?? 1)).toFixed(2)}× the CPU per request`)
     console.log(`server RSS after its runs (MiB; DEIXIS_STORE_CACHE_MB at its default): memory store ${memoryRss}${
       durable.map((d) => `, ${d.name} ${d.rss}`).join("")
     }`)
@@ -153,6 +188,7 @@ const main = async () => {
     bare.child.kill("SIGTERM")
     service.child.kill("SIGTERM")
     effectOnly.child.kill("SIGTERM")
+    logging.child.kill("SIGTERM")
     for (const child of others) child.kill("SIGTERM")
     rmSync(sqliteDir, { recursive: true, force: true })
     if (stores.includes("pg")) {

@@ -6,12 +6,14 @@
 import { NodeRuntime } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
+import * as Logs from "../src/Logs.js"
 import * as Server from "../src/Server.js"
 import * as Store from "../src/Store.js"
 
+// The service's own logger (logfmt, batched, as `main.ts` runs it), at Warning unless
+// DEIXIS_LOG_LEVEL=Info (the service's default level: a line per tool call).
 const level = process.env["DEIXIS_LOG_LEVEL"] === "Info" ? LogLevel.Info : LogLevel.Warning
 Server.layer(
   {
@@ -23,4 +25,4 @@ Server.layer(
     fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
   },
   Layer.unwrapEffect(Effect.map(Store.config, Store.layer))
-).pipe(Layer.provide(Logger.minimumLogLevel(level)), Layer.launch, NodeRuntime.runMain)
+).pipe(Layer.provide(Logs.layer({ level, format: "logfmt" })), Layer.launch, NodeRuntime.runMain({ disablePrettyLogger: true }))

@@ -45,6 +45,17 @@ export interface EdgeOptions {
   readonly shutdownTimeoutMs: number
 }
 
+/**
+ * Targets that are canonical as they come: the static routes' paths (the ones `canonical` gives
+ * back unchanged, checked here once), so the common request skips the scan.
+ */
+const alreadyCanonical = new Set(
+  Routes.table.map((route) => route.path).filter((path) => {
+    const target = RequestTarget.canonical(path)
+    return Either.isRight(target) && target.right === path
+  })
+)
+
 /** How long a closing connection keeps reading (and dropping) a body its answer refused. */
 const lingerMs = 2_000
 
@@ -144,12 +155,15 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           response.writeHead = writeHead as ServerResponse["writeHead"]
           request.destroy = destroy
 
-          const target = RequestTarget.canonical(request.url ?? "")
-          if (Either.isLeft(target)) {
-            Metrics.recordNow(Routes.methodLabel(request.method ?? ""), "unmatched", 400, (performance.now() - started) / 1000)
-            return send(response, 400, { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${target.left.reason}` })
+          const raw = request.url ?? ""
+          if (!alreadyCanonical.has(raw)) {
+            const target = RequestTarget.canonical(raw)
+            if (Either.isLeft(target)) {
+              Metrics.recordNow(Routes.methodLabel(request.method ?? ""), "unmatched", 400, (performance.now() - started) / 1000)
+              return send(response, 400, { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${target.left.reason}` })
+            }
+            request.url = target.right
           }
-          request.url = target.right
           if (handler === undefined || stopping) {
             const message = stopping ? "the service is stopping" : "the service is starting"
             return send(response, 503, { _tag: "ShuttingDown", message }, true)

@@ -8,9 +8,11 @@
  * Same behaviour as the HttpApi route, checked by `test/fastpath.test.ts` on a corpus of
  * requests: the same bearer check (`Auth.ts`), body limit, error bodies and status codes (from
  * the gate's shared bodies and the API's own error Schemas), the same payload Schemas and result
- * encodings (the ones `Api.ts` declares for these endpoints), the same services (called through
- * the layer's Runtime), the same request metrics. The routes are the route table's
- * (`Routes.ts`), matched on the canonical target the edge has already made (`Edge.ts`).
+ * encodings (the ones `Api.ts` declares for these endpoints; the common request shapes decoded by
+ * `RequestDecoder.ts` to exactly the Schema's value, everything else by the Schema), the same
+ * services (called through the layer's Runtime), the same request metrics. The routes are the
+ * route table's (`Routes.ts`), matched on the canonical target the edge has already made
+ * (`Edge.ts`).
  * Anything unusual — another method, a query string, a body that is not `application/json` —
  * goes to the Effect stack.
  */
@@ -30,6 +32,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Auth from "./Auth.js"
 import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
+import * as RequestDecoder from "./RequestDecoder.js"
 import * as Routes from "./Routes.js"
 
 /**
@@ -61,6 +64,9 @@ export interface FastPathOptions {
 /** One route: its Schemas, as `Api.ts` declares them, and its service call. */
 interface Route {
   readonly path: string
+  readonly record: Metrics.Recorder
+  /** The Schema's decoded value for the common shapes, or undefined (`RequestDecoder.ts`). */
+  readonly fast: (input: unknown) => unknown
   readonly decode: (input: unknown) => Either.Either<unknown, ParseResult.ParseError>
   readonly encode: (output: unknown) => unknown
   readonly call: (payload: unknown) => Effect.Effect<unknown, ContextStore.StoreError | Errors.InvalidRequest>
@@ -71,10 +77,13 @@ interface Route {
 const route = <A, I, B>(
   { path }: Routes.Route,
   payload: Schema.Schema<A, I>,
+  fast: RequestDecoder.FastDecoder<A>,
   encode: (result: B) => unknown,
   call: (payload: A) => Effect.Effect<B, ContextStore.StoreError | Errors.InvalidRequest>
 ): Route => ({
   path,
+  record: Metrics.recorder("POST", path),
+  fast,
   decode: Schema.decodeUnknownEither(payload),
   encode: encode as Route["encode"],
   call: call as Route["call"]
@@ -121,8 +130,8 @@ export const layer = (
       const run = Runtime.runCallback(runtime)
       const routes = new Map<string, Route>(
         [
-          route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
-          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, ActiveContext.encodeResult, active.list)
+          route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, RequestDecoder.resolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
+          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, RequestDecoder.listRequest, ActiveContext.encodeResult, active.list)
         ].map((r) => [r.path, r])
       )
       const { maxBodyBytes } = options
@@ -139,7 +148,7 @@ export const layer = (
 
         const started = performance.now()
         const answer = (status: number, body: string) => {
-          Metrics.recordNow("POST", r.path, status, (performance.now() - started) / 1000)
+          r.record(status, (performance.now() - started) / 1000)
           send(response, status, body)
         }
         // The Effect stack's checks, in its order: the route's authentication, then the body.
@@ -162,9 +171,15 @@ export const layer = (
               return answer(400, JSON.stringify(Gate.invalidJsonBody(error)))
             }
           }
-          const payload = r.decode(json)
-          if (Either.isLeft(payload)) return answer(decodeErrorStatus, decodeErrorBody(payload.left))
-          run(r.call(payload.right), {
+          // The common shapes without the Schema interpreter; anything else (every error among
+          // them) through the Schema, which words the error body.
+          let decoded = r.fast(json)
+          if (decoded === undefined) {
+            const payload = r.decode(json)
+            if (Either.isLeft(payload)) return answer(decodeErrorStatus, decodeErrorBody(payload.left))
+            decoded = payload.right
+          }
+          run(r.call(decoded), {
             onExit: (exit) => {
               if (Exit.isSuccess(exit)) {
                 let body: string

@@ -27,10 +27,57 @@ export const latency = Metric.fromMetricKey(latencyKey)
 
 // One metric per label set, built from its full key: such a metric keeps its registry hook,
 // where `Metric.tagged` builds a key and looks it up in the registry on every update.
-const counters = new Map<string, Metric.Metric.Counter<number>>()
-const histograms = new Map<string, Metric.Metric.Histogram<number>>()
 const label = MetricLabel.make
 const noLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
+
+/**
+ * Records the requests of one method and route: `(status, seconds) => void`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Recorder = (status: number, seconds: number) => void
+
+const makeRecorder = (method: string, route: string): Recorder => {
+  const histogram = Metric.fromMetricKey(
+    MetricKey.taggedWithLabels(latencyKey, [label("method", method), label("route", route)])
+  )
+  const counters = new Map<number, Metric.Metric.Counter<number>>()
+  return (status, seconds) => {
+    let counter = counters.get(status)
+    if (counter === undefined) {
+      counter = Metric.fromMetricKey(
+        MetricKey.taggedWithLabels(requestsKey, [label("method", method), label("route", route), label("status", String(status))])
+      )
+      counters.set(status, counter)
+    }
+    counter.unsafeUpdate(1, noLabels)
+    histogram.unsafeUpdate(seconds, noLabels)
+  }
+}
+
+const recorders = new Map<string, Map<string, Recorder>>()
+
+/**
+ * The recorder of one method and route, built once and kept (both must be bounded labels —
+ * `Routes.label` and `Routes.methodLabel` — never raw request values).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const recorder = (method: string, route: string): Recorder => {
+  let byRoute = recorders.get(method)
+  if (byRoute === undefined) {
+    byRoute = new Map()
+    recorders.set(method, byRoute)
+  }
+  let record = byRoute.get(route)
+  if (record === undefined) {
+    record = makeRecorder(method, route)
+    byRoute.set(route, record)
+  }
+  return record
+}
 
 /**
  * Counts one request and records its latency, synchronously: the fast path and the edge call
@@ -38,24 +85,8 @@ const noLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
  * `Metric.update` would record.) `method` and `route` must be bounded labels — `Routes.label`
  * and `Routes.methodLabel` — never raw request values.
  */
-export const recordNow = (method: string, route: string, status: number, seconds: number): void => {
-  const counterKey = `${method} ${route} ${status}`
-  let counter = counters.get(counterKey)
-  if (counter === undefined) {
-    counter = Metric.fromMetricKey(
-      MetricKey.taggedWithLabels(requestsKey, [label("method", method), label("route", route), label("status", String(status))])
-    )
-    counters.set(counterKey, counter)
-  }
-  const histogramKey = `${method} ${route}`
-  let histogram = histograms.get(histogramKey)
-  if (histogram === undefined) {
-    histogram = Metric.fromMetricKey(MetricKey.taggedWithLabels(latencyKey, [label("method", method), label("route", route)]))
-    histograms.set(histogramKey, histogram)
-  }
-  counter.unsafeUpdate(1, noLabels)
-  histogram.unsafeUpdate(seconds, noLabels)
-}
+export const recordNow = (method: string, route: string, status: number, seconds: number): void =>
+  recorder(method, route)(status, seconds)
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"").replace(/\n/g, "\\n")
 const labels = (tags: ReadonlyArray<{ readonly key: string; readonly value: string }>, extra = "") => {
