@@ -16,7 +16,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 const CHATS = 200
-const UPDATES = 20_000
+const UPDATES = Number(process.env["BENCH_UPDATES"] ?? 20_000)
+/** `BENCH_STORES=sqlite` (or `memory`) runs one kind of store only (for a profile). */
+const STORES = (process.env["BENCH_STORES"] ?? "memory,sqlite").split(",")
 const PAGE = 100
 const options = { botId: "7000000001", botUsername: "deixis_bot", mode: "talkative" as const }
 
@@ -114,12 +116,15 @@ const main = async () => {
     // Warm-up passes, so the JIT has optimised every path before anything is timed (steady state).
     await measure("warm-up", memory(), updates, PAGE)
     await measure("warm-up", memory(), updates.slice(0, 4000), 1)
-    const rows = [
-      await measure("memory", memory(), updates, PAGE),
-      await measure("memory", memory(), updates, 1),
-      await measure("SQLite (synchronous=FULL)", sqlite("batch"), updates, PAGE),
-      await measure("SQLite (synchronous=FULL)", sqlite("single"), updates.slice(0, 2000), 1)
-    ]
+    const rows = []
+    if (STORES.includes("memory")) {
+      rows.push(await measure("memory", memory(), updates, PAGE))
+      rows.push(await measure("memory", memory(), updates, 1))
+    }
+    if (STORES.includes("sqlite")) {
+      rows.push(await measure("SQLite (synchronous=FULL)", sqlite("batch"), updates, PAGE))
+      rows.push(await measure("SQLite (synchronous=FULL)", sqlite("single"), updates.slice(0, 2000), 1))
+    }
     console.log(`\n${UPDATES} raw updates across ${CHATS} chats (a quarter of them forums), node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}\n`)
     console.log("| stores | updates per call | updates | updates/s |")
     console.log("|---|---|---|---|")
