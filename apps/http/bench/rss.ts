@@ -6,8 +6,8 @@
  * does, in its own process, with `--expose-gc`), posts BENCH_CHATS chats × BENCH_MESSAGES
  * `message_observed` events to `POST /v1/events` in batches of BENCH_BATCH (at most 1,000, the
  * API's limit; BENCH_CONCURRENCY requests in flight), then reads the server's RSS
- * (`/proc/<pid>/status`): after loading, after one resolve per chat (each chat's hot part then
- * in the SQL stores' cache), and after a full GC in the server (SIGUSR2, see `gcSignal.ts`),
+ * (`/proc/<pid>/status`): after loading, after one resolve in each of a chat's 10 topics (each
+ * chat's hot part then in the SQL stores' cache), and after a full GC in the server (SIGUSR2, see `gcSignal.ts`),
  * with its V8 heap. Loading each store stops at BENCH_RSS_SECONDS (default 600): the table then
  * says how many messages were loaded. The cache budget is DEIXIS_STORE_CACHE_MB (64 when unset).
  * Prints a markdown table. Never a test: numbers depend on the machine.
@@ -130,13 +130,15 @@ const load = async (url: string): Promise<{ readonly loaded: number; readonly se
   return { loaded, seconds: (performance.now() - started) / 1000, complete: loaded === chats * messages }
 }
 
-/** One resolve per chat, so each chat's hot part is in the SQL stores' cache. */
+/** One resolve in each topic of each chat, so every chat's hot part is in the SQL stores' cache. */
 const resolveEach = async (url: string, upTo: number) => {
   for (let c = 0; c < chats; c++) {
-    await post(url + "/v1/tools/resolve_reference_target", {
-      chat_id: chatId(c), topic_id: "7", current_message_id: upTo + 1, reply_to_message_id: upTo - 3, sender_user_id: 1007,
-      raw_user_text: "what does it say?", normalized_reference_hints: { target_kind_hint: "article" }
-    })
+    for (let topic = 0; topic < 10; topic++) {
+      await post(url + "/v1/tools/resolve_reference_target", {
+        chat_id: chatId(c), topic_id: String(topic), current_message_id: upTo + 1, reply_to_message_id: upTo - 10 + topic,
+        sender_user_id: 1007, raw_user_text: "what does it say?", normalized_reference_hints: { target_kind_hint: "article" }
+      })
+    }
   }
 }
 
@@ -152,6 +154,8 @@ interface Row {
   readonly afterResolve: number
   readonly afterGc: number
   readonly heapUsed: number
+  readonly heapTotal: number
+  readonly external: number
   readonly peak: number
   readonly disk: string
   readonly load: string
@@ -187,6 +191,8 @@ const main = async () => {
           afterResolve,
           afterGc: after.rss,
           heapUsed: Number(heap["heapUsed"]),
+          heapTotal: Number(heap["heapTotal"]),
+          external: Number(heap["external"]),
           peak: after.peak,
           disk: engine.key === "sqlite" ? `${mib(dirBytes(sqliteDir))} MiB file + WAL` : "",
           load: `${before}–${loadavg()[0]!.toFixed(1)}`
@@ -208,12 +214,12 @@ const main = async () => {
     }
   }
   console.log(`\napps/http RSS benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${chats} chats × ${messages.toLocaleString("en-US")} messages posted to POST /v1/events in batches of ${batch} (${concurrency} in flight), DEIXIS_STORE_CACHE_MB ${cacheMb}\n`)
-  console.log("| store | cache budget | messages loaded | load (s) | messages/s | RSS after load (MiB) | after a resolve per chat | after GC | V8 heap used after GC | peak RSS | load average |")
-  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+  console.log("| store | cache budget | messages loaded | load (s) | messages/s | RSS after load (MiB) | after a resolve per topic | after GC | V8 heap used / total after GC | external | peak RSS | load average |")
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
   for (const r of rows) {
     console.log(`| ${r.store} | ${r.cache} | ${r.loaded.toLocaleString("en-US")}${r.complete ? "" : " (stopped at the deadline)"} | ${r.seconds.toFixed(0)} | ${
       Math.round(r.loaded / r.seconds).toLocaleString("en-US")
-    } | ${mib(r.afterLoad)} | ${mib(r.afterResolve)} | ${mib(r.afterGc)} | ${mib(r.heapUsed)} | ${mib(r.peak)} | ${r.load} |`)
+    } | ${mib(r.afterLoad)} | ${mib(r.afterResolve)} | ${mib(r.afterGc)} | ${mib(r.heapUsed)} / ${mib(r.heapTotal)} | ${mib(r.external)} | ${mib(r.peak)} | ${r.load} |`)
   }
   for (const r of rows) if (r.disk !== "") console.log(`\n${r.store}: ${r.disk} on disk`)
 }
