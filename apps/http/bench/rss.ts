@@ -142,6 +142,14 @@ const resolveEach = async (url: string, upTo: number) => {
   }
 }
 
+/** The store cache's counters from the server's `/metrics` (hits, misses, evictions), when it exports them. */
+const cacheCounters = async (url: string): Promise<string> => {
+  const text = await fetch(url + "/metrics").then((r) => (r.ok ? r.text() : ""), () => "")
+  const value = (name: string) => /^(\S+)\s+([\d.e+]+)$/m.exec(text.split("\n").filter((l) => l.startsWith(name)).join("\n"))?.[2]
+  const [hits, misses, evictions] = ["deixis_store_cache_hits_total", "deixis_store_cache_misses_total", "deixis_store_cache_evictions_total"].map(value)
+  return hits === undefined ? "" : `cache hits ${hits}, misses ${misses ?? "?"}, evictions ${evictions ?? "0"}`
+}
+
 const dirBytes = (dir: string) => readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0)
 
 interface Row {
@@ -158,6 +166,7 @@ interface Row {
   readonly external: number
   readonly peak: number
   readonly disk: string
+  readonly counters: string
   readonly load: string
 }
 
@@ -179,6 +188,7 @@ const main = async () => {
         const afterLoad = procMemory(server.child.pid!).rss
         await resolveEach(server.url, Math.ceil(result.loaded / chats))
         const afterResolve = procMemory(server.child.pid!).rss
+        const counters = engine.key === "memory" ? "" : await cacheCounters(server.url)
         const heap = await server.memoryReport()
         const after = procMemory(server.child.pid!)
         rows.push({
@@ -195,6 +205,7 @@ const main = async () => {
           external: Number(heap["external"]),
           peak: after.peak,
           disk: engine.key === "sqlite" ? `${mib(dirBytes(sqliteDir))} MiB file + WAL` : "",
+          counters,
           load: `${before}–${loadavg()[0]!.toFixed(1)}`
         })
         console.error(`${engine.name}: ${result.loaded} messages in ${result.seconds.toFixed(0)} s`)
@@ -222,6 +233,7 @@ const main = async () => {
     } | ${mib(r.afterLoad)} | ${mib(r.afterResolve)} | ${mib(r.afterGc)} | ${mib(r.heapUsed)} / ${mib(r.heapTotal)} | ${mib(r.external)} | ${mib(r.peak)} | ${r.load} |`)
   }
   for (const r of rows) if (r.disk !== "") console.log(`\n${r.store}: ${r.disk} on disk`)
+  for (const r of rows) if (r.counters !== "") console.log(`\n${r.store}: ${r.counters} (from /metrics, after the resolves)`)
 }
 
 void main()
