@@ -15,6 +15,7 @@ import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/C
 import { ConversationStateStore } from "@deixis/core/ConversationState"
 import { httpStatus } from "@deixis/core/Errors"
 import { ReminderStore } from "@deixis/core/ReminderStore"
+import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import { UpdateInbox } from "@deixis/core/UpdateInbox"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
@@ -34,6 +35,7 @@ import { describe, makeDb } from "./internal/db.js"
 import { makeSqlHistoryStore } from "./internal/historyStore.js"
 import { isIdentifier, migrate, migrations } from "./internal/migrations.js"
 import { makeSqlStateStore } from "./internal/stateStore.js"
+import { makeUnitOfWork } from "./internal/unit.js"
 
 // -----------------------------------------------------------------------------
 // Errors
@@ -238,7 +240,7 @@ export class Retention extends Context.Tag("@deixis/store-sql/Retention")<Retent
  * @since 0.1.0
  * @category models
  */
-export type Stores = ContextStore | HistoryStore | ConversationStateStore | ReminderStore | UpdateInbox | Retention
+export type Stores = ContextStore | HistoryStore | ConversationStateStore | ReminderStore | UpdateInbox | Retention | UnitOfWork
 
 /**
  * Runs the migrations over the `SqlClient` in context (on PostgreSQL, in `schema`, created
@@ -303,14 +305,16 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
       state: makeSqlStateStore(db),
       reminders: makeSqlReminderStore(db),
       inbox: makeSqlUpdateInbox(db),
-      retention
+      retention,
+      unit: makeUnitOfWork(db)
     }
   })
 
 /**
  * Every store over the `SqlClient` in context (SQLite or PostgreSQL, recognised by its
- * dialect): migrates, then provides the three ports and the retention sweep, swept on a
- * schedule while the layer lives.
+ * dialect): migrates, then provides the ports, the retention sweep (run on a schedule while the
+ * layer lives) and core's `UnitOfWork`: one SQL transaction around everything run through it,
+ * each chat's revision bumped once and the cache moved once the transaction committed.
  *
  * @since 0.1.0
  * @category layers
@@ -325,7 +329,8 @@ export const layerStores = (
         Context.add(ConversationStateStore, s.state),
         Context.add(ReminderStore, s.reminders),
         Context.add(UpdateInbox, s.inbox),
-        Context.add(Retention, s.retention)
+        Context.add(Retention, s.retention),
+        Context.add(UnitOfWork, s.unit)
       ))
   )
 

@@ -16,7 +16,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 const CHATS = 200
-const UPDATES = 20_000
+const UPDATES = Number(process.env["BENCH_UPDATES"] ?? 20_000)
+/** `BENCH_STORES=sqlite` (or `memory`) runs one kind of store only (for a profile). */
+const STORES = (process.env["BENCH_STORES"] ?? "memory,sqlite").split(",")
 const PAGE = 100
 const options = { botId: "7000000001", botUsername: "deixis_bot", mode: "talkative" as const }
 
@@ -90,13 +92,18 @@ const measure = async (
   const runtime = ManagedRuntime.make(layer)
   try {
     const started = performance.now()
+    const cpu = process.cpuUsage()
     for (let i = 0; i < updates.length; i += page) {
       const raw = updates.slice(i, i + page).map((u) => JSON.parse(u) as unknown)
       if (page === 1) await runtime.runPromise(TelegramRecorder.record(raw[0], options))
       else await runtime.runPromise(TelegramRecorder.recordBatch(raw, options))
     }
     const seconds = (performance.now() - started) / 1000
-    return { label, page, updates: updates.length, perSecond: Math.round(updates.length / seconds) }
+    const used = process.cpuUsage(cpu)
+    // CPU time of this process (user + system) per update: less swayed than wall time by other
+    // processes sharing the machine.
+    const cpuMicros = (used.user + used.system) / updates.length
+    return { label, page, updates: updates.length, perSecond: Math.round(updates.length / seconds), cpuMicros: Math.round(cpuMicros) }
   } finally {
     await runtime.dispose()
   }
@@ -114,16 +121,19 @@ const main = async () => {
     // Warm-up passes, so the JIT has optimised every path before anything is timed (steady state).
     await measure("warm-up", memory(), updates, PAGE)
     await measure("warm-up", memory(), updates.slice(0, 4000), 1)
-    const rows = [
-      await measure("memory", memory(), updates, PAGE),
-      await measure("memory", memory(), updates, 1),
-      await measure("SQLite (synchronous=FULL)", sqlite("batch"), updates, PAGE),
-      await measure("SQLite (synchronous=FULL)", sqlite("single"), updates.slice(0, 2000), 1)
-    ]
+    const rows = []
+    if (STORES.includes("memory")) {
+      rows.push(await measure("memory", memory(), updates, PAGE))
+      rows.push(await measure("memory", memory(), updates, 1))
+    }
+    if (STORES.includes("sqlite")) {
+      rows.push(await measure("SQLite (synchronous=FULL)", sqlite("batch"), updates, PAGE))
+      rows.push(await measure("SQLite (synchronous=FULL)", sqlite("single"), updates.slice(0, 2000), 1))
+    }
     console.log(`\n${UPDATES} raw updates across ${CHATS} chats (a quarter of them forums), node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}\n`)
-    console.log("| stores | updates per call | updates | updates/s |")
-    console.log("|---|---|---|---|")
-    for (const r of rows) console.log(`| ${r.label} | ${r.page} | ${r.updates} | ${r.perSecond.toLocaleString("en-US")} |`)
+    console.log("| stores | updates per call | updates | updates/s | CPU µs per update |")
+    console.log("|---|---|---|---|---|")
+    for (const r of rows) console.log(`| ${r.label} | ${r.page} | ${r.updates} | ${r.perSecond.toLocaleString("en-US")} | ${r.cpuMicros} |`)
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }

@@ -10,7 +10,8 @@
  * the chat's data in every store. It is idempotent per update — a redelivered update changes
  * nothing — and never fails on what an update holds: an update it cannot use is skipped
  * with a Debug log. {@link recordBatch} does the same for many updates with one write per
- * store.
+ * store. Each call is one unit of work (core's `UnitOfWork`): over the SQL stores, one
+ * transaction, committed when the call returns, or rolled back whole when a store fails.
  *
  * @since 0.1.0
  */
@@ -27,6 +28,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { migratedMessageId } from "@deixis/core/Ids"
+import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
 import { mapMessage, mapUpdate } from "./UpdateMapper.js"
 
@@ -270,10 +272,17 @@ const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): 
 }
 
 /**
- * Records mapped updates, in order: consecutive updates share one write per store; a
- * migration is applied between the updates before and after it.
+ * Records mapped updates, in order, as one unit of work (core's `UnitOfWork`: one SQL
+ * transaction over SQL stores, committed before this returns): consecutive updates share one
+ * write per store; a migration is applied between the updates before and after it.
  */
 const store = (
+  mappedUpdates: ReadonlyArray<MappedUpdate>,
+  options: RecordOptions
+): Effect.Effect<BatchResult, StoreError, Services> =>
+  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options)))
+
+const storeAll = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
   options: RecordOptions
 ): Effect.Effect<BatchResult, StoreError, Services> =>

@@ -27,6 +27,7 @@ import {
   objectRowColumns
 } from "./contextRows.js"
 import type { ContextCache } from "./contextCache.js"
+import { unitOf } from "./unit.js"
 
 /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
 const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
@@ -247,12 +248,28 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       for (const m of changes.messages) changed.add(m.chat_id)
       for (const o of changes.removed.values()) changed.add(o.chat_id)
       for (const { object } of changes.objects.values()) changed.add(object.chat_id)
-      yield* bumpRevisions([...changed])
-      return [...changed].map((chatId) => ({
-        chatId,
-        from: s.revisions.get(chatId) ?? 0,
-        messages: changes.messages.filter((m) => m.chat_id === chatId)
-      }))
+      const unit = yield* unitOf(db)
+      if (unit === undefined) {
+        yield* bumpRevisions([...changed])
+        return [...changed].map((chatId) => ({
+          chatId,
+          from: s.revisions.get(chatId) ?? 0,
+          messages: changes.messages.filter((m) => m.chat_id === chatId)
+        }))
+      }
+      // In a unit of work: a chat's revision moves once per unit (the first write to it), and the
+      // cache follows everything the unit wrote once it committed (see unit.ts).
+      let ofUnit = unit.written.get(cache)
+      if (ofUnit === undefined) unit.written.set(cache, ofUnit = new Map())
+      const first: Array<string> = []
+      for (const chatId of changed) {
+        if (ofUnit.has(chatId)) continue
+        first.push(chatId)
+        ofUnit.set(chatId, { from: s.revisions.get(chatId) ?? 0, messages: [] })
+      }
+      yield* bumpRevisions(first)
+      for (const m of changes.messages) ofUnit.get(m.chat_id)!.messages.push(m)
+      return []
     })
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
@@ -277,8 +294,9 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       }
     })).pipe(
       // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
-      // caller's transaction this was only a savepoint, which may still roll back: the cache is left
-      // at the old revision, which the committed write moves past.
+      // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
+      // own transaction this was only a savepoint, which may still roll back: the cache is left at
+      // the old revision, which the committed write moves past.
       Effect.zipWith(Effect.serviceOption(SqlClient.TransactionConnection), ({ result, written }, outer) => {
         if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
         return result

@@ -1,0 +1,55 @@
+/**
+ * One unit of work over the stores: what a caller runs through {@link UnitOfWork} is written
+ * all at once or not at all, and is committed when the call returns.
+ *
+ * The stores that share a database provide it (`@deixis/store-sql` runs the effect in one SQL
+ * transaction, each store call inside it a savepoint, and moves its caches once the transaction
+ * committed); without such a store the default runs the effect as it is — the memory stores
+ * write each call at once, so a unit is just its calls in order.
+ *
+ * A caller that records many things in a row (a page of Telegram updates) wraps them in
+ * `run`, so the batch costs one commit instead of one per store call:
+ *
+ * ```ts
+ * const unit = yield* UnitOfWork
+ * yield* unit.run(Effect.zipRight(ingest.apply(events), history.appendAll(items)))
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type { StoreError } from "./ContextStore.js"
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface UnitOfWorkShape {
+  /**
+   * Runs `effect` as one unit: on success everything it wrote is committed before this
+   * returns; on failure nothing it wrote is kept (where the stores can undo it). Nested calls
+   * join the outer unit. Fails with `StoreError` when the commit itself fails.
+   */
+  readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreError, R>
+}
+
+/**
+ * The unit that runs its effect as it is: what stores without transactions (the memory
+ * stores) offer.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const passThrough: UnitOfWorkShape = { run: (effect) => effect }
+
+/**
+ * The unit of work of the stores in context; {@link passThrough} unless a store layer provides
+ * one (`@deixis/store-sql`'s `layerSqlite` / `layerPg` do).
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class UnitOfWork extends Context.Reference<UnitOfWork>()("@deixis/core/UnitOfWork", {
+  defaultValue: (): UnitOfWorkShape => passThrough
+}) {}
