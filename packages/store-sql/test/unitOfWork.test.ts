@@ -62,7 +62,7 @@ const query = (chat: string): PoolQuery => ({
   include_owned: true,
   active_only: false,
   now: T0,
-  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 }
+  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 }
 })
 
 const apply = (events: ReadonlyArray<unknown>) =>
