@@ -211,34 +211,49 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   }
 
   /**
-   * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
-   * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
-   * fixes the join order: walk from the chain into the tables, never the reverse. With `window`
-   * (a topic as stored), the same statement also reads that topic's newest `windowSize` messages
-   * (`w`, each with whether it is a source of objects) and those messages' objects (`wo`).
+   * A topic's newest `windowSize` messages (`w`, each with whether it is a source of objects) and
+   * those messages' objects (`wo`): two parts of a statement, with their parameters.
    */
-  const readChain = (q: PoolQuery, window: string | undefined): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    const reply = q.reply_to_message_id
-    if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
+  const windowParts = (chatId: string, topic: string): readonly [string, ReadonlyArray<Param>] => {
     const J = pg ? "JOIN" : "CROSS JOIN"
     const recent = `SELECT chat_id, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
       pg ? "" : " INDEXED BY deixis_messages_topic"
     }
       WHERE chat_id = CAST(? AS TEXT) AND topic = CAST(? AS TEXT) ORDER BY id_len DESC, message_id${C} DESC LIMIT ${windowSize}`
-    const windowParts = window === undefined ? "" : `
-      UNION ALL
-      SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
+    return [
+      `SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
          w.sent_at, CAST(NULL AS INTEGER) AS depth, CASE WHEN ${hasObjects("w")} THEN 1 ELSE 0 END AS has_objects
        FROM (${recent}) AS w
       UNION ALL
       ${
-      objectPart(
-        "wo",
-        `SELECT o.body, o.seq FROM (${recent}) AS w
+        objectPart(
+          "wo",
+          `SELECT o.body, o.seq FROM (${recent}) AS w
          ${J} deixis_objects o ON o.chat_id = w.chat_id AND o.source_message_id = w.message_id
        ORDER BY o.seq LIMIT ${windowObjects}`
-      )
-    }`
+        )
+      }`,
+      [chatId, topic, chatId, topic]
+    ]
+  }
+
+  /** A topic's recent window alone (see `windowParts`). */
+  const readWindow = (chatId: string, topic: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const [sql, params] = windowParts(chatId, topic)
+    return db.query(sql, params)
+  }
+
+  /**
+   * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
+   * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
+   * fixes the join order: walk from the chain into the tables, never the reverse. With `window`
+   * (a topic as stored), the same statement also reads that topic's recent window (`windowParts`).
+   */
+  const readChain = (q: PoolQuery, window: string | undefined): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const reply = q.reply_to_message_id
+    if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
+    const J = pg ? "JOIN" : "CROSS JOIN"
+    const [windowSql, windowParams] = window === undefined ? ["", []] : windowParts(q.chat_id, window)
     return db.query(
       `WITH RECURSIVE chain(depth, id_len, message_id) AS (
         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
@@ -260,7 +275,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
          ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
        ORDER BY c.depth, o.seq LIMIT ${chainObjectsLimit}`
         )
-      }${windowParts}`,
+      }${window === undefined ? "" : `\n      UNION ALL\n      ${windowSql}`}`,
       [
         positionLength(reply),
         reply,
@@ -269,7 +284,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         q.chat_id,
         q.chat_id,
         q.chat_id,
-        ...(window === undefined ? [] : [q.chat_id, window, q.chat_id, window])
+        ...windowParams
       ]
     )
   }
@@ -526,7 +541,9 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         return Effect.as(count(hits, missing.length), assemble(base))
       })
     }
-    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept.
+    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
+    // and (the request's own topic, the first time at this revision) the topic's recent window,
+    // so that replies into it walk their chains in memory.
     const fetch = [...missing]
     if (!q.active_only) {
       for (const k of entry.kinds) {
@@ -535,11 +552,20 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         if (cache.scope(entry, kindKey(q, fallback, kind)) === undefined) fetch.push(kind)
       }
     }
-    return Effect.flatMap(scopeRows(shared(q), fallback, fetch), (rows) => {
-      const own = split(rows, fetch)
-      cache.putScope(entry, revision, key, { now: q.now, rows: own })
-      return Effect.as(count(hits, 1 + missing.length), assemble(own))
-    })
+    const topic = topicKey(q.topic_id)
+    const window = fallback || entry.windows.has(topic) ? Effect.succeed(undefined) : readWindow(q.chat_id, topic)
+    return Effect.flatMap(
+      Effect.all([scopeRows(shared(q), fallback, fetch), window], { concurrency: pg ? 2 : 1 }),
+      ([rows, windowRows]) => {
+        const own = split(rows, fetch)
+        cache.putScope(entry, revision, key, { now: q.now, rows: own })
+        if (windowRows !== undefined) {
+          const parts = byPart(windowRows)
+          keepChain(entry, revision, q, null, noChain, parts.get("w") ?? [], parts.get("wo") ?? [], topic)
+        }
+        return Effect.as(count(hits, 1 + missing.length), assemble(own))
+      }
+    )
   }
 
   /**
@@ -604,7 +630,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     entry: ChatEntry,
     revision: number,
     q: PoolQuery,
-    reply: string,
+    reply: string | null,
     chain: Chain,
     windowRows: ReadonlyArray<Row>,
     windowObjectRows: ReadonlyArray<Row>,
@@ -642,7 +668,9 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       known(link.meta.message_id, link.hasObjects, chainObjects)
     }
     const last = chain.links[chain.links.length - 1]
-    if (last === undefined) messages.push([reply, null])
+    if (last === undefined) {
+      if (reply !== null) messages.push([reply, null])
+    }
     else if (last.depth < q.limits.chain_depth && last.meta.reply_to_message_id !== null && last.depth === chain.links.length) {
       messages.push([last.meta.reply_to_message_id, null])
     }
