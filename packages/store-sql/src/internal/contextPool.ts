@@ -119,6 +119,16 @@ const byPart = (rows: ReadonlyArray<Row>) => {
 const noChain: Chain = { links: [], objects: [] }
 
 export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
+  /** Cached rows by part, grouped once per rows read (the rows are kept as read, never changed). */
+  const grouped = new WeakMap<ReadonlyArray<Row>, Map<string, Array<Row>>>()
+  const partsOf = (rows: ReadonlyArray<Row>) => {
+    let parts = grouped.get(rows)
+    if (parts === undefined) {
+      parts = byPart(rows)
+      grouped.set(rows, parts)
+    }
+    return parts
+  }
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
@@ -377,7 +387,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
           if (kindOk(o.kind)) add(o, tier)
         }
       }
-      const collectScope = (parts: Map<string, Array<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
+      const collectScope = (parts: ReadonlyMap<string, ReadonlyArray<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
         for (const [tag, rows] of parts) {
           if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
             const failure = collectObjects(rows, tier)
@@ -483,7 +493,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     revision: number,
     q: PoolQuery,
     fallback: boolean
-  ): Effect.Effect<Map<string, Array<Row>>, SqlError> => {
+  ): Effect.Effect<ReadonlyMap<string, ReadonlyArray<Row>>, SqlError> => {
     const prefer = preferredOf(q)
     if (entry === undefined) {
       return Effect.map(scopeRows(shared(q), fallback, prefer), (rows) => byPart(servedAt(rows, q, objectOf)))
@@ -500,17 +510,18 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       else kinds.set(k, part.rows)
     }
     const assemble = (baseRows: ReadonlyArray<Row>) => {
-      const parts = byPart(servedAt(baseRows, q, objectOf))
-      const out = new Map<string, Array<Row>>()
+      const out = new Map<string, ReadonlyArray<Row>>()
       let kindsIn = false
       const addKinds = () => {
         kindsIn = true
         prefer.forEach((k, i) => {
           const rows = kinds.get(k)
-          if (rows !== undefined && rows.length > 0) out.set(`k${i}`, [...rows])
+          if (rows !== undefined && rows.length > 0) out.set(`k${i}`, rows)
         })
       }
-      for (const [tag, rows] of parts) {
+      for (const [tag, all] of partsOf(baseRows)) {
+        const rows = tag === "a" || tag === "m" ? servedAt(all, q, objectOf) : all
+        if (rows.length === 0) continue
         if (!kindsIn && (tag === "o" || tag === "m")) addKinds()
         out.set(tag, rows)
       }
