@@ -552,9 +552,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         return Effect.as(count(hits, missing.length), assemble(base))
       })
     }
-    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
-    // and (the request's own topic, the first time at this revision) the topic's recent window,
-    // so that replies into it walk their chains in memory.
+    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept.
+    // On PostgreSQL, a reply whose topic's recent window is not kept reads the window at the
+    // same time (on another connection), so its chain is walked in memory right after instead
+    // of read after the scope; SQLite reads the window with the chain, in one statement.
     const fetch = [...missing]
     if (!q.active_only) {
       for (const k of entry.kinds) {
@@ -564,9 +565,11 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
     }
     const topic = topicKey(q.topic_id)
-    const window = fallback || entry.windows.has(topic) ? Effect.succeed(undefined) : readWindow(q.chat_id, topic)
+    const window = !pg || fallback || q.reply_to_message_id === null || q.limits.chain_depth <= 0 || entry.windows.has(topic)
+      ? Effect.succeed(undefined)
+      : readWindow(q.chat_id, topic)
     return Effect.flatMap(
-      Effect.all([scopeRows(shared(q), fallback, fetch), window], { concurrency: pg ? 2 : 1 }),
+      Effect.all([scopeRows(shared(q), fallback, fetch), window], { concurrency: 2 }),
       ([rows, windowRows]) => {
         const own = split(rows, fetch)
         cache.putScope(entry, revision, key, { now: q.now, rows: own })
