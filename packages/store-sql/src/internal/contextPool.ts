@@ -596,7 +596,14 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     }
     const topic = topicKey(q.topic_id)
     const window = entry !== undefined && !entry.windows.has(topic) ? topic : undefined
-    return Effect.flatMap(readChain(q, window), (rows) => {
+    // PostgreSQL reads the window beside the chain, on another connection; SQLite in the chain's statement.
+    const read = pg && window !== undefined
+      ? Effect.map(
+        Effect.all([readChain(q, undefined), readWindow(q.chat_id, window)], { concurrency: 2 }),
+        ([chainRows, windowRows]) => [...chainRows, ...windowRows]
+      )
+      : readChain(q, window)
+    return Effect.flatMap(read, (rows) => {
       const parts = byPart(rows)
       const links: Array<ChainLink> = (parts.get("c") ?? [])
         .map((r) => ({ depth: num(r["depth"]), meta: messageOf(q.chat_id, r), hasObjects: num(r["has_objects"]) !== 0 }))
