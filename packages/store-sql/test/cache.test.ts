@@ -87,7 +87,8 @@ const seed = (chat: string) => [
 /**
  * A chat for chains: topic 1 has messages 1..80 (every 4th with a link, every 7th with an image,
  * the even ones replying to the one before; 80 replies to 2, beyond topic 1's recent window;
- * 79 into topic 2; 77 to a message the chat does not have), topic 2 has 101..103.
+ * 79 into topic 2; 77 to a message the chat does not have), topic 2 has 101..105 (104 and 105
+ * reply to each other).
  */
 const chainChat = (chat: string): ReadonlyArray<unknown> => [
   ...Array.from({ length: 80 }, (_, k) => {
@@ -111,6 +112,15 @@ const chainChat = (chat: string): ReadonlyArray<unknown> => [
     topic_id: 2,
     reply_to_message_id: i === 101 ? 60 : i - 1,
     links: [{ url: `https://example.com/${i}` }]
+  })),
+  // A cycle: 104 and 105 reply to each other.
+  ...[104, 105].map((i) => ({
+    type: "message_observed",
+    chat_id: chat,
+    message_id: i,
+    topic_id: 2,
+    reply_to_message_id: i === 104 ? 105 : 104,
+    ...(i === 104 ? { links: [{ url: `https://example.com/${i}` }] } : {})
   }))
 ]
 
@@ -204,7 +214,7 @@ for (const engine of ["sqlite", "pg"] as const) {
         assert.strictEqual(walked.misses, start.misses, "every chain within the window walked from memory")
         assert.isAbove(walked.hits, start.hits)
         // Beyond the window, into another topic, to a message the chat does not have: read, then kept.
-        const beyond = ["80", "79", "78", "77", "999", "5", "101"]
+        const beyond = ["80", "79", "78", "77", "999", "5", "101", "104", "105"]
         for (const reply of beyond) for (const over of shapes) yield* same(asked(reply, over))
         const again = yield* counts
         for (const reply of beyond) for (const over of shapes) yield* same(asked(reply, over))
