@@ -221,24 +221,24 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   }
 
   /**
-   * A topic's newest `windowSize` messages (`w`, each with whether it is a source of objects) and
-   * those messages' objects (`wo`): two parts of a statement, with their parameters.
+   * A topic's newest `windowSize` messages (`w`) and those messages' objects (`wo`): two parts of
+   * a statement, with their parameters.
    */
   const windowParts = (chatId: string, topic: string): readonly [string, ReadonlyArray<Param>] => {
     const J = pg ? "JOIN" : "CROSS JOIN"
-    const recent = `SELECT chat_id, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
-      pg ? "" : " INDEXED BY deixis_messages_topic"
-    }
+    const recent = (columns: string) =>
+      `SELECT ${columns} FROM deixis_messages${pg ? "" : " INDEXED BY deixis_messages_topic"}
       WHERE chat_id = CAST(? AS TEXT) AND topic = CAST(? AS TEXT) ORDER BY id_len DESC, message_id${C} DESC LIMIT ${windowSize}`
+    // Whether a window message is a source of objects is read off `wo` (complete unless it hit its limit).
     return [
       `SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
-         w.sent_at, CAST(NULL AS INTEGER) AS depth, CASE WHEN ${hasObjects("w")} THEN 1 ELSE 0 END AS has_objects
-       FROM (${recent}) AS w
+         w.sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
+       FROM (${recent("message_id, topic, reply_to, sender, from_bot, sent_at")}) AS w
       UNION ALL
       ${
         objectPart(
           "wo",
-          `SELECT o.body, o.seq FROM (${recent}) AS w
+          `SELECT o.body, o.seq FROM (${recent("chat_id, message_id")}) AS w
          ${J} deixis_objects o ON o.chat_id = w.chat_id AND o.source_message_id = w.message_id
        ORDER BY o.seq LIMIT ${windowObjects}`
         )
@@ -674,14 +674,15 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
       return out
     }
+    /** Keeps a message's objects when known complete (`hasObjects` undefined: `objects` is complete for it). */
     const known = (
       id: string,
-      hasObjects: boolean,
+      hasObjects: boolean | undefined,
       objects: Map<string, Array<Row>> | undefined
     ) => {
       if (objects === undefined) return
       const rows = objects.get(id) ?? []
-      if ((rows.length > 0) === hasObjects) sourced.push([id, rows])
+      if (hasObjects === undefined || (rows.length > 0) === hasObjects) sourced.push([id, rows])
     }
     const chainObjects = chain.objects.length < chainObjectsLimit ? bySource(chain.objects) : undefined
     for (const link of chain.links) {
@@ -699,7 +700,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     for (const r of windowRows) {
       const meta = messageOf(q.chat_id, r)
       messages.push([meta.message_id, meta])
-      known(meta.message_id, num(r["has_objects"]) !== 0, windowObjects_)
+      known(meta.message_id, undefined, windowObjects_)
     }
     cache.putChain(entry, revision, messages, sourced, window)
   }
