@@ -309,7 +309,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   }
 
   /** The rows of the pool's parts for the request's scope, or for the rest of the chat, with kind parts for `prefer`. */
-  const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>) => {
+  const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, window?: string) => {
     if (pg) {
       // No reply target: the chain is read apart (readChain), so these rows serve every reply.
       return db.query(
@@ -341,6 +341,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     const params: Array<Param> = []
     if (!fallback) existsPart(q, parts, params)
     scopeParts(q, !fallback, prefer, parts, params)
+    if (window !== undefined) {
+      // SQLite: the topic's recent window in the same statement (see `scopeOf`).
+      const [windowSql, windowParams] = windowParts(q.chat_id, window)
+      parts.push(windowSql)
+      params.push(...windowParams)
+    }
     return db.query(parts.join("\nUNION ALL\n"), params)
   }
 
@@ -552,10 +558,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         return Effect.as(count(hits, missing.length), assemble(base))
       })
     }
-    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept.
-    // On PostgreSQL, a reply whose topic's recent window is not kept reads the window at the
-    // same time (on another connection), so its chain is walked in memory right after instead
-    // of read after the scope; SQLite reads the window with the chain, in one statement.
+    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
+    // and, for a reply whose topic's recent window is not kept, the window (SQLite: in the same
+    // statement; PostgreSQL: at the same time, on another connection), so that its chain is
+    // walked in memory right after instead of read after the scope.
     const fetch = [...missing]
     if (!q.active_only) {
       for (const k of entry.kinds) {
@@ -565,21 +571,30 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
     }
     const topic = topicKey(q.topic_id)
-    const window = !pg || fallback || q.reply_to_message_id === null || q.limits.chain_depth <= 0 || entry.windows.has(topic)
-      ? Effect.succeed(undefined)
-      : readWindow(q.chat_id, topic)
-    return Effect.flatMap(
-      Effect.all([scopeRows(shared(q), fallback, fetch), window], { concurrency: 2 }),
-      ([rows, windowRows]) => {
-        const own = split(rows, fetch)
-        cache.putScope(entry, revision, key, { now: q.now, rows: own })
-        if (windowRows !== undefined) {
-          const parts = byPart(windowRows)
-          keepChain(entry, revision, q, null, noChain, parts.get("w") ?? [], parts.get("wo") ?? [], topic)
-        }
-        return Effect.as(count(hits, 1 + missing.length), assemble(own))
+    const withWindow = !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
+    const read = !withWindow
+      ? scopeRows(shared(q), fallback, fetch)
+      : pg
+      ? Effect.map(
+        Effect.all([scopeRows(shared(q), fallback, fetch), readWindow(q.chat_id, topic)], { concurrency: 2 }),
+        ([rows, windowRows]) => [...rows, ...windowRows]
+      )
+      : scopeRows(shared(q), fallback, fetch, topic)
+    return Effect.flatMap(read, (all) => {
+      const rows: Array<Row> = []
+      const windowRows: Array<Row> = []
+      const windowObjectRows: Array<Row> = []
+      for (const r of all) {
+        const part = r["part"]
+        if (part === "w") windowRows.push(r)
+        else if (part === "wo") windowObjectRows.push(r)
+        else rows.push(r)
       }
-    )
+      const own = split(rows, fetch)
+      cache.putScope(entry, revision, key, { now: q.now, rows: own })
+      if (withWindow) keepChain(entry, revision, q, null, noChain, windowRows, windowObjectRows, topic)
+      return Effect.as(count(hits, 1 + missing.length), assemble(own))
+    })
   }
 
   /**
