@@ -221,6 +221,30 @@ for (const engine of ["sqlite", "pg"] as const) {
         assert.strictEqual((yield* counts).misses, again.misses, "chains read once are walked from memory after")
       }))
 
+    it.scoped("a first reply into a topic whose scope is kept reads its chain alone; the topic's window follows in the background", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `prefetch-${engine}`
+        yield* apply(cached, chainChat(chat))
+        const asked = (reply: string | null) => query(chat, { current_message_id: "200", reply_to_message_id: reply })
+        yield* cached.pool(asked(null))
+        const start = yield* counts
+        assert.deepStrictEqual(yield* cached.pool(asked("60")), yield* direct.pool(asked("60")))
+        assert.strictEqual((yield* counts).misses - start.misses, 1, "the chain alone was read")
+        // Replies to messages never asked about: once the window is in, they are walked from memory.
+        let walked = false
+        for (let target = 58; target >= 20 && !walked; target--) {
+          // A real pause (the test clock does not move): the window's read is the database's work.
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+          const before = yield* counts
+          assert.deepStrictEqual(yield* cached.pool(asked(String(target))), yield* direct.pool(asked(String(target))))
+          walked = (yield* counts).misses === before.misses
+        }
+        assert.isTrue(walked, "the window read in the background serves later replies")
+      }))
+
     it.scoped("a chain walked from memory follows writes: this store's own and another instance's", () =>
       Effect.gen(function*() {
         const [dbA, dbB] = yield* twoDatabases(engine)
