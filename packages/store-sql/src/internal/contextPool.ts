@@ -256,12 +256,14 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   /**
    * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
    * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
-   * fixes the join order: walk from the chain into the tables, never the reverse.
+   * fixes the join order: walk from the chain into the tables, never the reverse. With `window`
+   * (a topic as stored), the same statement also reads that topic's recent window (`windowParts`).
    */
-  const readChain = (q: PoolQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+  const readChain = (q: PoolQuery, window?: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
     const J = pg ? "JOIN" : "CROSS JOIN"
+    const [windowSql, windowParams] = window === undefined ? ["", []] : windowParts(q.chat_id, window)
     return db.query(
       `WITH RECURSIVE chain(depth, id_len, message_id) AS (
         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
@@ -283,7 +285,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
          ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
        ORDER BY c.depth, o.seq LIMIT ${chainObjectsLimit}`
         )
-      }`,
+      }${window === undefined ? "" : `\n      UNION ALL\n      ${windowSql}`}`,
       [
         positionLength(reply),
         reply,
@@ -291,7 +293,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         q.limits.chain_depth,
         q.chat_id,
         q.chat_id,
-        q.chat_id
+        q.chat_id,
+        ...windowParams
       ]
     )
   }
@@ -598,9 +601,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const prefetching = new WeakMap<ChatEntry, Set<string>>()
 
   /**
-   * Reads a topic's recent window in the background (a fiber of its own; a failure only leaves
-   * the window unread) and keeps it, as read after the chat was seen at `revision`: the first
-   * reply into a topic pays for its chain alone, the replies after it walk theirs in memory.
+   * PostgreSQL: reads a topic's recent window in the background (a fiber of its own, another
+   * connection; a failure only leaves the window unread) and keeps it, as read after the chat was
+   * seen at `revision`: the first reply into a topic pays for its chain alone, the replies after
+   * it walk theirs in memory.
    */
   const prefetchWindow = (entry: ChatEntry, revision: number, q: PoolQuery, topic: string): Effect.Effect<void> =>
     Effect.suspend(() => {
@@ -627,8 +631,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
 
   /**
    * The reply chain of `q`: walked in memory when the chat's cache entry knows every link (its
-   * metadata and, at this revision, the objects it is the source of), else read and kept (and
-   * the request topic's recent window, when not read yet at this revision, read in the background).
+   * metadata and, at this revision, the objects it is the source of), else read and kept, with
+   * the request topic's recent window when not read yet at this revision.
    */
   const chainOf = (entry: ChatEntry | undefined, revision: number, q: PoolQuery): Effect.Effect<Chain, SqlError> => {
     const reply = q.reply_to_message_id
@@ -637,7 +641,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       const walked = walk(entry, q, reply)
       if (walked !== undefined) return Effect.as(counted(true), walked)
     }
-    return Effect.flatMap(readChain(q), (rows) => {
+    // Without the topic's recent window: SQLite reads it in the chain's statement (its driver is
+    // synchronous, a read in the background would take the same time from some request);
+    // PostgreSQL reads the chain alone and the window in the background, on another connection.
+    const topic = topicKey(q.topic_id)
+    const window = entry !== undefined && !entry.windows.has(topic) ? topic : undefined
+    return Effect.flatMap(readChain(q, pg ? undefined : window), (rows) => {
       const parts = byPart(rows)
       const links: Array<ChainLink> = (parts.get("c") ?? [])
         .map((r) => ({ depth: num(r["depth"]), meta: messageOf(q.chat_id, r), hasObjects: num(r["has_objects"]) !== 0 }))
@@ -646,9 +655,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (entry === undefined) return Effect.succeed(chain)
       return Effect.as(
         Effect.suspend(() => {
+          if (!pg) {
+            keepChain(entry, revision, q, reply, chain, parts.get("w") ?? [], parts.get("wo") ?? [], window)
+            return counted(false)
+          }
           keepChain(entry, revision, q, reply, chain, [], [], undefined)
-          const topic = topicKey(q.topic_id)
-          return Effect.zipRight(entry.windows.has(topic) ? Effect.void : prefetchWindow(entry, revision, q, topic), counted(false))
+          return Effect.zipRight(window === undefined ? Effect.void : prefetchWindow(entry, revision, q, window), counted(false))
         }),
         chain
       )
