@@ -9,7 +9,7 @@
  * Reply chains are walked in memory: each message's metadata (kept across this process's own
  * writes, which write it through) and, at the entry's revision, the rows of every object whose
  * source it is (`sourced`). Those come from chain reads and from a topic's recent window, read
- * with a chain once per topic and revision (`windows`). A chain whose every link is known is
+ * with the topic's first reply at a revision (`windows`). A chain whose every link is known is
  * a hit; otherwise the chain is read from the database and what it brings is kept.
  *
  * The per-kind parts of a scope (the newest objects of one preferred kind) are kept apart from
