@@ -1,6 +1,7 @@
 /**
  * `pnpm bench`: resolve and list latency (p50/p99, through core's ReferenceResolver and
- * ActiveContext) and the context store cache's hit ratio over those calls, with 100k stored messages in one chat over 100 topics, and batched ingest
+ * ActiveContext) and the context store cache's hit ratio over those calls (with the calls that
+ * missed it at least once counted and timed apart), with 100k stored messages in one chat over 100 topics, and batched ingest
  * throughput — memory, SQLite and PostgreSQL side by side in one run. Not a test: it prints a
  * table (Markdown) for the README.
  *
