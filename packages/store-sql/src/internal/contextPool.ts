@@ -229,20 +229,18 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     const recent = (columns: string) =>
       `SELECT ${columns} FROM deixis_messages${pg ? "" : " INDEXED BY deixis_messages_topic"}
       WHERE chat_id = CAST(? AS TEXT) AND topic = CAST(? AS TEXT) ORDER BY id_len DESC, message_id${C} DESC LIMIT ${windowSize}`
-    // Whether a window message is a source of objects is read off `wo` (complete unless it hit its limit).
+    // Whether a window message is a source of objects is read off `wo` (complete unless it hit its
+    // limit), each object row with its source message (`mid`), so keeping them decodes nothing.
     return [
       `SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
          w.sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
        FROM (${recent("message_id, topic, reply_to, sender, from_bot, sent_at")}) AS w
       UNION ALL
-      ${
-        objectPart(
-          "wo",
-          `SELECT o.body, o.seq FROM (${recent("chat_id, message_id")}) AS w
+      SELECT 'wo' AS part, body, source AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender,
+         CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
+       FROM (SELECT o.body, o.seq, o.source_message_id AS source FROM (${recent("chat_id, message_id")}) AS w
          ${J} deixis_objects o ON o.chat_id = w.chat_id AND o.source_message_id = w.message_id
-       ORDER BY o.seq LIMIT ${windowObjects}`
-        )
-      }`,
+       ORDER BY o.seq LIMIT ${windowObjects}) AS p_wo`,
       [chatId, topic, chatId, topic]
     ]
   }
@@ -743,7 +741,16 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     else if (last.depth < q.limits.chain_depth && last.meta.reply_to_message_id !== null && last.depth === chain.links.length) {
       messages.push([last.meta.reply_to_message_id, null])
     }
-    const windowObjects_ = windowObjectRows.length < windowObjects ? bySource(windowObjectRows) : undefined
+    let windowObjects_: Map<string, Array<Row>> | undefined
+    if (windowObjectRows.length < windowObjects) {
+      windowObjects_ = new Map()
+      for (const r of windowObjectRows) {
+        const source = str(r["mid"])
+        const list = windowObjects_.get(source)
+        if (list === undefined) windowObjects_.set(source, [r])
+        else list.push(r)
+      }
+    }
     for (const r of windowRows) {
       const meta = messageOf(q.chat_id, r)
       messages.push([meta.message_id, meta])
