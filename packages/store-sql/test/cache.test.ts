@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
 import type { ContextStoreShape, PoolQuery } from "@deixis/core/ContextStore"
+import type { ObjectKind } from "@deixis/core/ObjectKind"
 import { makeMemory } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -83,6 +84,46 @@ const seed = (chat: string) => [
   { type: "message_observed", chat_id: chat, message_id: 3, topic_id: 2 }
 ]
 
+/**
+ * A chat for chains: topic 1 has messages 1..80 (every 4th with a link, every 7th with an image,
+ * the even ones replying to the one before; 80 replies to 2, beyond topic 1's recent window;
+ * 79 into topic 2; 77 to a message the chat does not have), topic 2 has 101..105 (104 and 105
+ * reply to each other).
+ */
+const chainChat = (chat: string): ReadonlyArray<unknown> => [
+  ...Array.from({ length: 80 }, (_, k) => {
+    const i = k + 1
+    const reply = i === 80 ? 2 : i === 79 ? 101 : i === 77 ? 999 : i % 2 === 0 && i > 1 ? i - 1 : undefined
+    return {
+      type: "message_observed",
+      chat_id: chat,
+      message_id: i,
+      topic_id: 1,
+      sender_user_id: 7 + (i % 3),
+      ...(reply === undefined ? {} : { reply_to_message_id: reply }),
+      ...(i % 4 === 0 ? { links: [{ url: `https://example.com/${i}` }] } : {}),
+      ...(i % 7 === 0 ? { media: [{ kind: "media.image", file_id: `f${i}` }] } : {})
+    }
+  }),
+  ...[101, 102, 103].map((i) => ({
+    type: "message_observed",
+    chat_id: chat,
+    message_id: i,
+    topic_id: 2,
+    reply_to_message_id: i === 101 ? 60 : i - 1,
+    links: [{ url: `https://example.com/${i}` }]
+  })),
+  // A cycle: 104 and 105 reply to each other.
+  ...[104, 105].map((i) => ({
+    type: "message_observed",
+    chat_id: chat,
+    message_id: i,
+    topic_id: 2,
+    reply_to_message_id: i === 104 ? 105 : 104,
+    ...(i === 104 ? { links: [{ url: `https://example.com/${i}` }] } : {})
+  }))
+]
+
 for (const engine of ["sqlite", "pg"] as const) {
   describe(`${engine}: the in-memory cache`, () => {
     it.scoped("two store instances on the same database: one writes, the other reads the new state (its cache warm before)", () =>
@@ -139,6 +180,133 @@ for (const engine of ["sqlite", "pg"] as const) {
           }
         }
         assert.deepStrictEqual((yield* cached.pool(query(chat, { active_only: true, now: until + 1 }))).entries, [])
+      }))
+
+    it.scoped("reply chains walked from memory are the database's chains, across topics, depths and absent messages", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `chains-${engine}`
+        yield* apply(cached, chainChat(chat))
+        const asked = (reply: string, over: Partial<PoolQuery> = {}) =>
+          query(chat, { current_message_id: "200", reply_to_message_id: reply, ...over })
+        const same = (q: PoolQuery) =>
+          Effect.gen(function*() {
+            assert.deepStrictEqual(yield* cached.pool(q), yield* direct.pool(q), JSON.stringify(q))
+          })
+        // The first chain read brings topic 1's recent window.
+        yield* same(asked("60"))
+        // Topic 1's window is 17..80: every chain from 20..76 stays within it (77 and 78 lead to 999).
+        const inWindow = Array.from({ length: 57 }, (_, i) => String(20 + i))
+        const shapes: ReadonlyArray<Partial<PoolQuery>> = [
+          {},
+          { limits: { chain_depth: 1, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 } },
+          { limits: { chain_depth: 3, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 } },
+          { active_only: true },
+          { kinds: ["message"] },
+          { current_message_id: "41" }
+        ]
+        for (const over of shapes) yield* same(asked("60", over))
+        const start = yield* counts
+        for (const reply of inWindow) for (const over of shapes) yield* same(asked(reply, over))
+        const walked = yield* counts
+        assert.strictEqual(walked.misses, start.misses, "every chain within the window walked from memory")
+        assert.isAbove(walked.hits, start.hits)
+        // Beyond the window, into another topic, to a message the chat does not have: read, then kept.
+        const beyond = ["80", "79", "78", "77", "999", "5", "101", "104", "105"]
+        for (const reply of beyond) for (const over of shapes) yield* same(asked(reply, over))
+        const again = yield* counts
+        for (const reply of beyond) for (const over of shapes) yield* same(asked(reply, over))
+        assert.strictEqual((yield* counts).misses, again.misses, "chains read once are walked from memory after")
+      }))
+
+    it.scoped("a first reply into a topic whose scope is kept is one read (PostgreSQL: the topic's window follows in the background), the replies after it walked from memory", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `prefetch-${engine}`
+        yield* apply(cached, chainChat(chat))
+        const asked = (reply: string | null) => query(chat, { current_message_id: "200", reply_to_message_id: reply })
+        yield* cached.pool(asked(null))
+        const start = yield* counts
+        assert.deepStrictEqual(yield* cached.pool(asked("60")), yield* direct.pool(asked("60")))
+        assert.strictEqual((yield* counts).misses - start.misses, 1, "one read")
+        // Replies to messages never asked about: once the window is in, they are walked from memory.
+        let walked = false
+        for (let target = 58; target >= 20 && !walked; target--) {
+          // A real pause (the test clock does not move): the window's read is the database's work.
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+          const before = yield* counts
+          assert.deepStrictEqual(yield* cached.pool(asked(String(target))), yield* direct.pool(asked(String(target))))
+          walked = (yield* counts).misses === before.misses
+        }
+        assert.isTrue(walked, "the window read in the background serves later replies")
+      }))
+
+    it.scoped("a chain walked from memory follows writes: this store's own and another instance's", () =>
+      Effect.gen(function*() {
+        const [dbA, dbB] = yield* twoDatabases(engine)
+        const a = makeSqlContextStore(dbA, settings(64))
+        const b = makeSqlContextStore(dbB, settings(64))
+        const direct = makeSqlContextStore(dbB, settings(0))
+        const chat = `chain-writes-${engine}`
+        yield* apply(a, chainChat(chat))
+        const asked = query(chat, { current_message_id: "200", reply_to_message_id: "58" })
+        for (const store of [a, b]) {
+          yield* store.pool(asked)
+          assert.deepStrictEqual(yield* store.pool(asked), yield* direct.pool(asked))
+        }
+        // Another instance activates an object of the chain and replies into it with a link.
+        yield* apply(a, [
+          { type: "object_activated", event_id: "act-56", chat_id: chat, reason: "summarized", source_message_id: 56, kind: "link" },
+          { type: "message_observed", chat_id: chat, message_id: 150, topic_id: 1, reply_to_message_id: 58, links: [{ url: "https://example.com/150" }] }
+        ])
+        const later = query(chat, { current_message_id: "200", reply_to_message_id: "150" })
+        for (const q of [asked, later]) assert.deepStrictEqual(yield* b.pool(q), yield* direct.pool(q), "b sees a's write")
+        assert.isTrue((yield* b.pool(asked)).entries.some((e) => e.object.source_message_id === "56" && e.object.active_until !== null))
+        // This store's own write: its chains follow it too.
+        yield* apply(b, [
+          { type: "message_observed", chat_id: chat, message_id: 58, topic_id: 1, reply_to_message_id: 57, links: [{ url: "https://example.com/58" }] },
+          { type: "object_activated", event_id: "act-150", chat_id: chat, reason: "summarized", source_message_id: 150, kind: "link" }
+        ])
+        for (const q of [asked, later]) {
+          assert.deepStrictEqual(yield* b.pool(q), yield* direct.pool(q), "b follows its own write")
+          assert.deepStrictEqual(yield* a.pool(q), yield* direct.pool(q), "a follows b's write")
+        }
+      }))
+
+    it.scoped("requests that differ only in their hinted kinds share one scope; each kind's part is read once", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `kinds-${engine}`
+        yield* apply(cached, chainChat(chat))
+        const hinted = (prefer_kinds: ReadonlyArray<ObjectKind>, over: Partial<PoolQuery> = {}) =>
+          query(chat, { current_message_id: "200", prefer_kinds, ...over })
+        const same = (q: PoolQuery) =>
+          Effect.gen(function*() {
+            assert.deepStrictEqual(yield* cached.pool(q), yield* direct.pool(q), JSON.stringify(q))
+          })
+        yield* same(hinted(["link"]))
+        const start = yield* counts
+        yield* same(hinted(["media.image"]))
+        const one = yield* counts
+        assert.strictEqual(one.misses - start.misses, 1, "only the image part is read")
+        for (const prefer of [[], ["link"], ["media.image"], ["media.image", "link"], ["link", "media.image"]] as const) {
+          yield* same(hinted(prefer))
+          yield* same(hinted(prefer, { kinds: ["link", "message"] }))
+          yield* same(hinted(prefer, { topic_id: "2" }))
+        }
+        // After a write, the scope's next read brings the kinds asked of the chat before.
+        yield* apply(cached, [{ type: "message_observed", chat_id: chat, message_id: 151, topic_id: 1, media: [{ kind: "media.image", file_id: "f151" }] }])
+        yield* same(hinted([]))
+        const reread = yield* counts
+        yield* same(hinted(["media.image"]))
+        yield* same(hinted(["link"]))
+        assert.strictEqual((yield* counts).misses, reread.misses, "the kinds came with the scope")
       }))
 
     it.scoped("bounded by its budget: least recently used chats leave, counted as evictions, answers unchanged", () =>

@@ -6,6 +6,16 @@
  * just read: equal, the entry is served; different, the entry is emptied and refilled. Reading
  * the revision before the rows keeps a label from ever being newer than its rows.
  *
+ * Reply chains are walked in memory: each message's metadata (kept across this process's own
+ * writes, which write it through) and, at the entry's revision, the rows of every object whose
+ * source it is (`sourced`). Those come from chain reads and from a topic's recent window, read
+ * with the topic's first reply at a revision (`windows`). A chain whose every link is known is
+ * a hit; otherwise the chain is read from the database and what it brings is kept.
+ *
+ * The per-kind parts of a scope (the newest objects of one preferred kind) are kept apart from
+ * the rest of the scope, so requests that differ only in their hinted kind share one scope, and
+ * the kinds a chat was asked for (`kinds`) are read with a scope's next read.
+ *
  * Bounded by a byte budget (an estimate of the rows' size): whole chats leave, least recently
  * used first, and each chat keeps a bounded number of scopes and messages. The cache belongs to
  * the store that makes it; nothing here is shared between stores.
@@ -35,7 +45,9 @@ export const cacheEvictions = Metric.counter("deixis_store_cache_evictions_total
  * used first out, whatever the budget: a bound on one chat's share of the maps' overhead.
  */
 const maxScopes = 8192
-const maxMessages = 8192
+const maxMessages = 32768
+/** Kinds remembered per chat (the kinds asked of a chat beyond these are read when asked). */
+const maxKinds = 16
 /** A rough per-row and per-entry overhead of the JS heap, in bytes. */
 const rowOverhead = 96
 const messageBytes = 256
@@ -54,7 +66,21 @@ export interface ChatEntry {
   revision: number
   readonly scopes: Map<string, ScopeRows>
   readonly messages: Map<string, MessageMeta | null>
+  /**
+   * At `revision`: the rows (`body`, in `seq` order) of all the objects whose source is the
+   * message, by message id (an empty list: the message is the source of none).
+   */
+  readonly sourced: Map<string, SourcedRows>
+  /** Topics (as stored) whose recent window was read into `messages` and `sourced` at `revision`. */
+  readonly windows: Set<string>
+  /** Preferred kinds asked of this chat (a hint of what to read with a scope; kept across revisions). */
+  readonly kinds: Set<string>
   bytes: number
+}
+
+export interface SourcedRows {
+  readonly rows: ReadonlyArray<Row>
+  readonly bytes: number
 }
 
 const rowsBytes = (rows: ReadonlyArray<Row>): number => {
@@ -84,8 +110,22 @@ export interface ContextCache {
   /** Keeps looked-up message metadata (`null`: known absent), as `putScope` keeps rows. */
   readonly putMessages: (entry: ChatEntry, revision: number, messages: Iterable<readonly [string, MessageMeta | null]>) => number
   /**
+   * Keeps what a chain (or a topic's window) read brought: the messages' metadata, the complete
+   * object rows of the messages in `sourced`, and (`window`) that the topic's window was read.
+   */
+  readonly putChain: (
+    entry: ChatEntry,
+    revision: number,
+    messages: Iterable<readonly [string, MessageMeta | null]>,
+    sourced: Iterable<readonly [string, ReadonlyArray<Row>]>,
+    window: string | undefined
+  ) => number
+  /** Remembers a preferred kind asked of the chat. */
+  readonly askedKind: (entry: ChatEntry, kind: string) => void
+  /**
    * After this process committed a write that moved the chat from `from` to `from + 1`: the
-   * entry follows (written messages kept, scopes emptied) when it was at `from`, else starts over.
+   * entry follows (written messages kept; scopes, sourced objects and windows emptied) when it was
+   * at `from`, else starts over.
    */
   readonly wrote: (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>) => number
   /** Chats evicted since the last call (for the evictions metric). */
@@ -114,6 +154,8 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     entry.revision = revision
     entry.scopes.clear()
     entry.messages.clear()
+    entry.sourced.clear()
+    entry.windows.clear()
     grow(entry, entryBytes)
   }
   /** Evicts least recently used chats until the budget holds; returns how many left. */
@@ -133,7 +175,16 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     if (!enabled) return undefined
     let found = chats.get(chatId)
     if (found === undefined) {
-      found = { chatId, revision, scopes: new Map(), messages: new Map(), bytes: 0 }
+      found = {
+        chatId,
+        revision,
+        scopes: new Map(),
+        messages: new Map(),
+        sourced: new Map(),
+        windows: new Set(),
+        kinds: new Set(),
+        bytes: 0
+      }
       grow(found, entryBytes)
     } else if (found.revision !== revision) {
       empty(found, revision)
@@ -179,12 +230,46 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return fit()
   }
 
+  const putChain = (
+    e: ChatEntry,
+    revision: number,
+    messages: Iterable<readonly [string, MessageMeta | null]>,
+    sourced: Iterable<readonly [string, ReadonlyArray<Row>]>,
+    window: string | undefined
+  ): number => {
+    if (!current(e, revision)) return 0
+    for (const [id, rows] of sourced) {
+      const before = e.sourced.get(id)
+      if (before !== undefined) {
+        e.sourced.delete(id)
+        grow(e, -before.bytes)
+      } else if (e.sourced.size >= maxMessages) {
+        const [oldest, kept] = e.sourced.entries().next().value!
+        e.sourced.delete(oldest)
+        grow(e, -kept.bytes)
+      }
+      const kept: SourcedRows = { rows, bytes: rowOverhead + 2 * id.length + rowsBytes(rows) }
+      e.sourced.set(id, kept)
+      grow(e, kept.bytes)
+    }
+    if (window !== undefined) e.windows.add(window)
+    return putMessages(e, revision, messages)
+  }
+
+  const askedKind = (e: ChatEntry, kind: string) => {
+    if (e.kinds.has(kind) || e.kinds.size >= maxKinds) return
+    e.kinds.add(kind)
+  }
+
   const wrote = (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>): number => {
     const found = chats.get(chatId)
     if (found === undefined) return 0
     if (found.revision === from) {
       grow(found, -[...found.scopes.values()].reduce((n, s) => n + s.bytes, 0))
+      grow(found, -[...found.sourced.values()].reduce((n, s) => n + s.bytes, 0))
       found.scopes.clear()
+      found.sourced.clear()
+      found.windows.clear()
       found.revision = from + 1
     } else {
       empty(found, from + 1)
@@ -207,5 +292,16 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return n
   }
 
-  return { enabled, entry, scope, putScope, putMessages, wrote, takeEvictions, size: () => ({ bytes, chats: chats.size }) }
+  return {
+    enabled,
+    entry,
+    scope,
+    putScope,
+    putMessages,
+    putChain,
+    askedKind,
+    wrote,
+    takeEvictions,
+    size: () => ({ bytes, chats: chats.size })
+  }
 }

@@ -19,24 +19,52 @@ import { storable } from "./ids.js"
 
 const unknownHead = { revision: -1, isForum: false }
 
-/** What a scope's rows depend on besides the chat's revision and `now` (the reply chain is read apart). */
+/**
+ * What a scope's rows depend on besides the chat's revision and `now`: its parts but the
+ * per-kind ones (kept apart, `kindKey`) and the reply chain (read apart, `readChain`).
+ */
 const scopeKey = (q: PoolQuery, fallback: boolean): string =>
   JSON.stringify([
     fallback,
     q.topic_id,
     q.sender_user_id,
     q.kinds ?? null,
-    q.prefer_kinds,
     q.include_owned,
     q.active_only,
     q.limits.recent_objects,
-    q.limits.recent_per_kind,
     q.limits.recent_messages,
     q.limits.owned
   ])
 
-/** What a reply chain's rows depend on besides the chat's revision. */
-const chainKey = (q: PoolQuery): string => JSON.stringify(["chain", q.reply_to_message_id, q.limits.chain_depth])
+/** What the newest objects of one kind in a scope depend on besides the chat's revision. */
+const kindKey = (q: PoolQuery, fallback: boolean, kind: string): string =>
+  JSON.stringify(["k", fallback, q.topic_id, kind, q.limits.recent_per_kind])
+
+/** The kinds whose newest objects a scope has parts for, in the parts' order. */
+const preferredOf = (q: PoolQuery): ReadonlyArray<ObjectKind> => {
+  if (q.active_only) return []
+  const kinds = q.kinds
+  return kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...kinds])].filter((k) => kinds.includes(k))
+}
+
+/** Messages of a topic's recent window read with a chain (once per topic and revision). */
+const windowSize = 64
+/** Object rows read with a window at most (beyond, the window's messages' objects are not kept). */
+const windowObjects = 1024
+/** Object rows of a chain at most (the statement's limit; a walk from memory applies it too). */
+const chainObjectsLimit = 256
+
+/** A reply chain: its messages by depth, each with whether it is the source of objects, and those objects' rows. */
+interface ChainLink {
+  readonly depth: number
+  readonly meta: MessageMeta
+  readonly hasObjects: boolean
+}
+interface Chain {
+  readonly links: ReadonlyArray<ChainLink>
+  /** The object rows of the links, by depth then `seq`, at most `chainObjectsLimit`. */
+  readonly objects: ReadonlyArray<Row>
+}
 
 /**
  * The query as read for every request of its scope: the current message is left in the plain
@@ -76,7 +104,31 @@ const servedAt = (
   })
 }
 
+/** Rows by their part, in the order the parts first appear. */
+const byPart = (rows: ReadonlyArray<Row>) => {
+  const parts = new Map<string, Array<Row>>()
+  for (const r of rows) {
+    const tag = str(r["part"])
+    const list = parts.get(tag)
+    if (list === undefined) parts.set(tag, [r])
+    else list.push(r)
+  }
+  return parts
+}
+
+const noChain: Chain = { links: [], objects: [] }
+
 export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
+  /** Cached rows by part, grouped once per rows read (the rows are kept as read, never changed). */
+  const grouped = new WeakMap<ReadonlyArray<Row>, Map<string, Array<Row>>>()
+  const partsOf = (rows: ReadonlyArray<Row>) => {
+    let parts = grouped.get(rows)
+    if (parts === undefined) {
+      parts = byPart(rows)
+      grouped.set(rows, parts)
+    }
+    return parts
+  }
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
@@ -88,8 +140,33 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const hasObjects = (alias: string) =>
     `EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`
 
+  /**
+   * The newest objects of each of `prefer` in a scope (parts `k0`, `k1`, … in that order): a
+   * window of the newest n×8 of the kind, those of the scope taken. Plain SQL on both engines.
+   */
+  const kindParts = (q: PoolQuery, home: boolean, prefer: ReadonlyArray<ObjectKind>, parts: Array<string>, params: Array<Param>) => {
+    const topic = topicKey(q.topic_id)
+    const n = Math.max(0, q.limits.recent_per_kind)
+    prefer.forEach((kind, i) => {
+      parts.push(objectPart(
+        `k${i}`,
+        `SELECT body, seq FROM (SELECT body, seq, topic FROM deixis_objects
+           WHERE chat_id = CAST(? AS TEXT)${home ? " AND topic = CAST(? AS TEXT)" : ""} AND kind = CAST(? AS TEXT)
+           ORDER BY seq DESC LIMIT CAST(? AS INTEGER)) AS w
+         WHERE ${home ? "topic = CAST(? AS TEXT)" : "topic <> CAST(? AS TEXT)"} ORDER BY seq DESC LIMIT CAST(? AS INTEGER)`
+      ))
+      params.push(q.chat_id, ...(home ? [topic] : []), kind, n * 8, topic, n)
+    })
+  }
+
   /** The parts of one scope: the request's topic (`home`), or the rest of the chat (`fallback`). */
-  const scopeParts = (q: PoolQuery, home: boolean, parts: Array<string>, params: Array<Param>) => {
+  const scopeParts = (
+    q: PoolQuery,
+    home: boolean,
+    prefer: ReadonlyArray<ObjectKind>,
+    parts: Array<string>,
+    params: Array<Param>
+  ) => {
     const topic = topicKey(q.topic_id)
     const inScope = home ? "topic = ?" : "topic <> ?"
     const kinds = q.kinds
@@ -112,16 +189,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
        WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
     ))
     params.push(...scopedParams, window(q.limits.recent_objects), topic, ...kindParams, q.limits.recent_objects)
-    const prefer = kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...kinds])]
-    prefer.forEach((kind, i) => {
-      if (kinds !== undefined && !kinds.includes(kind)) return
-      parts.push(objectPart(
-        `k${i}`,
-        `SELECT body, seq FROM (SELECT body, seq, topic FROM deixis_objects WHERE ${scoped} AND kind = ? ORDER BY seq DESC LIMIT ?) AS w
-         WHERE ${inScope} ORDER BY seq DESC LIMIT ?`
-      ))
-      params.push(...scopedParams, kind, window(q.limits.recent_per_kind), topic, q.limits.recent_per_kind)
-    })
+    kindParts(q, home, prefer, parts, params)
     if (q.include_owned && q.sender_user_id !== null) {
       parts.push(objectPart(
         "o",
@@ -153,14 +221,47 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   }
 
   /**
+   * A topic's newest `windowSize` messages (`w`) and those messages' objects (`wo`): two parts of
+   * a statement, with their parameters.
+   */
+  const windowParts = (chatId: string, topic: string): readonly [string, ReadonlyArray<Param>] => {
+    const J = pg ? "JOIN" : "CROSS JOIN"
+    const recent = (columns: string) =>
+      `SELECT ${columns} FROM deixis_messages${pg ? "" : " INDEXED BY deixis_messages_topic"}
+      WHERE chat_id = CAST(? AS TEXT) AND topic = CAST(? AS TEXT) ORDER BY id_len DESC, message_id${C} DESC LIMIT ${windowSize}`
+    // Whether a window message is a source of objects is read off `wo` (complete unless it hit its
+    // limit), each object row with its source message (`mid`), so keeping them decodes nothing.
+    return [
+      `SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
+         w.sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
+       FROM (${recent("message_id, topic, reply_to, sender, from_bot, sent_at")}) AS w
+      UNION ALL
+      SELECT 'wo' AS part, body, source AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender,
+         CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
+       FROM (SELECT o.body, o.seq, o.source_message_id AS source FROM (${recent("chat_id, message_id")}) AS w
+         ${J} deixis_objects o ON o.chat_id = w.chat_id AND o.source_message_id = w.message_id
+       ORDER BY o.seq LIMIT ${windowObjects}) AS p_wo`,
+      [chatId, topic, chatId, topic]
+    ]
+  }
+
+  /** A topic's recent window alone (see `windowParts`). */
+  const readWindow = (chatId: string, topic: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    const [sql, params] = windowParts(chatId, topic)
+    return db.query(sql, params)
+  }
+
+  /**
    * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
    * read apart from the scope so a scope's rows serve every reply target. On SQLite CROSS JOIN
-   * fixes the join order: walk from the chain into the tables, never the reverse.
+   * fixes the join order: walk from the chain into the tables, never the reverse. With `window`
+   * (a topic as stored), the same statement also reads that topic's recent window (`windowParts`).
    */
-  const readChain = (q: PoolQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+  const readChain = (q: PoolQuery, window?: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
     const J = pg ? "JOIN" : "CROSS JOIN"
+    const [windowSql, windowParams] = window === undefined ? ["", []] : windowParts(q.chat_id, window)
     return db.query(
       `WITH RECURSIVE chain(depth, id_len, message_id) AS (
         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
@@ -180,10 +281,19 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
           `SELECT o.body, o.seq FROM chain c
          ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
          ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
-       ORDER BY c.depth, o.seq LIMIT 256`
+       ORDER BY c.depth, o.seq LIMIT ${chainObjectsLimit}`
         )
-      }`,
-      [positionLength(reply), reply, q.chat_id, q.limits.chain_depth, q.chat_id, q.chat_id, q.chat_id]
+      }${window === undefined ? "" : `\n      UNION ALL\n      ${windowSql}`}`,
+      [
+        positionLength(reply),
+        reply,
+        q.chat_id,
+        q.limits.chain_depth,
+        q.chat_id,
+        q.chat_id,
+        q.chat_id,
+        ...windowParams
+      ]
     )
   }
 
@@ -196,8 +306,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     params.push(q.chat_id, topic, q.chat_id, topic)
   }
 
-  /** The rows of the pool's parts for the request's scope, or for the rest of the chat. */
-  const scopeRows = (q: PoolQuery, fallback: boolean) => {
+  /** The rows of the pool's parts for the request's scope, or for the rest of the chat, with kind parts for `prefer`. */
+  const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, window?: string) => {
     if (pg) {
       // No reply target: the chain is read apart (readChain), so these rows serve every reply.
       return db.query(
@@ -214,7 +324,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
           q.limits.chain_depth,
           q.sender_user_id,
           q.kinds ?? null,
-          q.kinds === undefined ? q.prefer_kinds : [...new Set([...q.prefer_kinds, ...q.kinds])],
+          prefer,
           q.include_owned ? "true" : "false",
           q.active_only ? "true" : "false",
           q.now,
@@ -228,7 +338,21 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     const parts: Array<string> = []
     const params: Array<Param> = []
     if (!fallback) existsPart(q, parts, params)
-    scopeParts(q, !fallback, parts, params)
+    scopeParts(q, !fallback, prefer, parts, params)
+    if (window !== undefined) {
+      // SQLite: the topic's recent window in the same statement (see `scopeOf`).
+      const [windowSql, windowParams] = windowParts(q.chat_id, window)
+      parts.push(windowSql)
+      params.push(...windowParams)
+    }
+    return db.query(parts.join("\nUNION ALL\n"), params)
+  }
+
+  /** Only the kind parts of a scope, for `prefer`. */
+  const kindRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>) => {
+    const parts: Array<string> = []
+    const params: Array<Param> = []
+    kindParts(q, !fallback, prefer, parts, params)
     return db.query(parts.join("\nUNION ALL\n"), params)
   }
 
@@ -267,17 +391,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
           if (kindOk(o.kind)) add(o, tier)
         }
       }
-      const byPart = (rows: ReadonlyArray<Row>) => {
-        const parts = new Map<string, Array<Row>>()
-        for (const r of rows) {
-          const tag = str(r["part"])
-          const list = parts.get(tag)
-          if (list === undefined) parts.set(tag, [r])
-          else list.push(r)
-        }
-        return parts
-      }
-      const collectScope = (parts: Map<string, Array<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
+      const collectScope = (parts: ReadonlyMap<string, ReadonlyArray<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
         for (const [tag, rows] of parts) {
           if (tag === "a" && tier === "fallback") {
             // Elsewhere in the chat, only the longest-lived of what is active (as the memory store takes them).
@@ -297,13 +411,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         return Effect.void
       }
 
-      const rows = byPart(yield* cached(entry, head.revision, scopeKey(q, false), q, scopeRows(shared(q), false)))
+      const rows = yield* scopeOf(entry, head.revision, q, false)
 
       // 1. The reply target and its chain, whatever topic they are in.
-      const chained = byPart(yield* cached(entry, head.revision, chainKey(q), q, readChain(q)))
-      const chainRows = [...(chained.get("c") ?? [])].sort((a, b) => num(a["depth"]) - num(b["depth"]))
+      const walked = yield* chainOf(entry, head.revision, q)
       const chainObjects = new Map<string, Array<ContextObject>>()
-      for (const r of chained.get("co") ?? []) {
+      for (const r of walked.objects) {
         const o = objectOf(r["body"])
         if (Either.isLeft(o)) return yield* Effect.fail(o.left)
         const list = chainObjects.get(o.right.source_message_id)
@@ -311,13 +424,13 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         else list.push(o.right)
       }
       const chain: Array<string> = []
-      for (const r of chainRows) {
-        const m = messageOf(q.chat_id, r)
+      for (const link of walked.links) {
+        const m = link.meta
         if (chain.includes(m.message_id)) break
         const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
         chain.push(m.message_id)
         for (const o of chainObjects.get(m.message_id) ?? []) if (accept(o)) add(o, tier)
-        if (!q.active_only && m.message_id !== q.current_message_id && num(r["has_objects"]) === 0) {
+        if (!q.active_only && m.message_id !== q.current_message_id && !link.hasObjects) {
           const o = messageObject(m)
           if (kindOk(o.kind)) add(o, tier)
         }
@@ -336,7 +449,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (fallback) {
         const everything = !rows.has("e")
         const f: PoolQuery = everything ? q : { ...q, active_only: true }
-        yield* collectScope(byPart(yield* cached(entry, head.revision, scopeKey(f, true), f, scopeRows(shared(f), true))), "fallback")
+        yield* collectScope(yield* scopeOf(entry, head.revision, f, true), "fallback")
       }
 
       // Objects whose activity expired give way to the messages they came from.
@@ -370,38 +483,289 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
-  const counted = (hit: boolean) =>
+  /** Counts lookups served from memory (`hits`) and read from the database (`misses`). */
+  const count = (hits: number, misses: number) =>
     Effect.suspend(() => {
       const evicted = cache.takeEvictions()
-      return Effect.zipRight(
-        Metric.increment(hit ? cacheHits : cacheMisses),
+      return Effect.all([
+        hits > 0 ? Metric.incrementBy(cacheHits, hits) : Effect.void,
+        misses > 0 ? Metric.incrementBy(cacheMisses, misses) : Effect.void,
         evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
+      ], { discard: true })
+    })
+  const counted = (hit: boolean) => (hit ? count(1, 0) : count(0, 1))
+
+  /**
+   * A scope's parts (by part, in the statement's order) as the database answers `q` at `q.now`:
+   * the scope's rows and each preferred kind's part from the chat's cache entry where it holds
+   * them (the scope's read at or before `q.now`), the rest read in one statement — with the
+   * parts of the other kinds asked of the chat, when the scope itself is read — and kept.
+   */
+  const scopeOf = (
+    entry: ChatEntry | undefined,
+    revision: number,
+    q: PoolQuery,
+    fallback: boolean
+  ): Effect.Effect<ReadonlyMap<string, ReadonlyArray<Row>>, SqlError> => {
+    const prefer = preferredOf(q)
+    if (entry === undefined) {
+      return Effect.map(scopeRows(shared(q), fallback, prefer), (rows) => byPart(servedAt(rows, q, objectOf)))
+    }
+    for (const k of prefer) cache.askedKind(entry, k)
+    const key = scopeKey(q, fallback)
+    const kept = cache.scope(entry, key)
+    const base = kept !== undefined && kept.now <= q.now ? kept.rows : undefined
+    const kinds = new Map<string, ReadonlyArray<Row>>()
+    const missing: Array<ObjectKind> = []
+    for (const k of prefer) {
+      const part = cache.scope(entry, kindKey(q, fallback, k))
+      if (part === undefined) missing.push(k)
+      else kinds.set(k, part.rows)
+    }
+    const assemble = (baseRows: ReadonlyArray<Row>) => {
+      const out = new Map<string, ReadonlyArray<Row>>()
+      let kindsIn = false
+      const addKinds = () => {
+        kindsIn = true
+        prefer.forEach((k, i) => {
+          const rows = kinds.get(k)
+          if (rows !== undefined && rows.length > 0) out.set(`k${i}`, rows)
+        })
+      }
+      for (const [tag, all] of partsOf(baseRows)) {
+        const rows = tag === "a" || tag === "m" ? servedAt(all, q, objectOf) : all
+        if (rows.length === 0) continue
+        if (!kindsIn && (tag === "o" || tag === "m")) addKinds()
+        out.set(tag, rows)
+      }
+      if (!kindsIn) addKinds()
+      return out
+    }
+    /** Keeps the kind parts of rows read for `fetched` (tagged by their index); the other rows are the scope's. */
+    const split = (rows: ReadonlyArray<Row>, fetched: ReadonlyArray<ObjectKind>) => {
+      const own: Array<Row> = []
+      const read = new Map<string, Array<Row>>(fetched.map((k) => [k, []]))
+      for (const r of rows) {
+        const tag = str(r["part"])
+        const kind = tag.startsWith("k") ? fetched[Number(tag.slice(1))] : undefined
+        if (kind === undefined) own.push(r)
+        else read.get(kind)!.push(r)
+      }
+      for (const [k, part] of read) {
+        kinds.set(k, part)
+        cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part })
+      }
+      return own
+    }
+    const hits = (base === undefined ? 0 : 1) + prefer.length - missing.length
+    if (base !== undefined) {
+      if (missing.length === 0) return Effect.as(count(hits, 0), assemble(base))
+      return Effect.flatMap(kindRows(q, fallback, missing), (rows) => {
+        split(rows, missing)
+        return Effect.as(count(hits, missing.length), assemble(base))
+      })
+    }
+    // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
+    // and, for a reply whose topic's recent window is not kept, the window (SQLite: in the same
+    // statement; PostgreSQL: at the same time, on another connection), so that its chain is
+    // walked in memory right after instead of read after the scope.
+    const fetch = [...missing]
+    if (!q.active_only) {
+      for (const k of entry.kinds) {
+        const kind = k as ObjectKind
+        if (fetch.includes(kind) || kinds.has(kind) || (q.kinds !== undefined && !q.kinds.includes(kind))) continue
+        if (cache.scope(entry, kindKey(q, fallback, kind)) === undefined) fetch.push(kind)
+      }
+    }
+    const topic = topicKey(q.topic_id)
+    const withWindow = !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
+    const read = !withWindow
+      ? scopeRows(shared(q), fallback, fetch)
+      : pg
+      ? Effect.map(
+        Effect.all([scopeRows(shared(q), fallback, fetch), readWindow(q.chat_id, topic)], { concurrency: 2 }),
+        ([rows, windowRows]) => [...rows, ...windowRows]
       )
+      : scopeRows(shared(q), fallback, fetch, topic)
+    return Effect.flatMap(read, (all) => {
+      const rows: Array<Row> = []
+      const windowRows: Array<Row> = []
+      const windowObjectRows: Array<Row> = []
+      for (const r of all) {
+        const part = r["part"]
+        if (part === "w") windowRows.push(r)
+        else if (part === "wo") windowObjectRows.push(r)
+        else rows.push(r)
+      }
+      const own = split(rows, fetch)
+      cache.putScope(entry, revision, key, { now: q.now, rows: own })
+      if (withWindow) keepChain(entry, revision, q, null, noChain, windowRows, windowObjectRows, topic)
+      return Effect.as(count(hits, 1 + missing.length), assemble(own))
+    })
+  }
+
+  /** Windows being read in the background, by chat entry: `revision` and topic. */
+  const prefetching = new WeakMap<ChatEntry, Set<string>>()
+
+  /**
+   * PostgreSQL: reads a topic's recent window in the background (a fiber of its own, another
+   * connection; a failure only leaves the window unread) and keeps it, as read after the chat was
+   * seen at `revision`: the first reply into a topic pays for its chain alone, the replies after
+   * it walk theirs in memory.
+   */
+  const prefetchWindow = (entry: ChatEntry, revision: number, q: PoolQuery, topic: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      let pending = prefetching.get(entry)
+      if (pending === undefined) {
+        pending = new Set()
+        prefetching.set(entry, pending)
+      }
+      const key = `${revision}:${topic}`
+      if (pending.has(key)) return Effect.void
+      pending.add(key)
+      const done = pending
+      return Effect.asVoid(Effect.forkDaemon(
+        readWindow(q.chat_id, topic).pipe(
+          Effect.map((rows) => {
+            const parts = byPart(rows)
+            keepChain(entry, revision, q, null, noChain, parts.get("w") ?? [], parts.get("wo") ?? [], topic)
+          }),
+          Effect.ignore,
+          Effect.ensuring(Effect.sync(() => done.delete(key)))
+        )
+      ))
     })
 
   /**
-   * Rows under `key`, from the chat's cache entry when it holds them (read at or before `q.now`),
-   * else by `read` (then kept). Either way as the database would answer at `q.now`.
+   * The reply chain of `q`: walked in memory when the chat's cache entry knows every link (its
+   * metadata and, at this revision, the objects it is the source of), else read and kept, with
+   * the request topic's recent window when not read yet at this revision.
    */
-  const cached = (
-    entry: ChatEntry | undefined,
+  const chainOf = (entry: ChatEntry | undefined, revision: number, q: PoolQuery): Effect.Effect<Chain, SqlError> => {
+    const reply = q.reply_to_message_id
+    if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed(noChain)
+    if (entry !== undefined) {
+      const walked = walk(entry, q, reply)
+      if (walked !== undefined) return Effect.as(counted(true), walked)
+    }
+    // Without the topic's recent window: SQLite reads it in the chain's statement (its driver is
+    // synchronous, a read in the background would take the same time from some request);
+    // PostgreSQL reads the chain alone and the window in the background, on another connection.
+    const topic = topicKey(q.topic_id)
+    const window = entry !== undefined && !entry.windows.has(topic) ? topic : undefined
+    return Effect.flatMap(readChain(q, pg ? undefined : window), (rows) => {
+      const parts = byPart(rows)
+      const links: Array<ChainLink> = (parts.get("c") ?? [])
+        .map((r) => ({ depth: num(r["depth"]), meta: messageOf(q.chat_id, r), hasObjects: num(r["has_objects"]) !== 0 }))
+        .sort((a, b) => a.depth - b.depth)
+      const chain: Chain = { links, objects: parts.get("co") ?? [] }
+      if (entry === undefined) return Effect.succeed(chain)
+      return Effect.as(
+        Effect.suspend(() => {
+          if (!pg) {
+            keepChain(entry, revision, q, reply, chain, parts.get("w") ?? [], parts.get("wo") ?? [], window)
+            return counted(false)
+          }
+          keepChain(entry, revision, q, reply, chain, [], [], undefined)
+          return Effect.zipRight(window === undefined ? Effect.void : prefetchWindow(entry, revision, q, window), counted(false))
+        }),
+        chain
+      )
+    })
+  }
+
+  /** The chain of `q` from the cache entry alone, exactly as `readChain` reads it; undefined when a link is not known. */
+  const walk = (entry: ChatEntry, q: PoolQuery, reply: string): Chain | undefined => {
+    const links: Array<ChainLink> = []
+    const objects: Array<Row> = []
+    let id = reply
+    for (let depth = 1;; depth++) {
+      const meta = entry.messages.get(id)
+      if (meta === undefined) return undefined
+      if (meta === null) break
+      const sourced = entry.sourced.get(id)
+      if (sourced === undefined) return undefined
+      links.push({ depth, meta, hasObjects: sourced.rows.length > 0 })
+      for (const r of sourced.rows) {
+        if (objects.length >= chainObjectsLimit) break
+        objects.push(r)
+      }
+      if (depth >= q.limits.chain_depth || meta.reply_to_message_id === null) break
+      id = meta.reply_to_message_id
+    }
+    return { links, objects }
+  }
+
+  /**
+   * Keeps what a chain read brought: the links' metadata (and, where the walk stopped at a
+   * message the database does not have, that it is absent), the window's messages, and, where
+   * they are known to be complete, the objects each message is the source of.
+   */
+  const keepChain = (
+    entry: ChatEntry,
     revision: number,
-    key: string,
     q: PoolQuery,
-    read: Effect.Effect<ReadonlyArray<Row>, SqlError>
-  ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    const kept = entry === undefined ? undefined : cache.scope(entry, key)
-    if (kept !== undefined && kept.now <= q.now) return Effect.as(counted(true), servedAt(kept.rows, q, objectOf))
-    return Effect.flatMap(read, (rows) =>
-      entry === undefined
-        ? Effect.succeed(servedAt(rows, q, objectOf))
-        : Effect.as(
-            Effect.suspend(() => {
-              cache.putScope(entry, revision, key, { now: q.now, rows })
-              return counted(false)
-            }),
-            servedAt(rows, q, objectOf)
-          ))
+    reply: string | null,
+    chain: Chain,
+    windowRows: ReadonlyArray<Row>,
+    windowObjectRows: ReadonlyArray<Row>,
+    window: string | undefined
+  ) => {
+    const messages: Array<readonly [string, MessageMeta | null]> = []
+    const sourced: Array<readonly [string, ReadonlyArray<Row>]> = []
+    /** Object rows by source message (each object once), or undefined when a body does not decode. */
+    const bySource = (rows: ReadonlyArray<Row>) => {
+      const out = new Map<string, Array<Row>>()
+      const seen = new Set<string>()
+      for (const r of rows) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) return undefined
+        if (seen.has(o.right.object_id)) continue
+        seen.add(o.right.object_id)
+        const list = out.get(o.right.source_message_id)
+        if (list === undefined) out.set(o.right.source_message_id, [r])
+        else list.push(r)
+      }
+      return out
+    }
+    /** Keeps a message's objects when known complete (`hasObjects` undefined: `objects` is complete for it). */
+    const known = (
+      id: string,
+      hasObjects: boolean | undefined,
+      objects: Map<string, Array<Row>> | undefined
+    ) => {
+      if (objects === undefined) return
+      const rows = objects.get(id) ?? []
+      if (hasObjects === undefined || (rows.length > 0) === hasObjects) sourced.push([id, rows])
+    }
+    const chainObjects = chain.objects.length < chainObjectsLimit ? bySource(chain.objects) : undefined
+    for (const link of chain.links) {
+      messages.push([link.meta.message_id, link.meta])
+      known(link.meta.message_id, link.hasObjects, chainObjects)
+    }
+    const last = chain.links[chain.links.length - 1]
+    if (last === undefined) {
+      if (reply !== null) messages.push([reply, null])
+    }
+    else if (last.depth < q.limits.chain_depth && last.meta.reply_to_message_id !== null && last.depth === chain.links.length) {
+      messages.push([last.meta.reply_to_message_id, null])
+    }
+    let windowObjects_: Map<string, Array<Row>> | undefined
+    if (windowObjectRows.length < windowObjects) {
+      windowObjects_ = new Map()
+      for (const r of windowObjectRows) {
+        const source = str(r["mid"])
+        const list = windowObjects_.get(source)
+        if (list === undefined) windowObjects_.set(source, [r])
+        else list.push(r)
+      }
+    }
+    for (const r of windowRows) {
+      const meta = messageOf(q.chat_id, r)
+      messages.push([meta.message_id, meta])
+      known(meta.message_id, undefined, windowObjects_)
+    }
+    cache.putChain(entry, revision, messages, sourced, window)
   }
 
   /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
