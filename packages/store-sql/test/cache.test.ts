@@ -201,8 +201,8 @@ for (const engine of ["sqlite", "pg"] as const) {
         const inWindow = Array.from({ length: 57 }, (_, i) => String(20 + i))
         const shapes: ReadonlyArray<Partial<PoolQuery>> = [
           {},
-          { limits: { chain_depth: 1, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 } },
-          { limits: { chain_depth: 3, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4 } },
+          { limits: { chain_depth: 1, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 } },
+          { limits: { chain_depth: 3, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 } },
           { active_only: true },
           { kinds: ["message"] },
           { current_message_id: "41" }
