@@ -453,7 +453,7 @@ for (const engine of ["sqlite", "pg"] as const) {
 
 describe("the cache's bookkeeping", () => {
   const rows = [{ part: "r", body: "x".repeat(1000) }]
-  const home = (topic: string, owner: string | null = null) => ({ now: T0, rows, topic, fallback: false, owner })
+  const home = (topic: string, owner: string | null = null) => ({ now: T0, rows, topic, fallback: false, activeOnly: false, owner })
   it("rows read after seeing an older revision are not kept once another reader moved the chat on", () => {
     const cache = makeContextCache(1024 * 1024)
     const early = cache.entry("c", 1)!
@@ -481,16 +481,22 @@ describe("the cache's bookkeeping", () => {
     cache.putScope(e, 1, "owned", home("6", "u"))
     cache.putScope(e, 1, "owned by another", home("6", "v"))
     cache.putScope(e, 1, "fallback", { ...home("6"), fallback: true })
+    cache.putScope(e, 1, "active fallback", { ...home("6"), fallback: true, activeOnly: true })
+    cache.putScope(e, 1, "active fallback of the written topic", { ...home("5"), fallback: true, activeOnly: true })
     cache.putChain(e, 1, [], [["m1", rows], ["m2", rows]], "5")
     cache.putChain(e, 1, [], [], "6")
-    cache.wrote("c", 1, { ...untouched(), topics: new Set(["5"]), creators: new Set(["u"]), sources: new Set(["m1"]) })
-    const after = cache.entry("c", 2)!
-    assert.sameMembers([...after.scopes.keys()], ["other", "owned by another"])
+    // Messages written into topic 5 only: every scope of other topics stays, but a fallback over the whole chat.
+    cache.wrote("c", 1, { ...untouched(), topics: new Set(["5"]) })
+    assert.sameMembers([...cache.entry("c", 2)!.scopes.keys()], ["other", "owned", "owned by another", "active fallback", "active fallback of the written topic"])
+    // An object written in topic 5 by u.
+    cache.wrote("c", 2, { ...untouched(), topics: new Set(["5"]), activeTopics: new Set(["5"]), creators: new Set(["u"]), sources: new Set(["m1"]) })
+    const after = cache.entry("c", 3)!
+    assert.sameMembers([...after.scopes.keys()], ["other", "owned by another", "active fallback of the written topic"])
     assert.sameMembers([...after.sourced.keys()], ["m2"])
     assert.sameMembers([...after.windows], ["6"])
     // A chat-wide change (whether it is a forum) keeps nothing of it.
-    cache.wrote("c", 2, { ...untouched(), everything: true })
-    const reset = cache.entry("c", 3)!
+    cache.wrote("c", 3, { ...untouched(), everything: true })
+    const reset = cache.entry("c", 4)!
     assert.deepStrictEqual([reset.scopes.size, reset.sourced.size, reset.windows.size], [0, 0, 0])
   })
 

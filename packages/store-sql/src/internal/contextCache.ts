@@ -60,8 +60,10 @@ export interface ScopeRows {
   readonly rows: ReadonlyArray<Row>
   /** The topic (as stored) the scope is of: its own (home) or the one it leaves out (fallback). */
   readonly topic: string
-  /** Whether the rows are of the rest of the chat (they then read chat-wide windows). */
+  /** Whether the rows are of the rest of the chat (they then read chat-wide windows, unless `activeOnly`). */
   readonly fallback: boolean
+  /** Whether the rows are only of active objects. */
+  readonly activeOnly: boolean
   /** The sender whose own objects the rows include (their window spans every topic), if any. */
   readonly owner: string | null
   readonly bytes: number
@@ -76,6 +78,8 @@ export interface Touched {
   readonly messages: Array<MessageMeta>
   /** Topics (as stored) of the messages written and of the objects written or removed, before and after. */
   readonly topics: Set<string>
+  /** Topics (as stored) of the objects written or removed that were or are activated (`active_until` set). */
+  readonly activeTopics: Set<string>
   /** Creators of the objects written or removed. */
   readonly creators: Set<string>
   /** Source messages of the objects written or removed. */
@@ -85,12 +89,20 @@ export interface Touched {
 }
 
 /** Nothing touched yet. */
-export const untouched = (): Touched => ({ messages: [], topics: new Set(), creators: new Set(), sources: new Set(), everything: false })
+export const untouched = (): Touched => ({
+  messages: [],
+  topics: new Set(),
+  activeTopics: new Set(),
+  creators: new Set(),
+  sources: new Set(),
+  everything: false
+})
 
 /** Adds what `more` touched to `into`. */
 export const touchAll = (into: Touched, more: Touched): void => {
   for (const m of more.messages) into.messages.push(m)
   for (const t of more.topics) into.topics.add(t)
+  for (const t of more.activeTopics) into.activeTopics.add(t)
   for (const c of more.creators) into.creators.add(c)
   for (const s of more.sources) into.sources.add(s)
   if (more.everything) into.everything = true
@@ -98,12 +110,17 @@ export const touchAll = (into: Touched, more: Touched): void => {
 
 /**
  * Whether a write that touched `t` can have changed a scope's rows. Every part of a home scope
- * reads its own topic only, but for the sender's own objects (a window over every topic); a
- * fallback's parts read windows over the whole chat, so any write changes them. (An object has
- * the topic of its message once that is stored; one that moves is touched in both topics.)
+ * reads its own topic only, but for the sender's own objects (a window over every topic). A
+ * fallback of active objects reads the activated objects of the other topics only; any other fallback
+ * reads windows over the whole chat, so any write changes it. (An object has the topic of its
+ * message once that is stored; one that moves is touched in both topics.)
  */
-const stale = (s: ScopeRows, t: Touched): boolean =>
-  s.fallback || t.topics.has(s.topic) || (s.owner !== null && t.creators.has(s.owner))
+const stale = (s: ScopeRows, t: Touched): boolean => {
+  if (!s.fallback) return t.topics.has(s.topic) || (s.owner !== null && t.creators.has(s.owner))
+  if (!s.activeOnly) return true
+  for (const topic of t.activeTopics) if (topic !== s.topic) return true
+  return false
+}
 
 export interface ChatEntry {
   readonly chatId: string

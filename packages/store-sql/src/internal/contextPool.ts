@@ -556,7 +556,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
       for (const [k, part] of read) {
         kinds.set(k, part)
-        cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part, topic, fallback, owner: null })
+        cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part, topic, fallback, activeOnly: q.active_only, owner: null })
       }
       return own
     }
@@ -600,7 +600,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         else rows.push(r)
       }
       const own = split(rows, fetch)
-      cache.putScope(entry, revision, key, { now: q.now, rows: own, topic, fallback, owner })
+      cache.putScope(entry, revision, key, { now: q.now, rows: own, topic, fallback, activeOnly: q.active_only, owner })
       if (withWindow) keepChain(entry, revision, q, null, noChain, windowRows, windowObjectRows, topic)
       return Effect.as(count(hits, 1 + missing.length), assemble(own))
     })

@@ -254,6 +254,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       const touchObject = (o: ContextObject) => {
         const t = touchedIn(o.chat_id)
         t.topics.add(topicKey(o.topic_id))
+        if (o.active_until !== null) t.activeTopics.add(topicKey(o.topic_id))
         t.sources.add(o.source_message_id)
         if (o.created_by_user_id !== undefined) t.creators.add(o.created_by_user_id)
       }
