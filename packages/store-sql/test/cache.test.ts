@@ -19,7 +19,7 @@ import * as Metric from "effect/Metric"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as path from "node:path"
-import { cacheEvictions, cacheHits, cacheMisses, makeContextCache } from "../src/internal/contextCache.js"
+import { cacheEvictions, cacheHits, cacheMisses, makeContextCache, untouched } from "../src/internal/contextCache.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { type Db, makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
@@ -157,6 +157,117 @@ for (const engine of ["sqlite", "pg"] as const) {
         const empty = yield* b.pool(query(chat))
         assert.deepStrictEqual(shape(empty), shape(yield* fresh.pool(query(chat))))
         assert.deepStrictEqual(empty.entries, [])
+      }))
+
+    it.scoped("this store's own write keeps the scopes it cannot have changed: another topic's scope is still a hit", () =>
+      Effect.gen(function*() {
+        const [db] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(db, settings(64))
+        const direct = makeSqlContextStore(db, settings(0))
+        const chat = `keep-${engine}`
+        // Topic 2 has an active link (so its pool needs no fallback, which reads the whole chat).
+        yield* apply(cached, [
+          ...seed(chat),
+          { type: "message_observed", chat_id: chat, message_id: 5, topic_id: 2, links: [{ url: "https://example.com/5" }] },
+          { type: "object_activated", event_id: "act", chat_id: chat, reason: "summarized", source_message_id: 5, kind: "link" }
+        ])
+        const elsewhere = query(chat, { topic_id: "2", current_message_id: "9", include_owned: false })
+        yield* cached.pool(elsewhere)
+        // A plain message in topic 1: topic 2's scope stays.
+        yield* apply(cached, [{ type: "message_observed", chat_id: chat, message_id: 10, topic_id: 1 }])
+        const before = yield* counts
+        assert.deepStrictEqual(yield* cached.pool(elsewhere), yield* direct.pool(elsewhere))
+        const after = yield* counts
+        assert.strictEqual(after.misses, before.misses, "no read: topic 2's scope was kept")
+        assert.isAbove(after.hits, before.hits)
+        // A link in topic 2 (by anyone): its scope is read again, and has the link.
+        yield* apply(cached, [{ type: "message_observed", chat_id: chat, message_id: 11, topic_id: 2, links: [{ url: "https://example.com/11" }] }])
+        const read = yield* counts
+        const answer = yield* cached.pool(elsewhere)
+        assert.isAbove((yield* counts).misses, read.misses)
+        assert.deepStrictEqual(answer, yield* direct.pool(elsewhere))
+        assert.isTrue(answer.entries.some((e) => e.object.source_message_id === "11"))
+        // A reply chain walked from memory, from topic 2 into topic 1: its message's objects, once
+        // written again (in topic 1), are read again.
+        yield* apply(cached, [{ type: "message_observed", chat_id: chat, message_id: 6, topic_id: 2, reply_to_message_id: 1 }])
+        const reply = query(chat, { topic_id: "2", current_message_id: "40", reply_to_message_id: "6", include_owned: false })
+        yield* cached.pool(reply)
+        yield* cached.pool(reply)
+        yield* apply(cached, [{ type: "object_activated", event_id: "act-1", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "link" }])
+        const walked = yield* cached.pool(reply)
+        assert.deepStrictEqual(walked, yield* direct.pool(reply))
+        assert.isTrue(walked.entries.some((e) => e.object.object_id === `${chat}/1/link` && e.object.active_until !== null))
+        // The sender's own objects are a window over every topic: a scope that takes them changes
+        // when the sender's newer objects elsewhere push an old one of its topic out of that window.
+        const small = { chain_depth: 1, recent_objects: 1, recent_per_kind: 1, recent_messages: 1, owned: 1, fallback_active: 1 }
+        const link = (id: number, topic: number, sender: number) =>
+          ({ type: "message_observed", chat_id: chat, message_id: id, topic_id: topic, sender_user_id: sender, links: [{ url: `https://example.com/${id}` }] })
+        yield* apply(cached, [link(20, 2, 7), link(21, 2, 8), link(22, 2, 8), ...[23, 24, 25, 26, 27, 28, 29].map((id) => link(id, 1, 7))])
+        const owned = query(chat, { topic_id: "2", current_message_id: "31", include_owned: true, sender_user_id: "7", prefer_kinds: [], limits: small })
+        const ownedLink = (p: { readonly entries: ReadonlyArray<{ readonly object: { readonly object_id: string } }> }) =>
+          p.entries.some((e) => e.object.object_id === `${chat}/20/link`)
+        assert.isTrue(ownedLink(yield* cached.pool(owned)), "link 20 is found as the sender's own (only)")
+        yield* apply(cached, [link(30, 1, 7)])
+        const pushedOut = yield* cached.pool(owned)
+        assert.deepStrictEqual(pushedOut, yield* direct.pool(owned))
+        assert.isFalse(ownedLink(pushedOut), "the sender's link 30 in topic 1 pushed link 20 out of the window")
+      }))
+
+    it.scoped("writes into some topics and pools over all of them, interleaved at random: every answer is the database's", () =>
+      Effect.gen(function*() {
+        const [dbA, dbB] = yield* twoDatabases(engine)
+        const cached = makeSqlContextStore(dbA, settings(64))
+        const other = makeSqlContextStore(dbB, settings(64))
+        const direct = makeSqlContextStore(dbA, settings(0))
+        const chat = `mixed-${engine}`
+        let seed = 7
+        const rand = (n: number) => {
+          seed = (seed * 1103515245 + 12345) & 0x7fffffff
+          return (seed >>> 16) % n // the high bits: an LCG's low bits repeat with a short period
+        }
+        const topics = [1, 2, 3, 4, 5, 6]
+        let next = 1
+        let event = 0
+        const hitsBefore = (yield* counts).hits
+        for (let step = 0; step < 240; step++) {
+          const now = T0 + step * 1000
+          if (rand(10) < 6) {
+            const id = next++
+            const events: Array<unknown> = [{
+              type: "message_observed",
+              chat_id: chat,
+              message_id: id,
+              topic_id: topics[rand(topics.length)],
+              sender_user_id: 7 + rand(3),
+              ...(id > 1 && rand(2) === 0 ? { reply_to_message_id: 1 + rand(id - 1) } : {}),
+              ...(rand(3) === 0 ? { links: [{ url: `https://example.com/${id}` }] } : {}),
+              ...(rand(8) === 0 ? { media: [{ kind: "media.image", file_id: `f${id}` }] } : {})
+            }]
+            if (id > 1 && rand(4) === 0) {
+              events.push({ type: "object_activated", event_id: `e${event++}`, chat_id: chat, reason: "summarized", source_message_id: 1 + rand(id - 1), kind: "link" })
+            }
+            // Now and then another instance writes (this store then reads the chat afresh).
+            yield* apply(rand(8) === 0 ? other : cached, events, now)
+          } else {
+            const topic = rand(topics.length + 2)
+            const q = query(chat, {
+              topic_id: topic < topics.length ? String(topics[topic]) : topic === topics.length ? "9" : null,
+              current_message_id: String(next),
+              reply_to_message_id: next > 1 && rand(2) === 0 ? String(1 + rand(next - 1)) : null,
+              // Few shapes, so that scopes are asked again across writes (and kept or dropped by them).
+              sender_user_id: "7",
+              include_owned: true,
+              active_only: rand(4) === 0,
+              kinds: rand(4) === 0 ? ["link" as const] : undefined,
+              prefer_kinds: ["link"],
+              // Small windows (8 rows), so that writes shift them often.
+              limits: { chain_depth: 1 + rand(4), recent_objects: 1, recent_per_kind: 1, recent_messages: 1, owned: 1, fallback_active: 2 },
+              now
+            })
+            assert.deepStrictEqual(yield* cached.pool(q), yield* direct.pool(q), `step ${step}: ${JSON.stringify(q)}`)
+          }
+        }
+        assert.isAbove((yield* counts).hits, hitsBefore)
       }))
 
     it.scoped("served from cache at a later time, the pool equals the database's: an object whose activity ended gives way", () =>
@@ -342,30 +453,58 @@ for (const engine of ["sqlite", "pg"] as const) {
 
 describe("the cache's bookkeeping", () => {
   const rows = [{ part: "r", body: "x".repeat(1000) }]
+  const home = (topic: string, owner: string | null = null) => ({ now: T0, rows, topic, fallback: false, activeOnly: false, owner })
   it("rows read after seeing an older revision are not kept once another reader moved the chat on", () => {
     const cache = makeContextCache(1024 * 1024)
     const early = cache.entry("c", 1)!
     const late = cache.entry("c", 2)!
-    assert.strictEqual(cache.putScope(early, 1, "k", { now: T0, rows }), 0)
+    assert.strictEqual(cache.putScope(early, 1, "k", home("")), 0)
     assert.isUndefined(late.scopes.get("k"))
-    cache.putScope(late, 2, "k", { now: T0, rows })
+    cache.putScope(late, 2, "k", home(""))
     assert.strictEqual(cache.entry("c", 2)!.scopes.get("k")?.rows, rows)
-    // This process's own write moves the entry on: scopes emptied, written messages kept.
+    // This process's own write moves the entry on: the scopes of the topic it wrote emptied, written messages kept.
     const m = { chat_id: "c", message_id: "9", topic_id: null, reply_to_message_id: null, sender_user_id: null, from_bot: false, sent_at: T0 }
-    cache.wrote("c", 2, [m])
+    cache.wrote("c", 2, { ...untouched(), messages: [m], topics: new Set([""]) })
     const moved = cache.entry("c", 3)!
     assert.strictEqual(moved.scopes.size, 0)
     assert.deepStrictEqual(moved.messages.get("9"), m)
     // A write by this process over an entry at another revision starts it over.
-    cache.wrote("c", 7, [])
+    cache.wrote("c", 7, untouched())
     assert.strictEqual(cache.entry("c", 8)!.messages.size, 0)
+  })
+
+  it("a write of this process keeps what it cannot have changed: other topics' scopes, other messages' objects", () => {
+    const cache = makeContextCache(1024 * 1024)
+    const e = cache.entry("c", 1)!
+    cache.putScope(e, 1, "written", home("5"))
+    cache.putScope(e, 1, "other", home("6"))
+    cache.putScope(e, 1, "owned", home("6", "u"))
+    cache.putScope(e, 1, "owned by another", home("6", "v"))
+    cache.putScope(e, 1, "fallback", { ...home("6"), fallback: true })
+    cache.putScope(e, 1, "active fallback", { ...home("6"), fallback: true, activeOnly: true })
+    cache.putScope(e, 1, "active fallback of the written topic", { ...home("5"), fallback: true, activeOnly: true })
+    cache.putChain(e, 1, [], [["m1", rows], ["m2", rows]], "5")
+    cache.putChain(e, 1, [], [], "6")
+    // Messages written into topic 5 only: every scope of other topics stays, but a fallback over the whole chat.
+    cache.wrote("c", 1, { ...untouched(), topics: new Set(["5"]) })
+    assert.sameMembers([...cache.entry("c", 2)!.scopes.keys()], ["other", "owned", "owned by another", "active fallback", "active fallback of the written topic"])
+    // An object written in topic 5 by u.
+    cache.wrote("c", 2, { ...untouched(), topics: new Set(["5"]), activeTopics: new Set(["5"]), creators: new Set(["u"]), sources: new Set(["m1"]) })
+    const after = cache.entry("c", 3)!
+    assert.sameMembers([...after.scopes.keys()], ["other", "owned by another", "active fallback of the written topic"])
+    assert.sameMembers([...after.sourced.keys()], ["m2"])
+    assert.sameMembers([...after.windows], ["6"])
+    // A chat-wide change (whether it is a forum) keeps nothing of it.
+    cache.wrote("c", 3, { ...untouched(), everything: true })
+    const reset = cache.entry("c", 4)!
+    assert.deepStrictEqual([reset.scopes.size, reset.sourced.size, reset.windows.size], [0, 0, 0])
   })
 
   it("least recently used chats leave first when the budget is exceeded", () => {
     const cache = makeContextCache(6000)
-    for (const chat of ["a", "b"]) cache.putScope(cache.entry(chat, 0)!, 0, "k", { now: T0, rows })
+    for (const chat of ["a", "b"]) cache.putScope(cache.entry(chat, 0)!, 0, "k", home(""))
     cache.entry("a", 0) // a is used again; b is now the least recent
-    assert.strictEqual(cache.putScope(cache.entry("c", 0)!, 0, "k", { now: T0, rows }), 1)
+    assert.strictEqual(cache.putScope(cache.entry("c", 0)!, 0, "k", home("")), 1)
     assert.strictEqual(cache.entry("a", 0)!.scopes.size, 1)
     assert.strictEqual(cache.entry("b", 0)!.scopes.size, 0)
     assert.isAtMost(cache.size().bytes, 6000)

@@ -58,7 +58,68 @@ const entryBytes = 512
 export interface ScopeRows {
   readonly now: number
   readonly rows: ReadonlyArray<Row>
+  /** The topic (as stored) the scope is of: its own (home) or the one it leaves out (fallback). */
+  readonly topic: string
+  /** Whether the rows are of the rest of the chat (they then read chat-wide windows, unless `activeOnly`). */
+  readonly fallback: boolean
+  /** Whether the rows are only of active objects. */
+  readonly activeOnly: boolean
+  /** The sender whose own objects the rows include (their window spans every topic), if any. */
+  readonly owner: string | null
   readonly bytes: number
+}
+
+/**
+ * What one committed write (or unit of work) changed in a chat: the scopes, windows and sourced
+ * objects it cannot have changed stay cached (see {@link ContextCache.wrote}).
+ */
+export interface Touched {
+  /** The messages written (their metadata is kept). */
+  readonly messages: Array<MessageMeta>
+  /** Topics (as stored) of the messages written and of the objects written or removed, before and after. */
+  readonly topics: Set<string>
+  /** Topics (as stored) of the objects written or removed that were or are activated (`active_until` set). */
+  readonly activeTopics: Set<string>
+  /** Creators of the objects written or removed. */
+  readonly creators: Set<string>
+  /** Source messages of the objects written or removed. */
+  readonly sources: Set<string>
+  /** Something chat-wide changed (whether it is a forum): nothing cached of the chat stays. */
+  everything: boolean
+}
+
+/** Nothing touched yet. */
+export const untouched = (): Touched => ({
+  messages: [],
+  topics: new Set(),
+  activeTopics: new Set(),
+  creators: new Set(),
+  sources: new Set(),
+  everything: false
+})
+
+/** Adds what `more` touched to `into`. */
+export const touchAll = (into: Touched, more: Touched): void => {
+  for (const m of more.messages) into.messages.push(m)
+  for (const t of more.topics) into.topics.add(t)
+  for (const t of more.activeTopics) into.activeTopics.add(t)
+  for (const c of more.creators) into.creators.add(c)
+  for (const s of more.sources) into.sources.add(s)
+  if (more.everything) into.everything = true
+}
+
+/**
+ * Whether a write that touched `t` can have changed a scope's rows. Every part of a home scope
+ * reads its own topic only, but for the sender's own objects (a window over every topic). A
+ * fallback of active objects reads the activated objects of the other topics only; any other fallback
+ * reads windows over the whole chat, so any write changes it. (An object has the topic of its
+ * message once that is stored; one that moves is touched in both topics.)
+ */
+const stale = (s: ScopeRows, t: Touched): boolean => {
+  if (!s.fallback) return t.topics.has(s.topic) || (s.owner !== null && t.creators.has(s.owner))
+  if (!s.activeOnly) return true
+  for (const topic of t.activeTopics) if (topic !== s.topic) return true
+  return false
 }
 
 export interface ChatEntry {
@@ -123,11 +184,12 @@ export interface ContextCache {
   /** Remembers a preferred kind asked of the chat. */
   readonly askedKind: (entry: ChatEntry, kind: string) => void
   /**
-   * After this process committed a write that moved the chat from `from` to `from + 1`: the
-   * entry follows (written messages kept; scopes, sourced objects and windows emptied) when it was
-   * at `from`, else starts over.
+   * After this process committed a write that moved the chat from `from` to `from + 1`: when the
+   * entry was at `from` it follows — written messages kept, and only the scopes, windows and
+   * sourced objects the write can have changed dropped (the rest is what the database holds at
+   * `from + 1` too) — else it starts over.
    */
-  readonly wrote: (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>) => number
+  readonly wrote: (chatId: string, from: number, touched: Touched) => number
   /** Chats evicted since the last call (for the evictions metric). */
   readonly takeEvictions: () => number
   /** Bytes held (the estimate the budget is checked against) and chats cached. */
@@ -261,10 +323,12 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     e.kinds.add(kind)
   }
 
-  const wrote = (chatId: string, from: number, messages: ReadonlyArray<MessageMeta>): number => {
+  const wrote = (chatId: string, from: number, touched: Touched): number => {
     const found = chats.get(chatId)
     if (found === undefined) return 0
-    if (found.revision === from) {
+    if (found.revision !== from) {
+      empty(found, from + 1)
+    } else if (touched.everything) {
       grow(found, -[...found.scopes.values()].reduce((n, s) => n + s.bytes, 0))
       grow(found, -[...found.sourced.values()].reduce((n, s) => n + s.bytes, 0))
       found.scopes.clear()
@@ -272,9 +336,21 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
       found.windows.clear()
       found.revision = from + 1
     } else {
-      empty(found, from + 1)
+      for (const [key, s] of found.scopes) {
+        if (!stale(s, touched)) continue
+        found.scopes.delete(key)
+        grow(found, -s.bytes)
+      }
+      for (const id of touched.sources) {
+        const s = found.sourced.get(id)
+        if (s === undefined) continue
+        found.sourced.delete(id)
+        grow(found, -s.bytes)
+      }
+      for (const topic of touched.topics) found.windows.delete(topic)
+      found.revision = from + 1
     }
-    return putMessages(found, from + 1, messages.map((m) => [m.message_id, m] as const))
+    return putMessages(found, from + 1, touched.messages.map((m) => [m.message_id, m] as const))
   }
 
   const scope = (e: ChatEntry, key: string): ScopeRows | undefined => {

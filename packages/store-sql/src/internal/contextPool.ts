@@ -513,6 +513,9 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     }
     for (const k of prefer) cache.askedKind(entry, k)
     const key = scopeKey(q, fallback)
+    // What the rows depend on, for a write to tell whether it changed them (ContextCache.wrote).
+    const topic = topicKey(q.topic_id)
+    const owner = q.include_owned && !q.active_only ? q.sender_user_id : null
     const kept = cache.scope(entry, key)
     const base = kept !== undefined && kept.now <= q.now ? kept.rows : undefined
     const kinds = new Map<string, ReadonlyArray<Row>>()
@@ -553,7 +556,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       }
       for (const [k, part] of read) {
         kinds.set(k, part)
-        cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part })
+        cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part, topic, fallback, activeOnly: q.active_only, owner: null })
       }
       return own
     }
@@ -577,7 +580,6 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         if (cache.scope(entry, kindKey(q, fallback, kind)) === undefined) fetch.push(kind)
       }
     }
-    const topic = topicKey(q.topic_id)
     const withWindow = !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
     const read = !withWindow
       ? scopeRows(shared(q), fallback, fetch)
@@ -598,7 +600,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         else rows.push(r)
       }
       const own = split(rows, fetch)
-      cache.putScope(entry, revision, key, { now: q.now, rows: own })
+      cache.putScope(entry, revision, key, { now: q.now, rows: own, topic, fallback, activeOnly: q.active_only, owner })
       if (withWindow) keepChain(entry, revision, q, null, noChain, windowRows, windowObjectRows, topic)
       return Effect.as(count(hits, 1 + missing.length), assemble(own))
     })

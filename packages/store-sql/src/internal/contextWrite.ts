@@ -12,7 +12,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { chunks, marks, num, type Scalar, str, strOrNull } from "./db.js"
+import { chunks, marks, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
   type ContextSql,
@@ -26,7 +26,7 @@ import {
   objectRow,
   objectRowColumns
 } from "./contextRows.js"
-import type { ContextCache } from "./contextCache.js"
+import { type ContextCache, type Touched, touchAll, untouched } from "./contextCache.js"
 import { unitOf } from "./unit.js"
 
 /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
@@ -243,32 +243,53 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         )
       }
       // The revision of every chat whose messages or objects changed, in this same transaction, so
-      // every store's cache of those chats (this process's and others') sees the write.
-      const changed = new Set<string>(changes.forums.keys())
-      for (const m of changes.messages) changed.add(m.chat_id)
-      for (const o of changes.removed.values()) changed.add(o.chat_id)
-      for (const { object } of changes.objects.values()) changed.add(object.chat_id)
+      // every store's cache of those chats (this process's and others') sees the write; and what
+      // the write touched in each, for this process's cache to keep the rest.
+      const changed = new Map<string, Touched>()
+      const touchedIn = (chatId: string) => {
+        let t = changed.get(chatId)
+        if (t === undefined) changed.set(chatId, t = untouched())
+        return t
+      }
+      const touchObject = (o: ContextObject) => {
+        const t = touchedIn(o.chat_id)
+        t.topics.add(topicKey(o.topic_id))
+        if (o.active_until !== null) t.activeTopics.add(topicKey(o.topic_id))
+        t.sources.add(o.source_message_id)
+        if (o.created_by_user_id !== undefined) t.creators.add(o.created_by_user_id)
+      }
+      for (const chatId of changes.forums.keys()) touchedIn(chatId).everything = true
+      for (const m of changes.messages) {
+        const t = touchedIn(m.chat_id)
+        t.messages.push(m)
+        t.topics.add(topicKey(m.topic_id))
+      }
+      for (const o of changes.removed.values()) touchObject(o)
+      for (const [k, { object }] of changes.objects) {
+        touchObject(object)
+        const before = s.objects.get(k)
+        if (before !== undefined && before !== null) touchObject(before)
+      }
       const unit = yield* unitOf(db)
       if (unit === undefined) {
-        yield* bumpRevisions([...changed])
-        return [...changed].map((chatId) => ({
-          chatId,
-          from: s.revisions.get(chatId) ?? 0,
-          messages: changes.messages.filter((m) => m.chat_id === chatId)
-        }))
+        yield* bumpRevisions([...changed.keys()])
+        return [...changed].map(([chatId, touched]) => ({ chatId, from: s.revisions.get(chatId) ?? 0, touched }))
       }
       // In a unit of work: a chat's revision moves once per unit (the first write to it), and the
       // cache follows everything the unit wrote once it committed (see unit.ts).
       let ofUnit = unit.written.get(cache)
       if (ofUnit === undefined) unit.written.set(cache, ofUnit = new Map())
       const first: Array<string> = []
-      for (const chatId of changed) {
-        if (ofUnit.has(chatId)) continue
+      for (const [chatId, touched] of changed) {
+        const pending = ofUnit.get(chatId)
+        if (pending !== undefined) {
+          touchAll(pending.touched, touched)
+          continue
+        }
         first.push(chatId)
-        ofUnit.set(chatId, { from: s.revisions.get(chatId) ?? 0, messages: [] })
+        ofUnit.set(chatId, { from: s.revisions.get(chatId) ?? 0, touched })
       }
       yield* bumpRevisions(first)
-      for (const m of changes.messages) ofUnit.get(m.chat_id)!.messages.push(m)
       return []
     })
 
@@ -298,7 +319,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       // own transaction this was only a savepoint, which may still roll back: the cache is left at
       // the old revision, which the committed write moves past.
       Effect.zipWith(Effect.serviceOption(SqlClient.TransactionConnection), ({ result, written }, outer) => {
-        if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.messages)
+        if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
         return result
       }),
       Effect.mapError(failStore("apply")),

@@ -5,7 +5,6 @@
  * the caches follow those writes once, after the commit — a rolled-back unit leaves them as
  * they were.
  */
-import type { MessageMeta } from "@deixis/core/ContextObject"
 import { StoreError } from "@deixis/core/ContextStore"
 import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -13,13 +12,13 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { ContextCache } from "./contextCache.js"
+import type { ContextCache, Touched } from "./contextCache.js"
 import { type Db, describe } from "./db.js"
 
-/** A chat this unit wrote: its revision before the unit (bumped once, to `from + 1`) and the messages written since. */
+/** A chat this unit wrote: its revision before the unit (bumped once, to `from + 1`) and what the unit touched in it. */
 export interface Pending {
   readonly from: number
-  readonly messages: Array<MessageMeta>
+  readonly touched: Touched
 }
 
 export interface UnitState {
@@ -37,10 +36,10 @@ export const unitOf = (db: Db): Effect.Effect<UnitState | undefined> =>
   Effect.map(Effect.serviceOption(Unit), (unit) =>
     Option.isSome(unit) && unit.value.sql === db.sql ? unit.value : undefined)
 
-/** After the commit: each written chat's cache entry moves from `from` to `from + 1` with the messages written. */
+/** After the commit: each written chat's cache entry moves from `from` to `from + 1`, keeping what the unit did not touch. */
 const followCaches = (state: UnitState) => {
   for (const [cache, chats] of state.written) {
-    for (const [chatId, pending] of chats) cache.wrote(chatId, pending.from, pending.messages)
+    for (const [chatId, pending] of chats) cache.wrote(chatId, pending.from, pending.touched)
   }
 }
 
