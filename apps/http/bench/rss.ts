@@ -14,9 +14,9 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, readdirSync } from "node:fs"
-import { createServer } from "node:net"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort } from "./net.js"
 
 const here = import.meta.dirname
 const chats = Number(process.env["BENCH_CHATS"] ?? 100)
@@ -27,14 +27,6 @@ const deadlineSeconds = Number(process.env["BENCH_RSS_SECONDS"] ?? 600)
 const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,pg").split(",")
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const cacheMb = process.env["DEIXIS_STORE_CACHE_MB"] ?? "64"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
 

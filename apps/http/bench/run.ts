@@ -11,23 +11,15 @@
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort } from "./net.js"
 
 const here = import.meta.dirname
 const duration = Number(process.env["BENCH_SECONDS"] ?? 10)
 const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
 const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,pg").split(",")
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 /** A server process's resident set in MiB (Linux), read after its run. */
 const rssOf = (child: ChildProcess): string => {

@@ -26,28 +26,14 @@ import { migrate, migrations } from "../src/internal/migrations.js"
 import * as Pg from "../src/Pg.js"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, pgUrl, tempDir } from "./helpers.js"
+import { freshSchema, pgUrl, poolQuery, T0, tempDir } from "./helpers.js"
 
-const T0 = Date.parse("2026-11-25T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
 const apply = (store: ContextStoreShape, events: ReadonlyArray<unknown>, now = T0) =>
   store.apply(decode(events), { now, ttl: TtlPolicy.defaultPolicy })
 
-const query = (chat: string, over: Partial<PoolQuery> = {}): PoolQuery => ({
-  chat_id: chat,
-  topic_id: "1",
-  current_message_id: "1000",
-  reply_to_message_id: null,
-  sender_user_id: "7",
-  kinds: undefined,
-  prefer_kinds: ["link"],
-  include_owned: true,
-  active_only: false,
-  now: T0,
-  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 },
-  ...over
-})
+const query = poolQuery
 const shape = (pool: { readonly entries: ReadonlyArray<{ readonly object: { readonly object_id: string }; readonly tier: string }> }) =>
   pool.entries.map((e) => `${e.tier}:${e.object.object_id}`)
 

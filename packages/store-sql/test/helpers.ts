@@ -4,6 +4,7 @@
  * DEIXIS_TEST_PG_URL. An unreachable server fails the tests that need it; nothing is skipped.
  * Built from the engines' own entry points (`Sqlite`, `Pg`); the root's layers load them lazily.
  */
+import type { PoolQuery } from "@deixis/core/ContextStore"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -67,3 +68,22 @@ export const pgLayerWithClient = (
   SqlStore.layerStores({ schema, sweep_interval: 0, ...overrides }).pipe(
     Layer.provideMerge(Layer.provideMerge(dropSchemaOnRelease(schema), Pg.layerClient({ url: pgUrl, schema, max_connections: 4 })))
   )
+
+/** The time the cache tests' events and pools run at. */
+export const T0 = Date.parse("2026-11-25T10:00:00Z")
+
+/** A pool query in topic 1 of `chat` (sender 7, links preferred, the sender's own taken), with `over` on top. */
+export const poolQuery = (chat: string, over: Partial<PoolQuery> = {}): PoolQuery => ({
+  chat_id: chat,
+  topic_id: "1",
+  current_message_id: "1000",
+  reply_to_message_id: null,
+  sender_user_id: "7",
+  kinds: undefined,
+  prefer_kinds: ["link"],
+  include_owned: true,
+  active_only: false,
+  now: T0,
+  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 },
+  ...over
+})

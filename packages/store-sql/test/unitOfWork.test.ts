@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
-import { ContextStore, type PoolQuery } from "@deixis/core/ContextStore"
+import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -20,9 +20,8 @@ import * as Schema from "effect/Schema"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { pgLayerWithClient, sqliteLayerWithClient } from "./helpers.js"
+import { pgLayerWithClient, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
 
-const T0 = Date.parse("2026-11-25T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 
 const message = (chat: string, id: number, extra: Record<string, unknown> = {}) => ({
@@ -51,19 +50,7 @@ const item = (chat: string, id: number): HistoryItem => ({
   attachments: []
 })
 
-const query = (chat: string): PoolQuery => ({
-  chat_id: chat,
-  topic_id: "1",
-  current_message_id: "1000",
-  reply_to_message_id: null,
-  sender_user_id: "7",
-  kinds: undefined,
-  prefer_kinds: ["link"],
-  include_owned: true,
-  active_only: false,
-  now: T0,
-  limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 }
-})
+const query = poolQuery
 
 const apply = (events: ReadonlyArray<unknown>) =>
   Effect.flatMap(ContextStore, (store) => store.apply(decode(events), { now: T0, ttl: TtlPolicy.defaultPolicy }))
