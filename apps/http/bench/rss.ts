@@ -12,11 +12,11 @@
  * says how many messages were loaded. The cache budget is DEIXIS_STORE_CACHE_MB (64 when unset).
  * Prints a markdown table. Never a test: numbers depend on the machine.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, statSync, readdirSync } from "node:fs"
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./net.js"
+import { dropPgSchema, freePort, processMemory, untilHealthy } from "./support.js"
 
 const here = import.meta.dirname
 const chats = Number(process.env["BENCH_CHATS"] ?? 100)
@@ -29,13 +29,6 @@ const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.
 const cacheMb = process.env["DEIXIS_STORE_CACHE_MB"] ?? "64"
 
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
-
-/** VmRSS and VmHWM (peak) of a process, in bytes (Linux). */
-const procMemory = (pid: number): { readonly rss: number; readonly peak: number } => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN) * 1024
-  return { rss: kb("VmRSS"), peak: kb("VmHWM") }
-}
 
 interface Server {
   readonly child: ChildProcess
@@ -63,21 +56,16 @@ const start = async (env: Record<string, string>): Promise<Server> => {
     }
   })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(url + "/healthz").then(() => true, () => false)) {
-      return {
-        child,
-        url,
-        memoryReport: () =>
-          new Promise((resolve) => {
-            waiting.push((line) => resolve(JSON.parse(line) as Record<string, number | boolean>))
-            child.kill("SIGUSR2")
-          })
-      }
-    }
-    await new Promise((r) => setTimeout(r, 100))
+  if (!(await untilHealthy(url))) throw new Error("the server did not start")
+  return {
+    child,
+    url,
+    memoryReport: () =>
+      new Promise((resolve) => {
+        waiting.push((line) => resolve(JSON.parse(line) as Record<string, number | boolean>))
+        child.kill("SIGUSR2")
+      })
   }
-  throw new Error("the server did not start")
 }
 
 const chatId = (c: number) => -1002000000000 - c
@@ -178,14 +166,14 @@ const main = async () => {
       try {
         const before = loadavg()[0]!.toFixed(1)
         const result = await load(server.url)
-        const afterLoad = procMemory(server.child.pid!).rss
+        const afterLoad = processMemory(server.child.pid!).rss
         // Twice: the first pass fills the SQL stores' cache (misses), the second is served from it (hits).
         await resolveEach(server.url, Math.ceil(result.loaded / chats))
         await resolveEach(server.url, Math.ceil(result.loaded / chats))
-        const afterResolve = procMemory(server.child.pid!).rss
+        const afterResolve = processMemory(server.child.pid!).rss
         const counters = engine.key === "memory" ? "" : await cacheCounters(server.url)
         const heap = await server.memoryReport()
-        const after = procMemory(server.child.pid!)
+        const after = processMemory(server.child.pid!)
         rows.push({
           store: engine.name,
           cache: engine.key === "memory" ? "— (keeps everything)" : `${cacheMb} MiB`,
@@ -211,13 +199,7 @@ const main = async () => {
     }
   } finally {
     rmSync(sqliteDir, { recursive: true, force: true })
-    if (stores.includes("pg")) {
-      try {
-        execFileSync("psql", [pgUrl, "-q", "-c", `DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`], { stdio: "ignore" })
-      } catch {
-        console.error(`could not drop schema ${pgSchema}; drop it by hand`)
-      }
-    }
+    if (stores.includes("pg")) dropPgSchema(pgUrl, pgSchema)
   }
   console.log(`\napps/http RSS benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${chats} chats × ${messages.toLocaleString("en-US")} messages posted to POST /v1/events in batches of ${batch} (${concurrency} in flight), DEIXIS_STORE_CACHE_MB ${cacheMb}\n`)
   console.log("| store | cache budget | messages loaded | load (s) | messages/s | RSS after load (MiB) | after two resolves per topic | after GC | V8 heap used / total after GC | external | peak RSS | load average |")

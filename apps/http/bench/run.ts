@@ -9,11 +9,11 @@
  * server's own CPU time per request (user + system, from /proc), which the other processes on
  * the machine disturb far less than the rates.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process"
+import { execFile, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort } from "./net.js"
+import { dropPgSchema, freePort, processMemory, untilHealthy } from "./support.js"
 
 const here = import.meta.dirname
 const duration = Number(process.env["BENCH_SECONDS"] ?? 10)
@@ -23,12 +23,8 @@ const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.
 
 /** A server process's resident set in MiB (Linux), read after its run. */
 const rssOf = (child: ChildProcess): string => {
-  try {
-    const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1])
-    return Number.isFinite(kb) ? (kb / 1024).toFixed(0) : "?"
-  } catch {
-    return "?"
-  }
+  const { rss } = processMemory(child.pid!)
+  return Number.isFinite(rss) ? (rss / 1024 / 1024).toFixed(0) : "?"
 }
 
 /** A process's CPU time so far (user + system), in ms (Linux; NaN elsewhere). */
@@ -50,10 +46,7 @@ const start = async (script: string, env: Record<string, string> = {}): Promise<
   })
   child.stdout!.resume()
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(url + "/healthz").then(() => true, () => false)) return { child, url }
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  if (await untilHealthy(url)) return { child, url }
   throw new Error(`${script} did not start`)
 }
 
@@ -183,13 +176,7 @@ const main = async () => {
     logging.child.kill("SIGTERM")
     for (const child of others) child.kill("SIGTERM")
     rmSync(sqliteDir, { recursive: true, force: true })
-    if (stores.includes("pg")) {
-      try {
-        execFileSync("psql", [pgUrl, "-q", "-c", `DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`], { stdio: "ignore" })
-      } catch {
-        console.error(`could not drop schema ${pgSchema}; drop it by hand`)
-      }
-    }
+    if (stores.includes("pg")) dropPgSchema(pgUrl, pgSchema)
   }
 }
 
