@@ -26,7 +26,7 @@ import { migrate, migrations } from "../src/internal/migrations.js"
 import * as Pg from "../src/Pg.js"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, pgUrl, poolQuery, T0, tempDir } from "./helpers.js"
+import { freshSchema, pgUrl, poolQuery, T0, tempDir, writeSnapshotRows } from "./helpers.js"
 
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
@@ -531,18 +531,7 @@ const upgradeFrom7 = Effect.gen(function*() {
     written.objects.length + 1,
     T0
   ])
-  for (const m of written.messages) {
-    yield* db.query(
-      `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
-    )
-  }
-  for (const [i, o] of written.objects.entries()) {
-    yield* db.query(
-      `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
-    )
-  }
+  yield* writeSnapshotRows(db, chat, written)
   assert.deepStrictEqual(yield* migrate(db, undefined), [8])
   assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8])
   const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))

@@ -4,7 +4,7 @@
  * DEIXIS_TEST_PG_URL. An unreachable server fails the tests that need it; nothing is skipped.
  * Built from the engines' own entry points (`Sqlite`, `Pg`); the root's layers load them lazily.
  */
-import type { PoolQuery } from "@deixis/core/ContextStore"
+import type { ChatSnapshot, PoolQuery } from "@deixis/core/ContextStore"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -13,6 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Pg from "../src/Pg.js"
 import * as Sqlite from "../src/Sqlite.js"
+import type { Db } from "../src/internal/db.js"
 import * as SqlStore from "../src/SqlStore.js"
 
 export const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -87,3 +88,23 @@ export const poolQuery = (chat: string, over: Partial<PoolQuery> = {}): PoolQuer
   limits: { chain_depth: 8, recent_objects: 8, recent_per_kind: 4, recent_messages: 4, owned: 4, fallback_active: 16 },
   ...over
 })
+
+/**
+ * A chat's messages and objects (a memory store's snapshot) written straight into the tables,
+ * in the columns every schema version since 4 has: the data of an older database to upgrade.
+ */
+export const writeSnapshotRows = (db: Db, chat: string, written: ChatSnapshot) =>
+  Effect.gen(function*() {
+    for (const m of written.messages) {
+      yield* db.query(
+        `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
+      )
+    }
+    for (const [i, o] of written.objects.entries()) {
+      yield* db.query(
+        `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
+      )
+    }
+  })

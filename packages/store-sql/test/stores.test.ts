@@ -16,7 +16,7 @@ import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir } from "./helpers.js"
+import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir, writeSnapshotRows } from "./helpers.js"
 
 /** Keys as the environment spells them (`DEIXIS_PG_URL`). */
 const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })
@@ -210,18 +210,7 @@ const upgradeFrom4 = Effect.gen(function*() {
   )
   const written = yield* reference.snapshot(chat)
   yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, ?, ?)`, [chat, written.objects.length + 1, T0])
-  for (const m of written.messages) {
-    yield* db.query(
-      `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
-    )
-  }
-  for (const [i, o] of written.objects.entries()) {
-    yield* db.query(
-      `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
-    )
-  }
+  yield* writeSnapshotRows(db, chat, written)
   yield* db.query(`INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES (?, ?, ?)`, [chat, "e1", T0])
   assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(4))
   const after = makeSqlContextStore(db, settings)
