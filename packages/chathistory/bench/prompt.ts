@@ -11,22 +11,13 @@ import * as ContextLoader from "../src/ContextLoader.js"
 import type { HistoryItem, Sender } from "../src/HistoryItem.js"
 import * as HistoryStore from "../src/HistoryStore.js"
 import * as PromptAssembler from "../src/PromptAssembler.js"
+import { makeText } from "./text.js"
 
 const TURNS = 20_000
 const WARMUP = 5_000
 
-let seed = 0x51f15e
-const random = () => {
-  seed ^= seed << 13
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  return (seed >>> 0) / 0x1_0000_0000
-}
-const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(random() * xs.length)]!
-const words = ("the poll about friday lunch moved to thursday please check @bob link article summary remind me " +
-  "tomorrow at nine which one do you mean that one above sounds good thanks 👍 voted already agenda " +
-  "draft pdf photo ok sure later meeting notes 🎉 deadline review update").split(" ")
-const sentence = () => Array.from({ length: 6 + Math.floor(random() * 14) }, () => pick(words)).join(" ")
+// A fixed-seed generator, so runs compare.
+const { pick, random, sentence } = makeText(0x51f15e)
 
 const chat = "-1009000000"
 const t0 = Date.UTC(2026, 10, 1)

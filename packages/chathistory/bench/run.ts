@@ -8,6 +8,7 @@ import * as ContextLoader from "../src/ContextLoader.js"
 import type { HistoryItem, Sender } from "../src/HistoryItem.js"
 import * as HistoryRenderer from "../src/HistoryRenderer.js"
 import * as HistoryStore from "../src/HistoryStore.js"
+import { makeText } from "./text.js"
 
 const CHATS = 1_000
 const PER_CHAT = 1_000
@@ -16,19 +17,7 @@ const LOADS = 100_000
 const RENDERS = 100_000
 
 // A fixed-seed generator, so runs compare.
-let seed = 0x2f6e2b1
-const random = () => {
-  seed ^= seed << 13
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  return (seed >>> 0) / 0x1_0000_0000
-}
-const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(random() * xs.length)]!
-
-const words = ("the poll about friday lunch moved to thursday please check @bob link article summary remind me " +
-  "tomorrow at nine which one do you mean that one above sounds good thanks 👍 voted already agenda " +
-  "draft pdf photo ok sure later meeting notes 🎉 deadline review update").split(" ")
-const sentence = () => Array.from({ length: 6 + Math.floor(random() * 14) }, () => pick(words)).join(" ")
+const { pick, random, sentence } = makeText(0x2f6e2b1)
 
 const gc = (): void => {
   const collect = (globalThis as { gc?: () => void }).gc
