@@ -18,6 +18,13 @@ import { config, eventually, F, FakeBotApi, launch, message, now, setup, sleeper
 
 const inChat = (chatId: number) => (p: Record<string, unknown>) => Number(p["chat_id"]) === chatId
 const deliveredTo = (api: FakeBotApi.FakeBotApi, chatId: number) => api.delivered().filter((c) => inChat(chatId)(c.payload))
+/**
+ * A hang released when the test's scope closes, before the bot's shutdown (it is made after
+ * `launch`): the shutdown waits for its updates on the TestClock, so a failed assertion would
+ * otherwise wait on a held call forever and show only as a test timeout.
+ */
+const holding = (api: FakeBotApi.FakeBotApi, method: string, where?: FakeBotApi.Matcher) =>
+  Effect.sync(() => api.hang(method, where)).pipe(Effect.tap((hang) => Effect.addFinalizer(() => Effect.sync(hang.release))))
 
 describe("apps/telegram: one chat's trouble never delays another", () => {
   it.scoped("a 429 in chat A does not delay chat B; A is answered after retry_after", () =>
@@ -40,7 +47,7 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       yield* launch(bot, api.apiRoot)
-      const hang = api.hang("sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      const hang = yield* holding(api, "sendMessage", (c) => inChat(F.forum.id)(c.payload))
       api.pushUpdates(message("/help"), message("/help", { chat: F.otherForum }))
       yield* eventually("chat B is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
       yield* eventually("chat A's call is held", () => hang.held() === 1)
@@ -67,13 +74,15 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       yield* launch(bot, api.apiRoot)
-      const hang = api.hang("sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      const hang = yield* holding(api, "sendMessage", (c) => inChat(F.forum.id)(c.payload))
       // Update ids increase in the order Telegram sends them.
       const a = (i: number) => message(`/remind in ${i} minutes task ${i}`)
       api.pushUpdates(a(1), a(2), a(3), a(4), message("/help", { chat: F.otherForum }), a(5), a(6), a(7), a(8))
       yield* eventually("chat B is answered", () => deliveredTo(api, F.otherForum.id).length === 1)
-      // Chat A's first reply hangs, and none of its later updates overtook it.
-      assert.strictEqual(hang.held(), 1)
+      // Chat A's first reply hangs (chat B may well be answered before it is sent), and none of
+      // its later updates overtook it.
+      yield* eventually("chat A's first reply is held", () => hang.held() === 1)
+      assert.deepStrictEqual(api.callsOf("sendMessage").filter((c) => inChat(F.forum.id)(c.payload)).length, 1)
       hang.release()
       yield* eventually("chat A is answered", () => deliveredTo(api, F.forum.id).length === 8)
       assert.deepStrictEqual(
@@ -255,11 +264,11 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
   it.scoped("webhook: when the bot is full it answers 503, and Telegram's retry is handled", () =>
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
-      const hang = api.hang("sendMessage")
       const { port } = yield* launch(bot, api.apiRoot, {
         queueCapacity: 1,
         transport: { _tag: "webhook", url: "https://bot.example.com/hook", secret: Option.some(Redacted.make("s")), port: 0, host: "127.0.0.1" }
       })
+      const hang = yield* holding(api, "sendMessage")
       const post = (body: unknown) =>
         Effect.promise(() =>
           fetch(`http://127.0.0.1:${port}/hook`, { method: "POST", body: JSON.stringify(body), headers: { "x-telegram-bot-api-secret-token": "s" } })
