@@ -30,6 +30,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { makeSqlReminderStore, makeSqlUpdateInbox } from "./internal/botStores.js"
+import { sqliteChanges } from "./internal/changes.js"
 import { makeSqlContextStore } from "./internal/contextStore.js"
 import { describe, makeDb } from "./internal/db.js"
 import { makeSqlHistoryStore } from "./internal/historyStore.js"
@@ -291,8 +292,9 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
   Effect.gen(function*() {
     const settings = { ...retentionDefaults, ...options }
     yield* migrateSchema(schema)
-    const db = makeDb(yield* SqlClient.SqlClient)
-    const context: ContextStoreShape = makeSqlContextStore(db, settings)
+    const sql = yield* SqlClient.SqlClient
+    const db = makeDb(sql)
+    const context: ContextStoreShape = makeSqlContextStore(db, settings, yield* sqliteChanges(sql))
     const history = makeSqlHistoryStore(db, settings)
     const retention: RetentionShape = {
       sweep: (now) =>
@@ -349,7 +351,8 @@ export const layerContextStore = (
     Effect.gen(function*() {
       const settings = { ...retentionDefaults, ...options }
       yield* migrateSchema(options.schema)
-      const store = makeSqlContextStore(makeDb(yield* SqlClient.SqlClient), settings)
+      const sql = yield* SqlClient.SqlClient
+      const store = makeSqlContextStore(makeDb(sql), settings, yield* sqliteChanges(sql))
       yield* scheduledSweep((now) => Effect.map(store.sweep(now), (objects) => ({ objects, history_items: 0 })), settings.sweep_interval)
       return store
     })

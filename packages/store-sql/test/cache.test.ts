@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
-import type { ContextStoreShape, PoolQuery } from "@deixis/core/ContextStore"
+import type { CandidatePool, ContextStoreShape, PoolQuery } from "@deixis/core/ContextStore"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import { makeMemory } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
@@ -20,6 +20,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as path from "node:path"
 import { cacheEvictions, cacheHits, cacheMisses, makeContextCache, untouched } from "../src/internal/contextCache.js"
+import { sqliteChanges } from "../src/internal/changes.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { type Db, makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
@@ -32,6 +33,13 @@ const decode = Schema.decodeUnknownSync(ContextEventBatch)
 const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
 const apply = (store: ContextStoreShape, events: ReadonlyArray<unknown>, now = T0) =>
   store.apply(decode(events), { now, ttl: TtlPolicy.defaultPolicy })
+
+/**
+ * A context store on `db` as the layers make it: on SQLite with the probe of its file's commits
+ * (so a chat's revision is read only after something was committed).
+ */
+const storeOn = (db: Db, options: ReturnType<typeof settings>) =>
+  Effect.map(sqliteChanges(db.sql), (changes) => makeSqlContextStore(db, options, changes))
 
 const query = poolQuery
 const shape = (pool: { readonly entries: ReadonlyArray<{ readonly object: { readonly object_id: string }; readonly tier: string }> }) =>
@@ -115,8 +123,8 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("two store instances on the same database: one writes, the other reads the new state (its cache warm before)", () =>
       Effect.gen(function*() {
         const [dbA, dbB] = yield* twoDatabases(engine)
-        const a = makeSqlContextStore(dbA, settings(64))
-        const b = makeSqlContextStore(dbB, settings(64))
+        const a = yield* storeOn(dbA, settings(64))
+        const b = yield* storeOn(dbB, settings(64))
         const chat = `two-${engine}`
         yield* apply(a, seed(chat))
         const before = yield* b.pool(query(chat))
@@ -131,25 +139,85 @@ for (const engine of ["sqlite", "pg"] as const) {
           { type: "object_activated", event_id: "act", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "link" }
         ])
         const after = yield* b.pool(query(chat))
-        const fresh = makeSqlContextStore(dbB, settings(0))
+        const fresh = yield* storeOn(dbB, settings(0))
         assert.deepStrictEqual(shape(after), shape(yield* fresh.pool(query(chat))), "b answers as the database does")
         assert.notDeepEqual(shape(after), shape(before))
         assert.isTrue(after.entries.some((e) => e.object.source_message_id === "4"), "b sees a's new message")
         assert.isTrue(after.entries.some((e) => e.object.source_message_id === "1" && e.object.active_until !== null))
 
         // a's retention sweep removes the objects and messages: b sees that too.
-        const swept = makeSqlContextStore(dbA, { ...settings(64), object_retention: 0, message_retention: 0 })
+        const swept = yield* storeOn(dbA, { ...settings(64), object_retention: 0, message_retention: 0 })
         yield* swept.sweep(T0 + 400 * 24 * 3600 * 1000)
         const empty = yield* b.pool(query(chat))
         assert.deepStrictEqual(shape(empty), shape(yield* fresh.pool(query(chat))))
         assert.deepStrictEqual(empty.entries, [])
       }))
 
+    it.scoped("with nothing committed since, a warm pool runs no statement (SQLite); any commit, by either instance, is read on the next pool", () =>
+      Effect.gen(function*() {
+        const [dbA, dbB] = yield* twoDatabases(engine)
+        let statements = 0
+        const counted: Db = { ...dbB, query: (text, params) => Effect.suspend(() => (statements++, dbB.query(text, params))) }
+        const a = yield* storeOn(dbA, settings(64))
+        const b = yield* storeOn(counted, settings(64))
+        const direct = yield* storeOn(dbB, settings(0))
+        const chat = `quiet-${engine}`
+        yield* apply(a, seed(chat))
+        yield* b.pool(query(chat))
+        statements = 0
+        const warm = yield* b.pool(query(chat))
+        // PostgreSQL has no probe: it reads the chat's revision every time (one statement).
+        assert.strictEqual(statements, engine === "sqlite" ? 0 : 1)
+        // Another instance commits: b reads again, and sees it.
+        yield* apply(a, [{ type: "message_observed", chat_id: chat, message_id: 4, topic_id: 1, links: [{ url: "https://example.com/q" }] }])
+        statements = 0
+        const seen = yield* b.pool(query(chat))
+        assert.isAbove(statements, 0)
+        assert.deepStrictEqual(seen, yield* direct.pool(query(chat)))
+        assert.notDeepEqual(shape(seen), shape(warm))
+        // A commit to another chat: b reads the revision again (one statement), the entry stays.
+        yield* apply(a, seed(`${chat}-other`))
+        statements = 0
+        assert.deepStrictEqual(yield* b.pool(query(chat)), seen)
+        assert.strictEqual(statements, 1)
+        // b's own write is read like anyone's.
+        yield* apply(b, [{ type: "message_observed", chat_id: chat, message_id: 5, topic_id: 1, links: [{ url: "https://example.com/r" }] }])
+        const own = yield* b.pool(query(chat))
+        assert.deepStrictEqual(own, yield* direct.pool(query(chat)))
+        assert.isTrue(own.entries.some((e) => e.object.source_message_id === "5"))
+      }))
+
+    it.scoped("a pool inside a transaction that is rolled back leaves nothing of it in the cache, whoever commits next", () =>
+      Effect.gen(function*() {
+        const [dbA, dbB] = yield* twoDatabases(engine)
+        const a = yield* storeOn(dbA, settings(64))
+        const b = yield* storeOn(dbB, settings(64))
+        const direct = yield* storeOn(dbA, settings(0))
+        const chat = `rollback-${engine}`
+        yield* apply(a, seed(chat))
+        yield* a.pool(query(chat))
+        // In a's transaction: a write (the chat's revision moves, uncommitted), a pool that sees it, then a failure.
+        let inside: CandidatePool | undefined
+        const failed = yield* dbA.transaction(Effect.gen(function*() {
+          yield* apply(a, [{ type: "message_observed", chat_id: chat, message_id: 6, topic_id: 1, links: [{ url: "https://example.com/gone" }] }])
+          inside = yield* a.pool(query(chat))
+          return yield* Effect.fail("roll back" as const)
+        })).pipe(Effect.flip)
+        assert.strictEqual(failed, "roll back")
+        assert.isTrue(inside!.entries.some((e) => e.object.source_message_id === "6"), "the transaction saw its own write")
+        // b commits the revision the rolled-back write had taken.
+        yield* apply(b, [{ type: "message_observed", chat_id: chat, message_id: 7, topic_id: 1, links: [{ url: "https://example.com/kept" }] }])
+        const after = yield* a.pool(query(chat))
+        assert.deepStrictEqual(after, yield* direct.pool(query(chat)))
+        assert.isFalse(after.entries.some((e) => e.object.source_message_id === "6"), "nothing of the rolled-back write")
+        assert.isTrue(after.entries.some((e) => e.object.source_message_id === "7"))
+      }))
+
     it.scoped("this store's own write keeps the scopes it cannot have changed: another topic's scope is still a hit", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(db, settings(64))
-        const direct = makeSqlContextStore(db, settings(0))
+        const cached = yield* storeOn(db, settings(64))
+        const direct = yield* storeOn(db, settings(0))
         const chat = `keep-${engine}`
         // Topic 2 has an active link (so its pool needs no fallback, which reads the whole chat).
         yield* apply(cached, [
@@ -202,9 +270,9 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("writes into some topics and pools over all of them, interleaved at random: every answer is the database's", () =>
       Effect.gen(function*() {
         const [dbA, dbB] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(dbA, settings(64))
-        const other = makeSqlContextStore(dbB, settings(64))
-        const direct = makeSqlContextStore(dbA, settings(0))
+        const cached = yield* storeOn(dbA, settings(64))
+        const other = yield* storeOn(dbB, settings(64))
+        const direct = yield* storeOn(dbA, settings(0))
         const chat = `mixed-${engine}`
         let seed = 7
         const rand = (n: number) => {
@@ -259,8 +327,8 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("served from cache at a later time, the pool equals the database's: an object whose activity ended gives way", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(db, settings(64))
-        const direct = makeSqlContextStore(db, settings(0))
+        const cached = yield* storeOn(db, settings(64))
+        const direct = yield* storeOn(db, settings(0))
         const chat = `time-${engine}`
         yield* apply(cached, [
           ...seed(chat),
@@ -282,8 +350,8 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("reply chains walked from memory are the database's chains, across topics, depths and absent messages", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(db, settings(64))
-        const direct = makeSqlContextStore(db, settings(0))
+        const cached = yield* storeOn(db, settings(64))
+        const direct = yield* storeOn(db, settings(0))
         const chat = `chains-${engine}`
         yield* apply(cached, chainChat(chat))
         const asked = (reply: string, over: Partial<PoolQuery> = {}) =>
@@ -321,8 +389,8 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("a first reply into a topic whose scope is kept is one read (PostgreSQL: the topic's window follows in the background), the replies after it walked from memory", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(db, settings(64))
-        const direct = makeSqlContextStore(db, settings(0))
+        const cached = yield* storeOn(db, settings(64))
+        const direct = yield* storeOn(db, settings(0))
         const chat = `prefetch-${engine}`
         yield* apply(cached, chainChat(chat))
         const asked = (reply: string | null) => query(chat, { current_message_id: "200", reply_to_message_id: reply })
@@ -345,9 +413,9 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("a chain walked from memory follows writes: this store's own and another instance's", () =>
       Effect.gen(function*() {
         const [dbA, dbB] = yield* twoDatabases(engine)
-        const a = makeSqlContextStore(dbA, settings(64))
-        const b = makeSqlContextStore(dbB, settings(64))
-        const direct = makeSqlContextStore(dbB, settings(0))
+        const a = yield* storeOn(dbA, settings(64))
+        const b = yield* storeOn(dbB, settings(64))
+        const direct = yield* storeOn(dbB, settings(0))
         const chat = `chain-writes-${engine}`
         yield* apply(a, chainChat(chat))
         const asked = query(chat, { current_message_id: "200", reply_to_message_id: "58" })
@@ -377,8 +445,8 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("requests that differ only in their hinted kinds share one scope; each kind's part is read once", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const cached = makeSqlContextStore(db, settings(64))
-        const direct = makeSqlContextStore(db, settings(0))
+        const cached = yield* storeOn(db, settings(64))
+        const direct = yield* storeOn(db, settings(0))
         const chat = `kinds-${engine}`
         yield* apply(cached, chainChat(chat))
         const hinted = (prefer_kinds: ReadonlyArray<ObjectKind>, over: Partial<PoolQuery> = {}) =>
@@ -410,8 +478,8 @@ for (const engine of ["sqlite", "pg"] as const) {
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
         // About 20 KB: a few chats' scopes.
-        const small = makeSqlContextStore(db, settings(0.02))
-        const direct = makeSqlContextStore(db, settings(0))
+        const small = yield* storeOn(db, settings(0.02))
+        const direct = yield* storeOn(db, settings(0))
         const chats = Array.from({ length: 12 }, (_, i) => `lru-${engine}-${i}`)
         for (const chat of chats) yield* apply(small, seed(chat))
         const start = yield* counts
@@ -426,7 +494,7 @@ for (const engine of ["sqlite", "pg"] as const) {
     it.scoped("a cache of 0 MiB keeps nothing: every pool reads the database", () =>
       Effect.gen(function*() {
         const [db] = yield* twoDatabases(engine)
-        const off = makeSqlContextStore(db, settings(0))
+        const off = yield* storeOn(db, settings(0))
         const chat = `off-${engine}`
         yield* apply(off, seed(chat))
         const start = yield* counts
@@ -436,6 +504,27 @@ for (const engine of ["sqlite", "pg"] as const) {
       }))
   })
 }
+
+describe("the SQLite commit probe (the -shm wal-index header)", () => {
+  it.scoped("the same token while nothing is committed (reads included), another after any connection's commit; none for a database in memory", () =>
+    Effect.gen(function*() {
+      const [a, b] = yield* twoDatabases("sqlite")
+      const probe = yield* sqliteChanges(a.sql)
+      assert.isDefined(probe)
+      yield* a.query(`SELECT count(*) FROM deixis_chats`)
+      const first = probe!.token()
+      assert.isDefined(first)
+      yield* b.query(`SELECT count(*) FROM deixis_messages`)
+      assert.strictEqual(probe!.token(), first, "a read commits nothing")
+      yield* b.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ('probe', 1, 0)`)
+      const second = probe!.token()
+      assert.notStrictEqual(second, first, "the other connection's commit")
+      yield* a.query(`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id = 'probe'`)
+      assert.notStrictEqual(probe!.token(), second, "this connection's own commit")
+      const memory = yield* Layer.build(Sqlite.layerClient({ filename: ":memory:" }))
+      assert.isUndefined(yield* sqliteChanges(Context.get(memory, SqlClient.SqlClient)))
+    }))
+})
 
 describe("the cache's bookkeeping", () => {
   const rows = [{ part: "r", body: "x".repeat(1000) }]

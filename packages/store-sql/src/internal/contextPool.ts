@@ -8,10 +8,13 @@ import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "
 import { effectiveTopic } from "@deixis/core/ChatInfo"
 import { positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Metric from "effect/Metric"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
+import type { ChangeProbe } from "./changes.js"
 import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
 import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
@@ -118,7 +121,10 @@ const byPart = (rows: ReadonlyArray<Row>) => {
 
 const noChain: Chain = { links: [], objects: [] }
 
-export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache) => {
+/** Chats whose revision is known without a read, at most (then forgotten, all at once). */
+const maxHeads = 10_000
+
+export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache, changes: ChangeProbe | undefined) => {
   /** Cached rows by part, grouped once per rows read (the rows are kept as read, never changed). */
   const grouped = new WeakMap<ReadonlyArray<Row>, Map<string, Array<Row>>>()
   const partsOf = (rows: ReadonlyArray<Row>) => {
@@ -361,10 +367,13 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
         return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
       }
+      // Inside a transaction the reads see its uncommitted writes, which the cache must never keep.
+      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
+      const cached = cache.enabled && !inTransaction
       // The chat's revision (checked against the cache) and, in a forum, a request without a topic
       // is in the General topic.
-      const head = cache.enabled || query.topic_id === null ? yield* headOf(query.chat_id) : unknownHead
-      const entry = cache.entry(query.chat_id, head.revision)
+      const head = cached ? yield* knownHead(query.chat_id) : query.topic_id === null ? yield* headOf(query.chat_id) : unknownHead
+      const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
       const isForum = query.topic_id === null ? head.isForum : false
       const topicId = effectiveTopic(query.topic_id, isForum)
       const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
@@ -474,7 +483,9 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         final.push(entry)
       }
       return { entries: final, chain, fallback, topic_id: topicId }
-    }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool"))
+      // No stack trace captured for the span: this runs on every request, and the trace is only
+      // of use on a failure, which names itself (StoreError).
+    }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool", { captureStackTrace: false }))
 
   /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */
   const headOf = (chatId: string) =>
@@ -483,16 +494,43 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
+  /**
+   * Revisions read since the last commit the probe saw (by any process): while its token stays
+   * the same, a chat's revision is the one read then, and the cache is checked against it
+   * without a statement. A token is read before the statement whose answer it labels, and an
+   * answer is kept only while the token it was read under is still the latest one seen.
+   */
+  const heads = new Map<string, { readonly revision: number; readonly isForum: boolean }>()
+  let headsAt: string | undefined
+  const knownHead = (chatId: string) =>
+    Effect.suspend(() => {
+      const token = changes?.token()
+      if (token === undefined || token !== headsAt) {
+        heads.clear()
+        headsAt = token
+      } else {
+        const known = heads.get(chatId)
+        if (known !== undefined) return Effect.succeed(known)
+      }
+      return Effect.map(headOf(chatId), (head) => {
+        if (token !== undefined && token === headsAt) {
+          if (heads.size >= maxHeads) heads.clear()
+          heads.set(chatId, head)
+        }
+        return head
+      })
+    })
+
   /** Counts lookups served from memory (`hits`) and read from the database (`misses`). */
   const count = (hits: number, misses: number) =>
-    Effect.suspend(() => {
-      const evicted = cache.takeEvictions()
-      return Effect.all([
-        hits > 0 ? Metric.incrementBy(cacheHits, hits) : Effect.void,
-        misses > 0 ? Metric.incrementBy(cacheMisses, misses) : Effect.void,
-        evicted > 0 ? Metric.incrementBy(cacheEvictions, evicted) : Effect.void
-      ], { discard: true })
-    })
+    FiberRef.getWith(FiberRef.currentMetricLabels, (labels) =>
+      Effect.sync(() => {
+        // As `Metric.incrementBy` does, in one step (this runs several times in every pool call).
+        const evicted = cache.takeEvictions()
+        if (hits > 0) cacheHits.unsafeUpdate(hits, labels)
+        if (misses > 0) cacheMisses.unsafeUpdate(misses, labels)
+        if (evicted > 0) cacheEvictions.unsafeUpdate(evicted, labels)
+      }))
   const counted = (hit: boolean) => (hit ? count(1, 0) : count(0, 1))
 
   /**

@@ -11,6 +11,7 @@ import { compareMessageIds, positionLength } from "@deixis/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import type { ChangeProbe } from "./changes.js"
 import { bool, type Db, num, strOrNull } from "./db.js"
 import { makeContextCache } from "./contextCache.js"
 import { makePool } from "./contextPool.js"
@@ -21,13 +22,13 @@ import { storable, storableObjectId } from "./ids.js"
 
 export type { ContextSettings } from "./contextRows.js"
 
-export const makeSqlContextStore = (db: Db, settings: ContextSettings): ContextStoreShape => {
+export const makeSqlContextStore = (db: Db, settings: ContextSettings, changes?: ChangeProbe): ContextStoreShape => {
   const ctx = makeContextSql(db)
   const { C, objectOf } = ctx
   // The hot part of each active chat, kept by this store alone (see contextCache).
   const cache = makeContextCache(Math.floor(settings.cache_mb * 1024 * 1024))
   const { apply, migrateChat } = makeWrite(ctx, cache)
-  const pool = makePool(ctx, cache)
+  const pool = makePool(ctx, cache, changes)
   const { stats, sweep } = makeSweep(ctx, settings)
 
   const message = (chatId: string, messageId: string) =>
