@@ -345,6 +345,15 @@ for (const engine of ["sqlite", "pg"] as const) {
           }
         }
         assert.deepStrictEqual((yield* cached.pool(query(chat, { active_only: true, now: until + 1 }))).entries, [])
+        // A scope first read after the activity ended is not served to an earlier time: the object
+        // active then is not in its rows.
+        const late = yield* storeOn(db, settings(64))
+        for (const now of [until + 1, T0]) {
+          for (const over of [{ active_only: true }, {}]) {
+            const q = query(chat, { ...over, now })
+            assert.deepStrictEqual(yield* late.pool(q), yield* direct.pool(q), `${JSON.stringify(over)} first read at ${now - T0}`)
+          }
+        }
       }))
 
     it.scoped("reply chains walked from memory are the database's chains, across topics, depths and absent messages", () =>

@@ -10,8 +10,10 @@ import { positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import type { ChangeProbe } from "./changes.js"
@@ -20,7 +22,7 @@ import { type ContextSql, failStore, messageOf } from "./contextRows.js"
 import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
 
-const unknownHead = { revision: -1, isForum: false }
+const unknownHead: Head = { revision: -1, isForum: false }
 
 /**
  * What a scope's rows depend on besides the chat's revision and `now`: its parts but the
@@ -120,6 +122,22 @@ const byPart = (rows: ReadonlyArray<Row>) => {
 }
 
 const noChain: Chain = { links: [], objects: [] }
+
+/** A scope's rows by part. */
+type Parts = ReadonlyMap<string, ReadonlyArray<Row>>
+
+/** A chat's revision and whether it is a forum. */
+interface Head {
+  readonly revision: number
+  readonly isForum: boolean
+}
+
+/** What assembling a pool asks for (see `assemblePool`): a scope's parts, the reply chain, or some messages' metadata. */
+type Need =
+  | { readonly _tag: "scope"; readonly q: PoolQuery; readonly fallback: boolean }
+  | { readonly _tag: "chain"; readonly q: PoolQuery }
+  | { readonly _tag: "messages"; readonly ids: ReadonlyArray<string> }
+type Answer = Parts | Chain | ReadonlyMap<string, MessageMeta>
 
 /** Chats whose revision is known without a read, at most (then forgotten, all at once). */
 const maxHeads = 10_000
@@ -362,130 +380,214 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     return db.query(parts.join("\nUNION ALL\n"), params)
   }
 
-  const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
-    Effect.gen(function*() {
-      if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
-        return { entries: [], chain: [], fallback: false, topic_id: query.topic_id }
+  /**
+   * The pool of `q` (its topic settled) as its needs are answered: each need — a scope's parts,
+   * the reply chain, some messages' metadata — is yielded and its answer given back, so the same
+   * assembly runs from the cache alone, with no effect at all (`fromMemory`), or with reads
+   * (`drive`). A body that does not decode is returned as the failure.
+   */
+  function* assemblePool(q: PoolQuery): Generator<Need, Either.Either<CandidatePool, string>, Answer> {
+    const out = new Map<string, PoolEntry>()
+    const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
+    const expired = (o: ContextObject) => q.keep_expired !== true && o.active_until !== null && o.active_until <= q.now
+    // An expired object stands aside for its message (resolved below), whatever the kind filter says of it.
+    const accept = (o: ContextObject) => (q.active_only ? kindOk(o.kind) && isActive(o, q.now) : kindOk(o.kind) || expired(o))
+    const add = (o: ContextObject, tier: PoolTier) => {
+      if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
+    }
+    /** Adds the accepted objects of `rows`; a row that does not decode is returned as the failure. */
+    const collectObjects = (rows: ReadonlyArray<Row>, tier: PoolTier): string | undefined => {
+      for (const r of rows) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) return o.left
+        if (accept(o.right)) add(o.right, tier)
       }
-      // Inside a transaction the reads see its uncommitted writes, which the cache must never keep.
-      const inTransaction = Option.isSome(yield* Effect.serviceOption(SqlClient.TransactionConnection))
-      const cached = cache.enabled && !inTransaction
-      // The chat's revision (checked against the cache) and, in a forum, a request without a topic
-      // is in the General topic.
-      const head = cached ? yield* knownHead(query.chat_id) : query.topic_id === null ? yield* headOf(query.chat_id) : unknownHead
-      const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
-      const isForum = query.topic_id === null ? head.isForum : false
-      const topicId = effectiveTopic(query.topic_id, isForum)
-      const q: PoolQuery = topicId === query.topic_id ? query : { ...query, topic_id: topicId }
-      const out = new Map<string, PoolEntry>()
-      const kindOk = (kind: ObjectKind) => q.kinds === undefined || q.kinds.includes(kind)
-      const expired = (o: ContextObject) => q.keep_expired !== true && o.active_until !== null && o.active_until <= q.now
-      // An expired object stands aside for its message (resolved below), whatever the kind filter says of it.
-      const accept = (o: ContextObject) => (q.active_only ? kindOk(o.kind) && isActive(o, q.now) : kindOk(o.kind) || expired(o))
-      const add = (o: ContextObject, tier: PoolTier) => {
-        if (!out.has(o.object_id)) out.set(o.object_id, { object: o, tier })
+      return undefined
+    }
+    const collectMessages = (rows: ReadonlyArray<Row>, tier: PoolTier) => {
+      for (const r of rows) {
+        const o = messageObject(messageOf(q.chat_id, r))
+        if (kindOk(o.kind)) add(o, tier)
       }
-      /** Adds the accepted objects of `rows`; a row that does not decode is returned as the failure. */
-      const collectObjects = (rows: ReadonlyArray<Row>, tier: PoolTier): string | undefined => {
-        for (const r of rows) {
-          const o = objectOf(r["body"])
-          if (Either.isLeft(o)) return o.left
-          if (accept(o.right)) add(o.right, tier)
-        }
-        return undefined
-      }
-      const collectMessages = (rows: ReadonlyArray<Row>, tier: PoolTier) => {
-        for (const r of rows) {
-          const o = messageObject(messageOf(q.chat_id, r))
-          if (kindOk(o.kind)) add(o, tier)
-        }
-      }
-      const collectScope = (parts: ReadonlyMap<string, ReadonlyArray<Row>>, tier: PoolTier): Effect.Effect<void, string> => {
-        for (const [tag, rows] of parts) {
-          if (tag === "a" && tier === "fallback") {
-            // Elsewhere in the chat, only the longest-lived of what is active (as the memory store takes them).
-            const active: Array<ContextObject> = []
-            for (const r of rows) {
-              const o = objectOf(r["body"])
-              if (Either.isLeft(o)) return Effect.fail(o.left)
-              if (accept(o.right)) active.push(o.right)
-            }
-            for (const o of mostActive(active, q.limits.fallback_active)) add(o, tier)
-          } else if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
-            const failure = collectObjects(rows, tier)
-            if (failure !== undefined) return Effect.fail(failure)
+    }
+    const collectScope = (parts: Parts, tier: PoolTier): string | undefined => {
+      for (const [tag, rows] of parts) {
+        if (tag === "a" && tier === "fallback") {
+          // Elsewhere in the chat, only the longest-lived of what is active (as the memory store takes them).
+          const active: Array<ContextObject> = []
+          for (const r of rows) {
+            const o = objectOf(r["body"])
+            if (Either.isLeft(o)) return o.left
+            if (accept(o.right)) active.push(o.right)
           }
-        }
-        collectMessages(parts.get("m") ?? [], tier)
-        return Effect.void
-      }
-
-      const rows = yield* scopeOf(entry, head.revision, q, false)
-
-      // 1. The reply target and its chain, whatever topic they are in.
-      const walked = yield* chainOf(entry, head.revision, q)
-      const chainObjects = new Map<string, Array<ContextObject>>()
-      for (const r of walked.objects) {
-        const o = objectOf(r["body"])
-        if (Either.isLeft(o)) return yield* Effect.fail(o.left)
-        const list = chainObjects.get(o.right.source_message_id)
-        if (list === undefined) chainObjects.set(o.right.source_message_id, [o.right])
-        else list.push(o.right)
-      }
-      const chain: Array<string> = []
-      for (const link of walked.links) {
-        const m = link.meta
-        if (chain.includes(m.message_id)) break
-        const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
-        chain.push(m.message_id)
-        for (const o of chainObjects.get(m.message_id) ?? []) if (accept(o)) add(o, tier)
-        if (!q.active_only && m.message_id !== q.current_message_id && !link.hasObjects) {
-          const o = messageObject(m)
-          if (kindOk(o.kind)) add(o, tier)
+          for (const o of mostActive(active, q.limits.fallback_active)) add(o, tier)
+        } else if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
+          const failure = collectObjects(rows, tier)
+          if (failure !== undefined) return failure
         }
       }
+      collectMessages(parts.get("m") ?? [], tier)
+      return undefined
+    }
 
-      // 2. The request's own scope.
-      yield* collectScope(rows, "home")
+    const rows = (yield { _tag: "scope", q, fallback: false }) as Parts
 
-      // 3. The rest of the chat when the request's own scope has no active object: everything when
-      // nothing at all is known of it, otherwise only what is active there.
-      const homeActive = (rows.get("a") ?? []).some((r) => {
-        const o = objectOf(r["body"])
-        return Either.isRight(o) && kindOk(o.right.kind) && isActive(o.right, q.now)
-      })
-      const fallback = !homeActive
-      if (fallback) {
-        const everything = !rows.has("e")
-        const f: PoolQuery = everything ? q : { ...q, active_only: true }
-        yield* collectScope(yield* scopeOf(entry, head.revision, f, true), "fallback")
+    // 1. The reply target and its chain, whatever topic they are in.
+    const walked = (yield { _tag: "chain", q }) as Chain
+    const chainObjects = new Map<string, Array<ContextObject>>()
+    for (const r of walked.objects) {
+      const o = objectOf(r["body"])
+      if (Either.isLeft(o)) return Either.left(o.left)
+      const list = chainObjects.get(o.right.source_message_id)
+      if (list === undefined) chainObjects.set(o.right.source_message_id, [o.right])
+      else list.push(o.right)
+    }
+    const chain: Array<string> = []
+    for (const link of walked.links) {
+      const m = link.meta
+      if (chain.includes(m.message_id)) break
+      const tier: PoolTier = chain.length === 0 ? "reply_target" : "reply_chain"
+      chain.push(m.message_id)
+      for (const o of chainObjects.get(m.message_id) ?? []) if (accept(o)) add(o, tier)
+      if (!q.active_only && m.message_id !== q.current_message_id && !link.hasObjects) {
+        const o = messageObject(m)
+        if (kindOk(o.kind)) add(o, tier)
       }
+    }
 
-      // Objects whose activity expired give way to the messages they came from.
-      const entries = [...out.values()]
-      const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
-      const sources = stale.length === 0
-        ? new Map<string, MessageMeta>()
-        : yield* messagesFor(entry, head.revision, q.chat_id, [...new Set(stale.map((e) => e.object.source_message_id))])
-      const final: Array<PoolEntry> = []
-      const taken = new Set<string>()
-      for (const e of entries) {
-        let entry = e
-        if (expired(e.object)) {
-          const m = sources.get(e.object.source_message_id)
-          if (m === undefined || m.message_id === q.current_message_id || !standsIn(e.object, m, e.tier)) continue
-          const stand = messageObject(m)
-          if (!kindOk(stand.kind)) continue
-          entry = { object: stand, tier: e.tier }
+    // 2. The request's own scope.
+    const home = collectScope(rows, "home")
+    if (home !== undefined) return Either.left(home)
+
+    // 3. The rest of the chat when the request's own scope has no active object: everything when
+    // nothing at all is known of it, otherwise only what is active there.
+    const homeActive = (rows.get("a") ?? []).some((r) => {
+      const o = objectOf(r["body"])
+      return Either.isRight(o) && kindOk(o.right.kind) && isActive(o.right, q.now)
+    })
+    const fallback = !homeActive
+    if (fallback) {
+      const everything = !rows.has("e")
+      const f: PoolQuery = everything ? q : { ...q, active_only: true }
+      const failure = collectScope((yield { _tag: "scope", q: f, fallback: true }) as Parts, "fallback")
+      if (failure !== undefined) return Either.left(failure)
+    }
+
+    // Objects whose activity expired give way to the messages they came from.
+    const entries = [...out.values()]
+    const stale = entries.filter((e) => expired(e.object) && e.object.source_message_id !== q.current_message_id)
+    const sources = stale.length === 0
+      ? new Map<string, MessageMeta>()
+      : (yield { _tag: "messages", ids: [...new Set(stale.map((e) => e.object.source_message_id))] }) as ReadonlyMap<string, MessageMeta>
+    const final: Array<PoolEntry> = []
+    const taken = new Set<string>()
+    for (const e of entries) {
+      let entry = e
+      if (expired(e.object)) {
+        const m = sources.get(e.object.source_message_id)
+        if (m === undefined || m.message_id === q.current_message_id || !standsIn(e.object, m, e.tier)) continue
+        const stand = messageObject(m)
+        if (!kindOk(stand.kind)) continue
+        entry = { object: stand, tier: e.tier }
+      }
+      if (taken.has(entry.object.object_id)) continue
+      taken.add(entry.object.object_id)
+      final.push(entry)
+    }
+    return Either.right({ entries: final, chain, fallback, topic_id: q.topic_id })
+  }
+
+  /**
+   * The pool from the chat's cache entry alone, when it holds every need (their hits added to
+   * `tally`); undefined at the first need it does not hold, or when a body does not decode (the
+   * reading path reports it).
+   */
+  const fromMemory = (entry: ChatEntry, q: PoolQuery, tally: { hits: number }): CandidatePool | undefined => {
+    const assembly = assemblePool(q)
+    let step = assembly.next()
+    while (step.done !== true) {
+      const need = step.value
+      const answer: Answer | undefined = need._tag === "scope"
+        ? cachedScope(entry, need.q, need.fallback, tally)
+        : need._tag === "chain"
+        ? cachedChain(entry, need.q, tally)
+        : cachedMessages(entry, need.ids, tally)
+      if (answer === undefined) return undefined
+      step = assembly.next(answer)
+    }
+    return Either.isRight(step.value) ? step.value.right : undefined
+  }
+
+  /** The pool with each need answered by the cache or read (and then kept). */
+  const drive = (entry: ChatEntry | undefined, revision: number, q: PoolQuery): Effect.Effect<CandidatePool, string | SqlError> => {
+    const assembly = assemblePool(q)
+    const go = (step: IteratorResult<Need, Either.Either<CandidatePool, string>>): Effect.Effect<CandidatePool, string | SqlError> => {
+      if (step.done === true) return Either.isRight(step.value) ? Effect.succeed(step.value.right) : Effect.fail(step.value.left)
+      const need = step.value
+      const answer: Effect.Effect<Answer, SqlError> = need._tag === "scope"
+        ? scopeOf(entry, revision, need.q, need.fallback)
+        : need._tag === "chain"
+        ? chainOf(entry, revision, need.q)
+        : messagesFor(entry, revision, q.chat_id, need.ids)
+      return Effect.flatMap(answer, (a) => go(assembly.next(a)))
+    }
+    return Effect.suspend(() => go(assembly.next()))
+  }
+
+  /** `query` with its topic settled: in a forum, a request without a topic is in the General topic. */
+  const settled = (query: PoolQuery, head: Head): PoolQuery => {
+    const topicId = effectiveTopic(query.topic_id, query.topic_id === null ? head.isForum : false)
+    return topicId === query.topic_id ? query : { ...query, topic_id: topicId }
+  }
+
+  /** Counts a pool served from memory: its hits and the chats evicted meanwhile, as `count` does. */
+  const countServed = (fiber: Fiber.RuntimeFiber<unknown, unknown>, hits: number) => {
+    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    const evicted = cache.takeEvictions()
+    if (hits > 0) cacheHits.unsafeUpdate(hits, labels)
+    if (evicted > 0) cacheEvictions.unsafeUpdate(evicted, labels)
+  }
+
+  /**
+   * A pool wholly served from the cache runs no effect and records no span (on SQLite, while
+   * nothing was committed, not even the chat's revision is read: `headNow`); any read it needs
+   * runs in the `SqlContextStore.pool` span. Inside a transaction the reads see its uncommitted
+   * writes, which the cache must never keep: no cache there.
+   */
+  const pool = (query: PoolQuery): Effect.Effect<CandidatePool, StoreError> =>
+    Effect.withFiberRuntime((fiber) => {
+      if (!storable(query.chat_id, query.topic_id, query.current_message_id, query.reply_to_message_id, query.sender_user_id)) {
+        return Effect.succeed({ entries: [], chain: [], fallback: false, topic_id: query.topic_id })
+      }
+      const cached = cache.enabled && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+      const head = cached ? headNow(query.chat_id) : undefined
+      const entry = head === undefined ? undefined : cache.entry(query.chat_id, head.revision)
+      if (head !== undefined && entry !== undefined) {
+        const tally = { hits: 0 }
+        const served = fromMemory(entry, settled(query, head), tally)
+        if (served !== undefined) {
+          countServed(fiber, tally.hits)
+          return Effect.succeed(served)
         }
-        if (taken.has(entry.object.object_id)) continue
-        taken.add(entry.object.object_id)
-        final.push(entry)
       }
-      return { entries: final, chain, fallback, topic_id: topicId }
-      // No stack trace captured for the span: this runs on every request, and the trace is only
-      // of use on a failure, which names itself (StoreError).
-    }).pipe(Effect.mapError(failStore("pool")), Effect.withSpan("SqlContextStore.pool", { captureStackTrace: false }))
+      return Effect.flatMap(
+        cached ? knownHead(query.chat_id) : query.topic_id === null ? headOf(query.chat_id) : Effect.succeed(unknownHead),
+        (head) => {
+          const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
+          const q = settled(query, head)
+          if (entry !== undefined) {
+            const tally = { hits: 0 }
+            const served = fromMemory(entry, q, tally)
+            if (served !== undefined) {
+              countServed(fiber, tally.hits)
+              return Effect.succeed(served)
+            }
+          }
+          // No stack trace captured for the span: the trace is only of use on a failure, which names itself (StoreError).
+          return Effect.withSpan(drive(entry, head.revision, q), "SqlContextStore.pool", { captureStackTrace: false })
+        }
+      ).pipe(Effect.mapError(failStore("pool")))
+    })
 
   /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */
   const headOf = (chatId: string) =>
@@ -500,8 +602,13 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
    * without a statement. A token is read before the statement whose answer it labels, and an
    * answer is kept only while the token it was read under is still the latest one seen.
    */
-  const heads = new Map<string, { readonly revision: number; readonly isForum: boolean }>()
+  const heads = new Map<string, Head>()
   let headsAt: string | undefined
+  /** The chat's revision when known without a statement (nothing committed since it was read), else undefined. */
+  const headNow = (chatId: string): Head | undefined => {
+    const token = changes?.token()
+    return token !== undefined && token === headsAt ? heads.get(chatId) : undefined
+  }
   const knownHead = (chatId: string) =>
     Effect.suspend(() => {
       const token = changes?.token()
@@ -534,6 +641,72 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const counted = (hit: boolean) => (hit ? count(1, 0) : count(0, 1))
 
   /**
+   * A scope's parts as served at `q.now` (see `servedAt`) from its kept rows and its preferred
+   * kinds' parts (each placed as the statement places it: before the scope's older objects).
+   */
+  const assembleScope = (
+    q: PoolQuery,
+    prefer: ReadonlyArray<ObjectKind>,
+    kinds: ReadonlyMap<string, ReadonlyArray<Row>>,
+    baseRows: ReadonlyArray<Row>
+  ): Parts => {
+    const out = new Map<string, ReadonlyArray<Row>>()
+    let kindsIn = false
+    const addKinds = () => {
+      kindsIn = true
+      prefer.forEach((k, i) => {
+        const rows = kinds.get(k)
+        if (rows !== undefined && rows.length > 0) out.set(`k${i}`, rows)
+      })
+    }
+    for (const [tag, all] of partsOf(baseRows)) {
+      const rows = tag === "a" || tag === "m" ? servedAt(all, q, objectOf) : all
+      if (rows.length === 0) continue
+      if (!kindsIn && (tag === "o" || tag === "m")) addKinds()
+      out.set(tag, rows)
+    }
+    if (!kindsIn) addKinds()
+    return out
+  }
+
+  /** A scope's parts from the cache entry alone (every part kept, read at or before `q.now`), its hits added to `tally`. */
+  const cachedScope = (entry: ChatEntry, q: PoolQuery, fallback: boolean, tally: { hits: number }): Parts | undefined => {
+    const kept = cache.scope(entry, scopeKey(q, fallback))
+    if (kept === undefined || kept.now > q.now) return undefined
+    const prefer = preferredOf(q)
+    const kinds = new Map<string, ReadonlyArray<Row>>()
+    for (const k of prefer) {
+      const part = cache.scope(entry, kindKey(q, fallback, k))
+      if (part === undefined) return undefined
+      kinds.set(k, part.rows)
+    }
+    for (const k of prefer) cache.askedKind(entry, k)
+    tally.hits += 1 + prefer.length
+    return assembleScope(q, prefer, kinds, kept.rows)
+  }
+
+  /** The reply chain from the cache entry alone (`noChain` without a reply), its hit added to `tally`. */
+  const cachedChain = (entry: ChatEntry, q: PoolQuery, tally: { hits: number }): Chain | undefined => {
+    const reply = q.reply_to_message_id
+    if (reply === null || q.limits.chain_depth <= 0) return noChain
+    const walked = walk(entry, q, reply)
+    if (walked !== undefined) tally.hits++
+    return walked
+  }
+
+  /** Messages' metadata from the cache entry alone (the absent ones left out), its hit added to `tally`. */
+  const cachedMessages = (entry: ChatEntry, ids: ReadonlyArray<string>, tally: { hits: number }): ReadonlyMap<string, MessageMeta> | undefined => {
+    const out = new Map<string, MessageMeta>()
+    for (const id of ids) {
+      const known = entry.messages.get(id)
+      if (known === undefined) return undefined
+      if (known !== null) out.set(id, known)
+    }
+    tally.hits++
+    return out
+  }
+
+  /**
    * A scope's parts (by part, in the statement's order) as the database answers `q` at `q.now`:
    * the scope's rows and each preferred kind's part from the chat's cache entry where it holds
    * them (the scope's read at or before `q.now`), the rest read in one statement — with the
@@ -563,25 +736,6 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (part === undefined) missing.push(k)
       else kinds.set(k, part.rows)
     }
-    const assemble = (baseRows: ReadonlyArray<Row>) => {
-      const out = new Map<string, ReadonlyArray<Row>>()
-      let kindsIn = false
-      const addKinds = () => {
-        kindsIn = true
-        prefer.forEach((k, i) => {
-          const rows = kinds.get(k)
-          if (rows !== undefined && rows.length > 0) out.set(`k${i}`, rows)
-        })
-      }
-      for (const [tag, all] of partsOf(baseRows)) {
-        const rows = tag === "a" || tag === "m" ? servedAt(all, q, objectOf) : all
-        if (rows.length === 0) continue
-        if (!kindsIn && (tag === "o" || tag === "m")) addKinds()
-        out.set(tag, rows)
-      }
-      if (!kindsIn) addKinds()
-      return out
-    }
     /** Keeps the kind parts of rows read for `fetched` (tagged by their index); the other rows are the scope's. */
     const split = (rows: ReadonlyArray<Row>, fetched: ReadonlyArray<ObjectKind>) => {
       const own: Array<Row> = []
@@ -600,10 +754,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     }
     const hits = (base === undefined ? 0 : 1) + prefer.length - missing.length
     if (base !== undefined) {
-      if (missing.length === 0) return Effect.as(count(hits, 0), assemble(base))
+      if (missing.length === 0) return Effect.as(count(hits, 0), assembleScope(q, prefer, kinds, base))
       return Effect.flatMap(kindRows(q, fallback, missing), (rows) => {
         split(rows, missing)
-        return Effect.as(count(hits, missing.length), assemble(base))
+        return Effect.as(count(hits, missing.length), assembleScope(q, prefer, kinds, base))
       })
     }
     // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
@@ -640,7 +794,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       const own = split(rows, fetch)
       cache.putScope(entry, revision, key, { now: q.now, rows: own, topic, fallback, activeOnly: q.active_only, owner })
       if (withWindow) keepChain(entry, revision, q, null, noChain, windowRows, windowObjectRows, topic)
-      return Effect.as(count(hits, 1 + missing.length), assemble(own))
+      return Effect.as(count(hits, 1 + missing.length), assembleScope(q, prefer, kinds, own))
     })
   }
 
