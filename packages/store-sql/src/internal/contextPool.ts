@@ -3,7 +3,7 @@
  * when the request's topic is unknown and the rest of the chat is searched): on SQLite a UNION
  * of bounded parts, on PostgreSQL the `deixis_pool` function (same parts, plans kept per connection).
  */
-import { type ContextObject, isActive, type MessageMeta, messageObject, mostActive, standsIn } from "@deixis/core/ContextObject"
+import { compareActivity, type ContextObject, isActive, type MessageMeta, messageObject, standsIn } from "@deixis/core/ContextObject"
 import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "@deixis/core/ContextStore"
 import { effectiveTopic } from "@deixis/core/ChatInfo"
 import { positionLength } from "@deixis/core/Ids"
@@ -94,19 +94,27 @@ const servedAt = (
   objectOf: ContextSql["objectOf"]
 ): ReadonlyArray<Row> => {
   let messages = 0
-  return rows.filter((r) => {
+  // The rows themselves when every one is served (the usual case for objects), so that what is
+  // kept per rows read (`byActivity`) is found again.
+  let served: Array<Row> | undefined
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!
     const part = r["part"]
+    let keep = true
     if (part === "m") {
-      if (r["mid"] === q.current_message_id || messages >= q.limits.recent_messages) return false
-      messages++
-      return true
-    }
-    if (part === "a") {
+      keep = r["mid"] !== q.current_message_id && messages < q.limits.recent_messages
+      if (keep) messages++
+    } else if (part === "a") {
       const o = objectOf(r["body"])
-      return Either.isLeft(o) || (o.right.active_until !== null && o.right.active_until > q.now)
+      keep = Either.isLeft(o) || (o.right.active_until !== null && o.right.active_until > q.now)
     }
-    return true
-  })
+    if (served !== undefined) {
+      if (keep) served.push(r)
+    } else if (!keep) {
+      served = rows.slice(0, i)
+    }
+  }
+  return served ?? rows
 }
 
 /** Rows by their part, in the order the parts first appear. */
@@ -152,6 +160,25 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       grouped.set(rows, parts)
     }
     return parts
+  }
+  /** Active objects' rows decoded and in the fallback's order (`compareActivity`), once per rows read; a body that does not decode is the failure. */
+  const activity = new WeakMap<ReadonlyArray<Row>, ReadonlyArray<ContextObject> | string>()
+  const byActivity = (rows: ReadonlyArray<Row>): ReadonlyArray<ContextObject> | string => {
+    let known = activity.get(rows)
+    if (known === undefined) {
+      const objects: Array<ContextObject> = []
+      for (const r of rows) {
+        const o = objectOf(r["body"])
+        if (Either.isLeft(o)) {
+          known = o.left
+          break
+        }
+        objects.push(o.right)
+      }
+      known ??= objects.sort(compareActivity)
+      activity.set(rows, known)
+    }
+    return known
   }
   // Typed NULLs: PostgreSQL resolves UNION column types arm by arm and cannot match text with numbers.
   const nulls =
@@ -414,13 +441,15 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       for (const [tag, rows] of parts) {
         if (tag === "a" && tier === "fallback") {
           // Elsewhere in the chat, only the longest-lived of what is active (as the memory store takes them).
-          const active: Array<ContextObject> = []
-          for (const r of rows) {
-            const o = objectOf(r["body"])
-            if (Either.isLeft(o)) return o.left
-            if (accept(o.right)) active.push(o.right)
+          const ordered = byActivity(rows)
+          if (typeof ordered === "string") return ordered
+          let taken = 0
+          for (const o of ordered) {
+            if (taken >= q.limits.fallback_active) break
+            if (!accept(o)) continue
+            add(o, tier)
+            taken++
           }
-          for (const o of mostActive(active, q.limits.fallback_active)) add(o, tier)
         } else if (tag === "a" || tag === "r" || tag === "o" || tag.startsWith("k")) {
           const failure = collectObjects(rows, tier)
           if (failure !== undefined) return failure
