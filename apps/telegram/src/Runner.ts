@@ -164,13 +164,14 @@ export const launch = (
       Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
-        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly raw?: string | undefined }> = []
+        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly payload: string }> = []
         for (const [index, { raw, update }] of items.entries()) {
-          if (!Predicate.isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
+          const payload = Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"]) ? raw ?? serialise(update) : undefined
+          if (payload === undefined) {
             Metrics.updates.inc({ outcome: "malformed" })
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
-          } else valid.push({ index, update, id: update["update_id"] as number, raw })
+          } else valid.push({ index, update: update as Record<string, unknown>, id: update["update_id"] as number, payload })
         }
         if (valid.length === 0) return results
         if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
@@ -179,7 +180,7 @@ export const launch = (
         }
         const fresh = yield* inbox.receive({
           source,
-          updates: valid.map((v) => ({ update_id: v.id, payload: v.raw ?? JSON.stringify(v.update) })),
+          updates: valid.map((v) => ({ update_id: v.id, payload: v.payload })),
           owner: options.owner,
           now: yield* Clock.currentTimeMillis,
           lease
@@ -278,6 +279,17 @@ export const launch = (
     yield* bot.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
     return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
   })
+
+// An update's JSON for the inbox, or undefined when it has none: nested deeper than
+// JSON.stringify's stack allows (a throw here would end polling, and the unconfirmed update
+// would come back to end it again after every restart).
+const serialise = (update: Record<string, unknown>): string | undefined => {
+  try {
+    return JSON.stringify(update)
+  } catch {
+    return undefined
+  }
+}
 
 const poll = (
   bot: Bot.Bot,

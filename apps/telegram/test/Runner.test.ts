@@ -205,6 +205,18 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       assert.match(texts(api)[0]!, /^I keep track/)
     }).pipe(withMemory))
 
+  it.scoped("an update nested too deep to serialise is refused as malformed, and polling goes on", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot)
+      // 100 000 nested arrays in an unknown field: JSON.parse reads it, JSON.stringify overflows the stack.
+      const deep = JSON.parse(`{"update_id":4000,"message":{"message_id":4000,"date":1771000100,"chat":{"id":${F.forum.id},"type":"supergroup"},"text":"x","extra":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`)
+      assert.strictEqual(yield* running.intake(deep), "malformed")
+      api.pushUpdates(message("/help"))
+      yield* eventually("the next update is answered", () => api.delivered().length === 1)
+      assert.match(texts(api)[0]!, /^I keep track/)
+    }).pipe(withMemory))
+
   it.scoped("a redelivered update is handled once, also by a restarted bot over the same store", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(now)
