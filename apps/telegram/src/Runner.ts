@@ -167,11 +167,11 @@ export const launch = (
         const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly payload: string }> = []
         for (const [index, { raw, update }] of items.entries()) {
           const payload = Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"]) ? raw ?? serialise(update) : undefined
-          if (payload === undefined) {
+          if (payload === undefined || !Predicate.isRecord(update)) {
             Metrics.updates.inc({ outcome: "malformed" })
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
-          } else valid.push({ index, update: update as Record<string, unknown>, id: update["update_id"] as number, payload })
+          } else valid.push({ index, update, id: update["update_id"] as number, payload })
         }
         if (valid.length === 0) return results
         if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
