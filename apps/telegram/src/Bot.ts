@@ -195,6 +195,13 @@ export const make = (
 
     const zoneOf = (chatId: string) => ChatSettings.timeZone(chatId, options.timeZone)
 
+    // An anonymous admin's message comes from @GroupAnonymousBot with the group itself as
+    // sender_chat: only an admin can speak as the group, and getChatMember cannot name them.
+    const speaksAsChat = (ctx: DeixisTelegraf.DeixisContext) => {
+      const message = ctx.message
+      return message !== undefined && ctx.chat !== undefined && "sender_chat" in message && message.sender_chat?.id === ctx.chat.id
+    }
+
     const isAdmin = (chatId: number | string, userId: number) =>
       call<{ readonly status: string }>("getChatMember", { chat_id: chatId, user_id: userId }).pipe(
         Effect.map((member) => member.status === "creator" || member.status === "administrator"),
@@ -320,9 +327,9 @@ export const make = (
       }))
 
     /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
-    const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null) =>
+    const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null, anonymousAdmin = false) =>
       Effect.gen(function*() {
-        const allowed = creatorId === String(userId) || (yield* isAdmin(chatId, userId))
+        const allowed = anonymousAdmin || creatorId === String(userId) || (yield* isAdmin(chatId, userId))
         if (!allowed) return "Only the poll's creator or an admin can close it." as const
         const poll = yield* call<{ readonly id: string }>("stopPoll", {
           chat_id: chatId,
@@ -346,7 +353,7 @@ export const make = (
         const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
           .pipe(Effect.orElseSucceed(() => Option.none()))
         const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
-        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator))
+        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
       }))
 
     command("timezone", (ctx, scope) =>
@@ -361,7 +368,7 @@ export const make = (
           return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
         }
         const from = ctx.from?.id
-        if (ctx.chat?.type !== "private" && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
+        if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
           return yield* text(ctx, "Only an admin can change this chat's time zone.")
         }
         const zone = Times.canonicalZone(wanted)

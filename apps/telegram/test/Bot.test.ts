@@ -228,6 +228,26 @@ describe("apps/telegram: time zones and reminders", () => {
       assert.notMatch(texts(api).join("\n"), /\d{4}-\d\d-\d\dT/)
     }).pipe(withMemory))
 
+  it.scoped("an anonymous admin (a message sent as the group itself) may set the time zone and close the bot's poll", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup()
+      // Telegram hides an anonymous admin behind @GroupAnonymousBot, with the group as sender_chat.
+      const anonymous = { from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" }, sender_chat: F.forum }
+      yield* feed(message("/timezone Europe/Berlin", { extra: anonymous }))
+      assert.strictEqual(texts(api).at(-1), "Time zone set: Europe/Berlin. It is today 17:28, Europe/Berlin now.")
+      yield* feed(message("/poll Lunch? | pizza | sushi", { from: F.bob }))
+      const pollMessage = { message_id: 10_001, from: F.bot, chat: F.forum, date: 1, message_thread_id: 7, is_topic_message: true, poll: { id: "poll-1" } }
+      yield* feed(message("/closepoll", { extra: { ...anonymous, reply_to_message: pollMessage } }))
+      assert.strictEqual(texts(api).at(-1), "Poll closed.")
+      // A channel speaking in its discussion group is not an admin of the group.
+      const channel = { id: -1005555555555, title: "News", type: "channel" }
+      yield* feed(message("/timezone Asia/Tokyo", { extra: { from: { id: 136817688, is_bot: true, first_name: "Channel", username: "Channel_Bot" }, sender_chat: channel } }))
+      assert.strictEqual(texts(api).at(-1), "Only an admin can change this chat's time zone.")
+      // Nor is a member who sets sender_chat to the group in a forged update of another chat.
+      yield* feed(message("/timezone Asia/Tokyo", { from: F.bob, extra: { sender_chat: F.otherForum } }))
+      assert.strictEqual(texts(api).at(-1), "Only an admin can change this chat's time zone.")
+    }).pipe(withMemory))
+
   it.scoped("/remind without a usable time explains with examples", () =>
     Effect.gen(function*() {
       const { api, feed } = yield* setup()
