@@ -27,6 +27,8 @@ export interface Dispatcher {
   readonly submit: (key: string, task: Effect.Effect<void>) => Effect.Effect<void>
   /** Queues a task if there is room now; false when full. */
   readonly offer: (key: string, task: Effect.Effect<void>) => Effect.Effect<boolean>
+  /** Tasks waiting or running under one key. */
+  readonly depthOf: (key: string) => number
   /** Tasks waiting or running, keys with any, and the ten deepest keys. */
   readonly depth: () => { readonly queued: number; readonly chats: number; readonly deepest: ReadonlyArray<readonly [string, number]> }
   /** Waits until no task waits or runs. */
@@ -109,6 +111,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
           // `queued` counts exactly the permits taken (a permit is taken, then the task counted, in one step).
           queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task), true))
         ),
+      depthOf: (key) => tails.get(key)?.count ?? 0,
       depth: () => ({
         queued,
         chats: tails.size,

@@ -71,6 +71,28 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.strictEqual(texts(api).filter((t) => t.startsWith("I keep track")).length, 1)
     }).pipe(withMemory))
 
+  it.scoped("a chat flooding the bot while its calls hang holds at most a quarter of the queue: another chat is answered, the flood is deferred, never lost", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup({ queueCapacity: 20 })
+      const running = yield* launch(bot, api.apiRoot, { queueCapacity: 20, updateLease: Duration.seconds(10) })
+      const hang = yield* holding(api, "sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      // More updates of chat A than the whole queue holds, then one of chat B.
+      api.pushUpdates(...Array.from({ length: 30 }, () => message("/help")))
+      api.pushUpdates(message("/help", { chat: F.otherForum }))
+      yield* eventually("chat B is answered while chat A's calls are held", () => deliveredTo(api, F.otherForum.id).length === 1)
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 0)
+      hang.release()
+      // The deferred updates come back when their claims end (BOT_UPDATE_LEASE), a share at a time.
+      for (let i = 0; i < 20 && deliveredTo(api, F.forum.id).length < 30; i++) {
+        yield* running.dispatcher.idle
+        yield* TestClock.adjust("10 seconds")
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      }
+      yield* eventually("chat A is answered for every update", () => deliveredTo(api, F.forum.id).length === 30)
+      yield* running.dispatcher.idle
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 30)
+    }).pipe(withMemory))
+
   it.scoped("updates of one chat are handled in order while another chat goes on", () =>
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
