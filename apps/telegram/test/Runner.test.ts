@@ -139,7 +139,8 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
         Effect.flatMap(HistoryStore, (h) => h.recent({ chat_id: chat, topic_id: topicId }, 50)).pipe(Effect.map((items) => items.map((i) => i.item)))
       yield* eventually("the /help reply is sent", () => deliveredTo(api, F.forum.id).length === 1)
       const reactionIn = (topicId: string | null) => Effect.map(topic(topicId), (items) => items.some((i) => i.kind === "inbound_reaction"))
-      for (let i = 0; i < 800 && !(yield* reactionIn("7")) && !(yield* reactionIn(null)); i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      // Bounded generously (about 20 s): the reaction is recorded after the message it names.
+      for (let i = 0; i < 4000 && !(yield* reactionIn("7")) && !(yield* reactionIn(null)); i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
       assert.isTrue(yield* reactionIn("7"), "the reaction is in topic 7")
       assert.isFalse(yield* reactionIn(null), "the reaction is not outside every topic")
     }).pipe(withMemory))
