@@ -152,6 +152,17 @@ export const make = (
     const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
 
     telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
+    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
+    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
+    // them): it is logged with the mapper's reason and goes no further.
+    telegraf.use((ctx, next) => {
+      const skipped = ctx.deixis.update.skipped
+      return skipped !== undefined && (skipped.startsWith("malformed") || skipped.startsWith("unmappable"))
+        ? runDefault(Effect.logWarning("malformed update ignored").pipe(
+          Effect.annotateLogs({ update_id: ctx.update.update_id, reason: skipped })
+        ))
+        : next()
+    })
 
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(

@@ -7,7 +7,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -167,6 +169,30 @@ describe("apps/telegram: commands answer as replies, in plain language", () => {
       assert.strictEqual(list, "Sorry — something went wrong on my side while doing /reminders. Nothing was lost; please try again in a minute.")
       assert.match(remind!, /^Sorry — something went wrong on my side while doing \/remind\./)
     }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), effect)))
+})
+
+describe("apps/telegram: malformed updates", () => {
+  it.scoped("a message with fields of the wrong type is logged as a malformed update with the mapper's reason, not as a handler failure, and answered by nothing", () => {
+    const logs: Array<{ readonly level: string; readonly message: string; readonly annotations: Record<string, unknown> }> = []
+    const capture = Logger.make(({ annotations, logLevel, message }) => {
+      logs.push({ level: logLevel.label, message: String(message), annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+    })
+    return Effect.gen(function*() {
+      const { api, feed } = yield* setup()
+      // Telegraf's command matcher would call text.slice on a number.
+      yield* feed(message("/help", { extra: { text: 42 } }))
+      yield* feed(message("/help", { extra: { entities: "bot_command" } }))
+      assert.deepStrictEqual(texts(api), [])
+      assert.deepStrictEqual(logs.filter((l) => l.level === "ERROR").map((l) => l.message), [])
+      const warnings = logs.filter((l) => l.message === "malformed update ignored")
+      assert.deepStrictEqual(warnings.map((l) => [l.level, l.annotations["reason"]]), [
+        ["WARN", "malformed message: text: expected a string"],
+        ["WARN", "malformed message: entities: expected an array"]
+      ])
+      yield* feed(message("/help"))
+      assert.strictEqual(texts(api).length, 1)
+    }).pipe(withMemory, Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+  })
 })
 
 describe("apps/telegram: polls", () => {
