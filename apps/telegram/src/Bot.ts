@@ -341,17 +341,22 @@ export const make = (
     const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null, anonymousAdmin = false) =>
       Effect.gen(function*() {
         const allowed = anonymousAdmin || creatorId === String(userId) || (yield* isAdmin(chatId, userId))
-        if (!allowed) return "Only the poll's creator or an admin can close it." as const
+        if (!allowed) return "Only the poll's creator or an admin can close it."
         const poll = yield* call<{ readonly id: string }>("stopPoll", {
           chat_id: chatId,
           message_id: pollMessageId,
           reply_markup: { inline_keyboard: [] }
         }).pipe(Effect.either)
         if (Either.isLeft(poll)) {
-          return poll.left.code === 400 ? "That poll is already closed." as const : yield* Effect.fail(poll.left)
+          if (poll.left.code !== 400) return yield* Effect.fail(poll.left)
+          // Only Telegram's own words tell a closed poll from one it no longer has (deleted).
+          const why = poll.left.description.replace(/^Bad Request: /, "")
+          return /already been closed/i.test(why)
+            ? "That poll is already closed."
+            : `I can no longer close that poll (Telegram says: ${Replies.short(why, 100)}).`
         }
         yield* ingest([{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }])
-        return "Poll closed." as const
+        return "Poll closed."
       })
 
     command("closepoll", (ctx, scope) =>

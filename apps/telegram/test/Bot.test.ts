@@ -229,6 +229,10 @@ describe("apps/telegram: polls", () => {
       assert.strictEqual(texts(api).at(-1), "Poll closed.")
       yield* feed(message("/closepoll", { from: F.bob, extra: { reply_to_message: pollMessage } }))
       assert.strictEqual(texts(api).at(-1), "That poll is already closed.")
+      // A poll message Telegram no longer has (deleted) is not "already closed".
+      const gone = { ...pollMessage, message_id: 10_500, poll: { id: "poll-gone" } }
+      yield* feed(message("/closepoll", { from: F.bob, extra: { reply_to_message: gone } }))
+      assert.strictEqual(texts(api).at(-1), "I can no longer close that poll (Telegram says: message with poll to stop not found).")
       yield* feed(message("/closepoll"))
       assert.strictEqual(texts(api).at(-1), "Reply to one of my polls with /closepoll to close it.")
     }).pipe(withMemory))
