@@ -152,6 +152,17 @@ export const make = (
     const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
 
     telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
+    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
+    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
+    // them): it is logged with the mapper's reason and goes no further.
+    telegraf.use((ctx, next) => {
+      const skipped = ctx.deixis.update.skipped
+      return skipped !== undefined && (skipped.startsWith("malformed") || skipped.startsWith("unmappable"))
+        ? runDefault(Effect.logWarning("malformed update ignored").pipe(
+          Effect.annotateLogs({ update_id: ctx.update.update_id, reason: skipped })
+        ))
+        : next()
+    })
 
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(
@@ -194,6 +205,13 @@ export const make = (
     const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => answer(ctx, { text: t, buttons: [] })
 
     const zoneOf = (chatId: string) => ChatSettings.timeZone(chatId, options.timeZone)
+
+    // An anonymous admin's message comes from @GroupAnonymousBot with the group itself as
+    // sender_chat: only an admin can speak as the group, and getChatMember cannot name them.
+    const speaksAsChat = (ctx: DeixisTelegraf.DeixisContext) => {
+      const message = ctx.message
+      return message !== undefined && ctx.chat !== undefined && "sender_chat" in message && message.sender_chat?.id === ctx.chat.id
+    }
 
     const isAdmin = (chatId: number | string, userId: number) =>
       call<{ readonly status: string }>("getChatMember", { chat_id: chatId, user_id: userId }).pipe(
@@ -320,20 +338,25 @@ export const make = (
       }))
 
     /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
-    const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null) =>
+    const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null, anonymousAdmin = false) =>
       Effect.gen(function*() {
-        const allowed = creatorId === String(userId) || (yield* isAdmin(chatId, userId))
-        if (!allowed) return "Only the poll's creator or an admin can close it." as const
+        const allowed = anonymousAdmin || creatorId === String(userId) || (yield* isAdmin(chatId, userId))
+        if (!allowed) return "Only the poll's creator or an admin can close it."
         const poll = yield* call<{ readonly id: string }>("stopPoll", {
           chat_id: chatId,
           message_id: pollMessageId,
           reply_markup: { inline_keyboard: [] }
         }).pipe(Effect.either)
         if (Either.isLeft(poll)) {
-          return poll.left.code === 400 ? "That poll is already closed." as const : yield* Effect.fail(poll.left)
+          if (poll.left.code !== 400) return yield* Effect.fail(poll.left)
+          // Only Telegram's own words tell a closed poll from one it no longer has (deleted).
+          const why = poll.left.description.replace(/^Bad Request: /, "")
+          return /already been closed/i.test(why)
+            ? "That poll is already closed."
+            : `I can no longer close that poll (Telegram says: ${Replies.short(why, 100)}).`
         }
         yield* ingest([{ type: "poll_closed", event_id: `telegram:poll_closed:${poll.right.id}`, poll_id: poll.right.id }])
-        return "Poll closed." as const
+        return "Poll closed."
       })
 
     command("closepoll", (ctx, scope) =>
@@ -346,7 +369,7 @@ export const make = (
         const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
           .pipe(Effect.orElseSucceed(() => Option.none()))
         const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
-        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator))
+        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
       }))
 
     command("timezone", (ctx, scope) =>
@@ -361,7 +384,7 @@ export const make = (
           return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
         }
         const from = ctx.from?.id
-        if (ctx.chat?.type !== "private" && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
+        if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
           return yield* text(ctx, "Only an admin can change this chat's time zone.")
         }
         const zone = Times.canonicalZone(wanted)

@@ -1,7 +1,8 @@
 /**
  * Concurrency with order, after grammY runner's `sequentialize`: tasks with the same key (a
  * chat, or a forum topic of a chat) run one after another in submission order; tasks with
- * different keys run in parallel, at most `concurrency` at once; at most `capacity` tasks wait
+ * different keys run in parallel, at most `concurrency` at once; a chat-wide task (key
+ * `<chat>/*`, see {@link chatWide}) also runs after every earlier task of its chat, in any topic; at most `capacity` tasks wait
  * or run in all (`submit` waits for room, `offer` says no). A slow or stuck task delays only
  * its own key. Built on Effect's semaphores, deferreds and a `FiberSet`.
  *
@@ -26,6 +27,8 @@ export interface Dispatcher {
   readonly submit: (key: string, task: Effect.Effect<void>) => Effect.Effect<void>
   /** Queues a task if there is room now; false when full. */
   readonly offer: (key: string, task: Effect.Effect<void>) => Effect.Effect<boolean>
+  /** Tasks waiting or running under one key. */
+  readonly depthOf: (key: string) => number
   /** Tasks waiting or running, keys with any, and the ten deepest keys. */
   readonly depth: () => { readonly queued: number; readonly chats: number; readonly deepest: ReadonlyArray<readonly [string, number]> }
   /** Waits until no task waits or runs. */
@@ -60,6 +63,10 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     const start = (key: string, task: Effect.Effect<void>) =>
       Effect.gen(function*() {
         const previous = tails.get(key)
+        // A chat-wide task waits for the chat's own key and each of its topics' keys too.
+        const chat = key.endsWith(chatWideSuffix) ? key.slice(0, -chatWideSuffix.length) : undefined
+        const before = chat === undefined ? [] : [...tails].flatMap(([k, entry]) =>
+          k !== key && (k === chat || k.startsWith(`${chat}/`)) ? [entry.last] : [])
         const mine = yield* Deferred.make<void>()
         tails.set(key, { last: mine, count: (previous?.count ?? 0) + 1 })
         queued++
@@ -74,6 +81,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         yield* FiberSet.run(
           fibers,
           (previous === undefined ? Effect.void : Deferred.await(previous.last)).pipe(
+            Effect.zipRight(Effect.forEach(before, Deferred.await, { discard: true })),
             Effect.zipRight(workers.withPermits(1)(
               task.pipe(Effect.catchAllCause((cause) => Effect.logError("task failed", cause).pipe(Effect.annotateLogs({ key }))))
             )),
@@ -103,6 +111,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
           // `queued` counts exactly the permits taken (a permit is taken, then the task counted, in one step).
           queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task), true))
         ),
+      depthOf: (key) => tails.get(key)?.count ?? 0,
       depth: () => ({
         queued,
         chats: tails.size,
@@ -113,10 +122,23 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
   })
 
 
+const chatWideSuffix = "/*"
+
+/**
+ * The key of a chat-wide task (`<chat>/*`): it runs after every task of the chat submitted
+ * before it, whatever its topic, and in order with the chat's other chat-wide tasks.
+ *
+ * @since 0.1.0
+ * @category keys
+ */
+export const chatWide = (chatId: string): string => `${chatId}${chatWideSuffix}`
+
 /**
  * The key an update is ordered by: its chat, and its forum topic when it is a topic message
- * (`<chat>` or `<chat>/<thread>`); a poll's updates by poll (`poll:<id>`, they carry no chat);
- * anything else shares one key.
+ * (`<chat>` or `<chat>/<thread>`); a reaction chat-wide ({@link chatWide}: it names no topic,
+ * only a message, and is placed in that message's topic once the message is recorded, so it
+ * waits for the chat's earlier updates in every topic); a poll's updates by poll
+ * (`poll:<id>`, they carry no chat); anything else shares one key.
  *
  * @since 0.1.0
  * @category keys
@@ -132,7 +154,11 @@ export const keyOf = (update: unknown): string => {
       ? `${chat}/${message["message_thread_id"]}`
       : chat
   }
-  for (const field of ["message_reaction", "message_reaction_count", "my_chat_member", "chat_member", "chat_join_request", "chat_boost", "removed_chat_boost"]) {
+  for (const field of ["message_reaction", "message_reaction_count"]) {
+    const value = update[field]
+    if (Predicate.isRecord(value) && Predicate.isRecord(value["chat"])) return chatWide(String(value["chat"]["id"]))
+  }
+  for (const field of ["my_chat_member", "chat_member", "chat_join_request", "chat_boost", "removed_chat_boost"]) {
     const value = update[field]
     if (Predicate.isRecord(value) && Predicate.isRecord(value["chat"])) return String(value["chat"]["id"])
   }

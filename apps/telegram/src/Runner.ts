@@ -77,7 +77,7 @@ export interface Running {
  * @since 0.1.0
  * @category models
  */
-export type IntakeResult = "queued" | "duplicate" | "malformed" | "busy" | "unrecorded"
+export type IntakeResult = "queued" | "deferred" | "duplicate" | "malformed" | "busy" | "unrecorded"
 
 /**
  * The settings launch uses.
@@ -150,6 +150,9 @@ export const launch = (
       capacity: options.queueCapacity,
       shutdownTimeout: options.shutdownTimeout
     })
+    // One chat (or topic) holds at most a quarter of the queue: a chat whose calls hang or
+    // are throttled, flooded with updates, must not fill it and stall every other chat.
+    const perKey = Math.max(1, Math.floor(options.queueCapacity / 4))
 
     const task = (update: unknown, arrived: number) =>
       bot.handle(update).pipe(
@@ -164,13 +167,14 @@ export const launch = (
       Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
-        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly raw?: string | undefined }> = []
+        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly payload: string }> = []
         for (const [index, { raw, update }] of items.entries()) {
-          if (!Predicate.isRecord(update) || !Number.isSafeInteger(update["update_id"])) {
+          const payload = Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"]) ? raw ?? serialise(update) : undefined
+          if (payload === undefined || !Predicate.isRecord(update)) {
             Metrics.updates.inc({ outcome: "malformed" })
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
-          } else valid.push({ index, update, id: update["update_id"] as number, raw })
+          } else valid.push({ index, update, id: update["update_id"] as number, payload })
         }
         if (valid.length === 0) return results
         if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
@@ -179,7 +183,7 @@ export const launch = (
         }
         const fresh = yield* inbox.receive({
           source,
-          updates: valid.map((v) => ({ update_id: v.id, payload: v.raw ?? JSON.stringify(v.update) })),
+          updates: valid.map((v) => ({ update_id: v.id, payload: v.payload })),
           owner: options.owner,
           now: yield* Clock.currentTimeMillis,
           lease
@@ -199,9 +203,19 @@ export const launch = (
           }
           // An id repeated in one batch is handled once.
           recorded.delete(v.id)
+          const key = Dispatcher.keyOf(v.update)
+          if (dispatcher.depthOf(key) >= perKey) {
+            // Held in the inbox, unfinished: handed out again when its claim ends.
+            Metrics.updates.inc({ outcome: "deferred" })
+            yield* Effect.logWarning("chat's share of the queue is full; update deferred until its claim ends").pipe(
+              Effect.annotateLogs({ update_id: v.id, key })
+            )
+            results[v.index] = "deferred"
+            continue
+          }
           // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
           yield* bot.preempt(v.update)
-          yield* dispatcher.submit(Dispatcher.keyOf(v.update), task(v.update, arrived))
+          yield* dispatcher.submit(key, task(v.update, arrived))
         }
         return results
       })
@@ -224,8 +238,11 @@ export const launch = (
           yield* inbox.done(source, [s.update_id])
           continue
         }
+        const key = Dispatcher.keyOf(update)
+        // Still over its chat's share: claimed again, it comes back when this claim ends.
+        if (dispatcher.depthOf(key) >= perKey) continue
         yield* Effect.logInfo("handling an update left unfinished").pipe(Effect.annotateLogs({ update_id: s.update_id }))
-        yield* dispatcher.submit(Dispatcher.keyOf(update), task(update, performance.now()))
+        yield* dispatcher.submit(key, task(update, performance.now()))
       }
     }).pipe(
       Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)),
@@ -278,6 +295,17 @@ export const launch = (
     yield* bot.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
     return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
   })
+
+// An update's JSON for the inbox, or undefined when it has none: nested deeper than
+// JSON.stringify's stack allows (a throw here would end polling, and the unconfirmed update
+// would come back to end it again after every restart).
+const serialise = (update: Record<string, unknown>): string | undefined => {
+  try {
+    return JSON.stringify(update)
+  } catch {
+    return undefined
+  }
+}
 
 const poll = (
   bot: Bot.Bot,

@@ -7,7 +7,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -169,6 +171,30 @@ describe("apps/telegram: commands answer as replies, in plain language", () => {
     }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), effect)))
 })
 
+describe("apps/telegram: malformed updates", () => {
+  it.scoped("a message with fields of the wrong type is logged as a malformed update with the mapper's reason, not as a handler failure, and answered by nothing", () => {
+    const logs: Array<{ readonly level: string; readonly message: string; readonly annotations: Record<string, unknown> }> = []
+    const capture = Logger.make(({ annotations, logLevel, message }) => {
+      logs.push({ level: logLevel.label, message: String(message), annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+    })
+    return Effect.gen(function*() {
+      const { api, feed } = yield* setup()
+      // Telegraf's command matcher would call text.slice on a number.
+      yield* feed(message("/help", { extra: { text: 42 } }))
+      yield* feed(message("/help", { extra: { entities: "bot_command" } }))
+      assert.deepStrictEqual(texts(api), [])
+      assert.deepStrictEqual(logs.filter((l) => l.level === "ERROR").map((l) => l.message), [])
+      const warnings = logs.filter((l) => l.message === "malformed update ignored")
+      assert.deepStrictEqual(warnings.map((l) => [l.level, l.annotations["reason"]]), [
+        ["WARN", "malformed message: text: expected a string"],
+        ["WARN", "malformed message: entities: expected an array"]
+      ])
+      yield* feed(message("/help"))
+      assert.strictEqual(texts(api).length, 1)
+    }).pipe(withMemory, Effect.provide(Logger.replace(Logger.defaultLogger, capture)))
+  })
+})
+
 describe("apps/telegram: polls", () => {
   it.scoped("/poll sends a poll with a close button in the topic; its creator closes it and the object follows", () =>
     Effect.gen(function*() {
@@ -203,6 +229,10 @@ describe("apps/telegram: polls", () => {
       assert.strictEqual(texts(api).at(-1), "Poll closed.")
       yield* feed(message("/closepoll", { from: F.bob, extra: { reply_to_message: pollMessage } }))
       assert.strictEqual(texts(api).at(-1), "That poll is already closed.")
+      // A poll message Telegram no longer has (deleted) is not "already closed".
+      const gone = { ...pollMessage, message_id: 10_500, poll: { id: "poll-gone" } }
+      yield* feed(message("/closepoll", { from: F.bob, extra: { reply_to_message: gone } }))
+      assert.strictEqual(texts(api).at(-1), "I can no longer close that poll (Telegram says: message with poll to stop not found).")
       yield* feed(message("/closepoll"))
       assert.strictEqual(texts(api).at(-1), "Reply to one of my polls with /closepoll to close it.")
     }).pipe(withMemory))
@@ -226,6 +256,26 @@ describe("apps/telegram: time zones and reminders", () => {
       yield* feed(message("/timezone"))
       assert.match(texts(api).at(-1)!, /^This chat's time zone is Europe\/Berlin/)
       assert.notMatch(texts(api).join("\n"), /\d{4}-\d\d-\d\dT/)
+    }).pipe(withMemory))
+
+  it.scoped("an anonymous admin (a message sent as the group itself) may set the time zone and close the bot's poll", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup()
+      // Telegram hides an anonymous admin behind @GroupAnonymousBot, with the group as sender_chat.
+      const anonymous = { from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" }, sender_chat: F.forum }
+      yield* feed(message("/timezone Europe/Berlin", { extra: anonymous }))
+      assert.strictEqual(texts(api).at(-1), "Time zone set: Europe/Berlin. It is today 17:28, Europe/Berlin now.")
+      yield* feed(message("/poll Lunch? | pizza | sushi", { from: F.bob }))
+      const pollMessage = { message_id: 10_001, from: F.bot, chat: F.forum, date: 1, message_thread_id: 7, is_topic_message: true, poll: { id: "poll-1" } }
+      yield* feed(message("/closepoll", { extra: { ...anonymous, reply_to_message: pollMessage } }))
+      assert.strictEqual(texts(api).at(-1), "Poll closed.")
+      // A channel speaking in its discussion group is not an admin of the group.
+      const channel = { id: -1005555555555, title: "News", type: "channel" }
+      yield* feed(message("/timezone Asia/Tokyo", { extra: { from: { id: 136817688, is_bot: true, first_name: "Channel", username: "Channel_Bot" }, sender_chat: channel } }))
+      assert.strictEqual(texts(api).at(-1), "Only an admin can change this chat's time zone.")
+      // Nor is a member who sets sender_chat to the group in a forged update of another chat.
+      yield* feed(message("/timezone Asia/Tokyo", { from: F.bob, extra: { sender_chat: F.otherForum } }))
+      assert.strictEqual(texts(api).at(-1), "Only an admin can change this chat's time zone.")
     }).pipe(withMemory))
 
   it.scoped("/remind without a usable time explains with examples", () =>

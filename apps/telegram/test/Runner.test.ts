@@ -1,3 +1,4 @@
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import * as UpdateInbox from "@deixis/core/UpdateInbox"
 import { StoreConfig } from "@deixis/store-sql"
 import { assert, describe, it } from "@effect/vitest"
@@ -14,7 +15,7 @@ import * as Bot from "../src/Bot.js"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as Ops from "../src/Ops.js"
 import * as Metrics from "../src/Metrics.js"
-import { config, eventually, F, FakeBotApi, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
+import { chat, config, eventually, F, FakeBotApi, freshId, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
 
 const inChat = (chatId: number) => (p: Record<string, unknown>) => Number(p["chat_id"]) === chatId
 const deliveredTo = (api: FakeBotApi.FakeBotApi, chatId: number) => api.delivered().filter((c) => inChat(chatId)(c.payload))
@@ -70,6 +71,28 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.strictEqual(texts(api).filter((t) => t.startsWith("I keep track")).length, 1)
     }).pipe(withMemory))
 
+  it.scoped("a chat flooding the bot while its calls hang holds at most a quarter of the queue: another chat is answered, the flood is deferred, never lost", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup({ queueCapacity: 20 })
+      const running = yield* launch(bot, api.apiRoot, { queueCapacity: 20, updateLease: Duration.seconds(10) })
+      const hang = yield* holding(api, "sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      // More updates of chat A than the whole queue holds, then one of chat B.
+      api.pushUpdates(...Array.from({ length: 30 }, () => message("/help")))
+      api.pushUpdates(message("/help", { chat: F.otherForum }))
+      yield* eventually("chat B is answered while chat A's calls are held", () => deliveredTo(api, F.otherForum.id).length === 1)
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 0)
+      hang.release()
+      // The deferred updates come back when their claims end (BOT_UPDATE_LEASE), a share at a time.
+      for (let i = 0; i < 20 && deliveredTo(api, F.forum.id).length < 30; i++) {
+        yield* running.dispatcher.idle
+        yield* TestClock.adjust("10 seconds")
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      }
+      yield* eventually("chat A is answered for every update", () => deliveredTo(api, F.forum.id).length === 30)
+      yield* running.dispatcher.idle
+      assert.strictEqual(deliveredTo(api, F.forum.id).length, 30)
+    }).pipe(withMemory))
+
   it.scoped("updates of one chat are handled in order while another chat goes on", () =>
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
@@ -89,6 +112,37 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
         deliveredTo(api, F.forum.id).map((c) => /task (\d+)/.exec(String(c.payload["text"]))![1]),
         ["1", "2", "3", "4", "5", "6", "7", "8"]
       )
+    }).pipe(withMemory))
+
+  it.scoped("a reaction waits for its chat's earlier updates in every topic: it lands in the reacted message's topic, even behind a held call", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      yield* launch(bot, api.apiRoot)
+      const hang = yield* holding(api, "sendMessage", (c) => inChat(F.forum.id)(c.payload))
+      const look = message("look at this https://example.com/a", { extra: { entities: [{ type: "url", offset: 13, length: 21 }] } })
+      // A reaction names no topic: only the reacted message, recorded once its topic's queue reaches it.
+      const reaction = {
+        update_id: freshId(),
+        message_reaction: {
+          chat: F.forum,
+          message_id: look.message.message_id,
+          user: F.bob,
+          date: look.message.date + 5,
+          old_reaction: [],
+          new_reaction: [{ type: "emoji", emoji: "👍" }]
+        }
+      }
+      api.pushUpdates(message("/help"), look, reaction)
+      yield* eventually("the /help reply is held", () => hang.held() === 1)
+      hang.release()
+      const topic = (topicId: string | null) =>
+        Effect.flatMap(HistoryStore, (h) => h.recent({ chat_id: chat, topic_id: topicId }, 50)).pipe(Effect.map((items) => items.map((i) => i.item)))
+      yield* eventually("the /help reply is sent", () => deliveredTo(api, F.forum.id).length === 1)
+      const reactionIn = (topicId: string | null) => Effect.map(topic(topicId), (items) => items.some((i) => i.kind === "inbound_reaction"))
+      // Bounded generously (about 20 s): the reaction is recorded after the message it names.
+      for (let i = 0; i < 4000 && !(yield* reactionIn("7")) && !(yield* reactionIn(null)); i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      assert.isTrue(yield* reactionIn("7"), "the reaction is in topic 7")
+      assert.isFalse(yield* reactionIn(null), "the reaction is not outside every topic")
     }).pipe(withMemory))
 
   it.scoped("the dispatcher bounds concurrency and capacity: offer says no when full", () =>
@@ -115,11 +169,28 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.isTrue(yield* dispatcher.offer("d", Effect.void))
     }))
 
+  it.scoped("a chat-wide task runs after the chat's earlier tasks in every topic; other chats and later topic tasks do not wait for it", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      yield* dispatcher.submit("-100/7", Effect.zipRight(gate.await, mark("topic 7")))
+      yield* dispatcher.submit(Dispatcher.chatWide("-100"), mark("reaction"))
+      yield* dispatcher.submit("-100/8", mark("topic 8, later"))
+      yield* dispatcher.submit("-200", mark("other chat"))
+      yield* eventually("the other chat and the later topic task run", () => done.includes("other chat") && done.includes("topic 8, later"))
+      assert.notInclude(done, "reaction")
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.isAbove(done.indexOf("reaction"), done.indexOf("topic 7"))
+    }))
+
   it("keys updates by chat and forum topic, polls by poll id", () => {
     assert.strictEqual(Dispatcher.keyOf(message("x")), `${F.forum.id}/7`)
     assert.strictEqual(Dispatcher.keyOf(message("x", { thread: null })), `${F.forum.id}`)
     assert.strictEqual(Dispatcher.keyOf({ update_id: 1, poll_answer: { poll_id: "p1" } }), "poll:p1")
-    assert.strictEqual(Dispatcher.keyOf({ update_id: 1, message_reaction: { chat: { id: 5 } } }), "5")
+    assert.strictEqual(Dispatcher.keyOf({ update_id: 1, message_reaction: { chat: { id: 5 } } }), "5/*")
     assert.strictEqual(Dispatcher.keyOf(null), "other")
   })
 })
@@ -202,6 +273,18 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       )
       yield* launch(bot, api.apiRoot)
       yield* eventually("the good update is answered", () => api.delivered().length === 1)
+      assert.match(texts(api)[0]!, /^I keep track/)
+    }).pipe(withMemory))
+
+  it.scoped("an update nested too deep to serialise is refused as malformed, and polling goes on", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot)
+      // 100 000 nested arrays in an unknown field: JSON.parse reads it, JSON.stringify overflows the stack.
+      const deep = JSON.parse(`{"update_id":4000,"message":{"message_id":4000,"date":1771000100,"chat":{"id":${F.forum.id},"type":"supergroup"},"text":"x","extra":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`)
+      assert.strictEqual(yield* running.intake(deep), "malformed")
+      api.pushUpdates(message("/help"))
+      yield* eventually("the next update is answered", () => api.delivered().length === 1)
       assert.match(texts(api)[0]!, /^I keep track/)
     }).pipe(withMemory))
 

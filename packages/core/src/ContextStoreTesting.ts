@@ -207,6 +207,27 @@ export const contextStoreContract = <E>(
           assert.strictEqual(poll.ttl_class, "poll_grace")
         }))
 
+      it.effect("a poll id names the poll where it was first seen: a forward of the poll elsewhere does not take its close", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const other = freshChat()
+          const pollId = `${chat}-fwd`
+          yield* apply([
+            { type: "message_observed", chat_id: chat, message_id: 5, poll: { poll_id: pollId, question: "Q" }, direction: "outbound" }
+          ])
+          // Telegram forwards a poll as the same poll (same id): into another chat, and into this one.
+          yield* apply([
+            { type: "message_observed", chat_id: other, message_id: 9, poll: { poll_id: pollId, question: "Q" } },
+            { type: "message_observed", chat_id: chat, message_id: 6, poll: { poll_id: pollId, question: "Q" } }
+          ])
+          yield* apply([{ type: "poll_closed", event_id: "close", poll_id: pollId }], T0 + 10 * minute)
+          const store = yield* ContextStore
+          const original = Option.getOrThrow(yield* store.object(chat, `${chat}/5/poll`))
+          assert.deepStrictEqual(original.poll, { poll_id: pollId, state: "closed", closed_at: T0 + 10 * minute })
+          assert.strictEqual(Option.getOrThrow(yield* store.object(other, `${other}/9/poll`)).poll?.state, "open")
+          assert.strictEqual(Option.getOrThrow(yield* store.object(chat, `${chat}/6/poll`)).poll?.state, "open")
+        }))
+
       it.effect("reminders are updated, fired and cancelled", () =>
         Effect.gen(function*() {
           const chat = freshChat()

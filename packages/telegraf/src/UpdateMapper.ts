@@ -347,6 +347,12 @@ const forwardOf = (origin: Tg.ForwardOrigin | undefined, automatic: boolean): Hi
 
 const inRange = (text: string, e: Tg.Entity) => e.offset >= 0 && e.length > 0 && e.offset + e.length <= text.length
 
+// Whether a cut at `at` falls between the two halves of a surrogate pair (one character).
+const splitsPair = (text: string, at: number) => {
+  const code = text.charCodeAt(at)
+  return at > 0 && at < text.length && code >= 0xdc00 && code <= 0xdfff
+}
+
 const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Array<string>) => {
   const links: Array<{ url: string; title?: string }> = []
   const seen = new Set<string>()
@@ -354,6 +360,11 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
     if (e.type !== "url" && e.type !== "text_link") continue
     if (!inRange(text, e)) {
       warnings.push(`${e.type} entity at ${e.offset} is out of the text's range; skipped`)
+      continue
+    }
+    // Half a character is no part of a url or a title (it would be stored as U+FFFD).
+    if (splitsPair(text, e.offset) || splitsPair(text, e.offset + e.length)) {
+      warnings.push(`${e.type} entity at ${e.offset}+${e.length} cuts a character in two; skipped`)
       continue
     }
     // Offsets and lengths are UTF-16 code units, as JavaScript strings index.
@@ -634,6 +645,9 @@ const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded
     return { id: Either.isRight(head) ? String(head.right.message_id) : null, embedded: undefined }
   }
   const r = decoded.message
+  // Telegram embeds only a message of the same chat (other chats come as `external_reply`):
+  // a copy from another chat names none of this chat's messages.
+  if (r.chat.id !== m.chat.id) return { id: null, embedded: undefined }
   // In a forum, a message that is not an explicit reply still "replies" to its topic's creation notice.
   if (r.forum_topic_created !== undefined || (m.is_topic_message === true && r.message_id === m.message_thread_id)) {
     return { id: null, embedded: undefined }

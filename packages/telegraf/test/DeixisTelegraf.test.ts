@@ -121,6 +121,25 @@ describe("DeixisTelegraf.middleware", () => {
       assert.strictEqual(Option.getOrThrow(poll).poll?.state, "closed")
     }).pipe(Effect.provide(Live)))
 
+  it.scoped("a user forwarding the bot's poll elsewhere does not take its close: the bot's own poll is the one closed", () =>
+    Effect.gen(function*() {
+      const { feed } = yield* setup
+      yield* feed(command(320, 321, "/poll", 7))
+      const store = yield* ContextStore
+      const chat = String(F.forum.id)
+      const own = (yield* store.snapshot(chat)).objects.find((o) => o.kind === "poll")!
+      const poll = { id: own.poll!.poll_id!, question: "Ship on Friday?", options: [{ text: "yes", voter_count: 0 }, { text: "no", voter_count: 0 }], is_closed: false }
+      const elsewhere = { id: -1008888888888, type: "supergroup", title: "Elsewhere" }
+      // Telegram forwards a poll as the same poll, with the same id.
+      yield* feed({
+        update_id: 322,
+        message: { message_id: 5, from: F.alice, chat: elsewhere, date: 1_771_000_200, forward_origin: { type: "user", sender_user: { id: F.botId, is_bot: true, first_name: "Deixis" }, date: 1_771_000_100 }, poll }
+      })
+      yield* feed({ update_id: 323, poll: { ...poll, is_closed: true } })
+      assert.strictEqual(Option.getOrThrow(yield* store.object(chat, own.object_id)).poll?.state, "closed")
+      assert.strictEqual(Option.getOrThrow(yield* store.object(String(elsewhere.id), `${elsewhere.id}/5/poll`)).poll?.state, "open")
+    }).pipe(Effect.provide(DeixisTelegraf.layerMemory())))
+
   it.scoped("ctx.deixis.state patches and renders this topic's state", () =>
     Effect.gen(function*() {
       const { api, feed } = yield* setup

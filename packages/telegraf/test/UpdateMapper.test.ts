@@ -238,6 +238,45 @@ describe("UpdateMapper: hostile input", () => {
     assert.isAtLeast(mapped.warnings.length, 2)
   })
 
+  it("a url or text_link entity that cuts a character in two is skipped with a warning, never a link with half a character", () => {
+    const message = (text: string, entities: ReadonlyArray<unknown>) => ({
+      update_id: 209,
+      message: { message_id: 3, from: F.alice, date: F.hostile.entitiesOutOfRange.message.date, chat: F.hostile.entitiesOutOfRange.message.chat, text, entities }
+    })
+    // "😀" is two UTF-16 code units: offset 1 starts, and offset 15 ends, inside it.
+    const url = mapUpdate(message("😀https://a.example😀", [{ type: "url", offset: 1, length: 18 }]), options)
+    assert.strictEqual(observed(url).links, undefined)
+    assert.isTrue(url.warnings.some((w) => w.includes("cuts a character")), url.warnings.join("; "))
+    const titled = mapUpdate(message("😀😀 docs", [{ type: "text_link", offset: 1, length: 2, url: "https://docs.example" }]), options)
+    assert.strictEqual(observed(titled).links, undefined)
+    assert.isTrue(titled.warnings.some((w) => w.includes("cuts a character")), titled.warnings.join("; "))
+    // The same entities on whole characters are links.
+    assert.deepStrictEqual(observed(mapUpdate(message("😀https://a.example😀", [{ type: "url", offset: 2, length: 17 }]), options)).links, [
+      { url: "https://a.example" }
+    ])
+    assert.deepStrictEqual(observed(mapUpdate(message("😀😀 docs", [{ type: "text_link", offset: 0, length: 4, url: "https://docs.example" }]), options)).links, [
+      { url: "https://docs.example", title: "😀😀" }
+    ])
+  })
+
+  it("an embedded reply_to_message of another chat names no message of this chat", () => {
+    const mapped = mapUpdate({
+      update_id: 210,
+      message: {
+        message_id: 4,
+        from: F.alice,
+        date: F.hostile.entitiesOutOfRange.message.date,
+        chat: F.hostile.entitiesOutOfRange.message.chat,
+        text: "what about this?",
+        reply_to_message: { message_id: 44, from: F.alice, date: F.hostile.entitiesOutOfRange.message.date, chat: { id: -1009999999999, type: "supergroup", title: "Other" }, text: "elsewhere" }
+      }
+    }, options)
+    assert.strictEqual(observed(mapped).reply_to_message_id, null)
+    assert.strictEqual(item(mapped).reply_to_message_id, null)
+    assert.strictEqual(mapped.scope?.reply_to_message_id, null)
+    assert.strictEqual(mapped.history.length, 1)
+  })
+
   it("huge text is cut at a code point boundary and entities past the cut are dropped", () => {
     const mapped = mapUpdate(F.hostile.hugeText, options)
     const h = item(mapped)

@@ -31,15 +31,19 @@ describe("@deixis/telegraf/testing: the fake Bot API", () => {
       assert.deepStrictEqual([refused.status, refused.body.error_code], [409, 409])
       assert.match(refused.body.description!, /webhook is active/)
       yield* call(api, "deleteWebhook")
+      const arrived = api.polls().total
       const older = yield* Effect.fork(call(api, "getUpdates", { timeout: 5 }))
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      for (let i = 0; i < 4000 && api.polls().total === arrived; i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
       api.pushUpdates({ update_id: 1 })
       const newer = yield* call(api, "getUpdates", { timeout: 5 })
       const first = yield* older.await
       assert.strictEqual(first._tag === "Success" ? first.value.status : 0, 200)
       assert.strictEqual(newer.status, 200)
+      const before = api.polls().total
       const a = yield* Effect.fork(call(api, "getUpdates", { offset: 2, timeout: 5 }))
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      // The newer poll must arrive after the older one is pending: wait for it, not for a fixed time.
+      for (let i = 0; i < 4000 && api.polls().total === before; i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      assert.strictEqual(api.polls().total, before + 1)
       const b = yield* Effect.fork(call(api, "getUpdates", { offset: 2, timeout: 5 }))
       const replaced = yield* a.await
       assert.strictEqual(replaced._tag === "Success" ? replaced.value.status : 0, 409)

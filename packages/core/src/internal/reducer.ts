@@ -220,6 +220,19 @@ const derivedObjects = (
   return out
 }
 
+/**
+ * Maps a poll id to its object, unless the id already names another poll object that still
+ * exists: Telegram forwards a poll as the same poll (same id), and the poll's closes belong to
+ * the message where it was first seen, not to the latest forward of it.
+ */
+const claimPoll = (w: StateWriter, pollId: string, chatId: string, objectId: string): void => {
+  const known = w.pollObject(pollId)
+  if (known !== undefined && (known.chat_id !== chatId || known.object_id !== objectId) && w.object(known.chat_id, known.object_id) !== undefined) {
+    return
+  }
+  w.putPoll(pollId, chatId, objectId)
+}
+
 const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now: number, rules: Rules): Outcome => {
   if (w.message(e.chat_id, e.message_id) !== undefined) {
     noteChat(w, e.chat_id, e.is_forum)
@@ -249,7 +262,7 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
       poll
     })
     putKnown(w, o)
-    w.putPoll(e.poll.poll_id, e.chat_id, o.object_id)
+    claimPoll(w, e.poll.poll_id, e.chat_id, o.object_id)
     const close = w.pendingPollClose(e.poll.poll_id)
     if (close !== undefined) {
       w.putPendingPollClose(e.poll.poll_id, undefined)
@@ -376,7 +389,7 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, rules: 
       ...(e.kind === "reminder" && e.due_at !== undefined ? { reminder: { due_at: e.due_at, status: "scheduled" as const } } : {}),
       ...(e.kind === "poll" ? { poll: { ...(e.poll_id === undefined ? {} : { poll_id: e.poll_id }), state: "open" as const } } : {})
     }
-    if (e.kind === "poll" && e.poll_id !== undefined) w.putPoll(e.poll_id, e.chat_id, object.object_id)
+    if (e.kind === "poll" && e.poll_id !== undefined) claimPoll(w, e.poll_id, e.chat_id, object.object_id)
   } else if (object.kind === "reminder" && e.due_at !== undefined) {
     object = { ...object, reminder: { due_at: e.due_at, status: "scheduled" } }
   }
