@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fc from "fast-check"
+import { deflateSync, gzipSync } from "node:zlib"
 import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
@@ -402,5 +403,85 @@ describe("listening defaults", () => {
       assert.isTrue(Either.isLeft(yield* read({ DEIXIS_TELEGRAM_SECRET: "has space" })))
       assert.isTrue(Either.isLeft(yield* read({ DEIXIS_TELEGRAM_SECRET: "x".repeat(257) })))
       assert.isTrue(Either.isLeft(yield* read({ DEIXIS_HTTP_HEADERS_TIMEOUT: "1 minute", DEIXIS_HTTP_REQUEST_TIMEOUT: "30 seconds" })))
+    }))
+})
+
+describe("bodies that are not JSON", () => {
+  const maxBodyBytes = 4096
+  const withBody = () => guarded.filter((r) => sampleOf(r).body !== undefined)
+  const multipart = (bytes: number) =>
+    "--XX\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\n" +
+    "x".repeat(bytes) + "\r\n--XX--\r\n"
+  // Each a body some client could send; none is a JSON body the API reads.
+  const refused: ReadonlyArray<{ readonly name: string; readonly headers: Record<string, string>; readonly body: (json: string) => string | Buffer; readonly chunked?: number }> = [
+    { name: "multipart over the limit", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: () => multipart(4 * maxBodyBytes), chunked: 1024 },
+    { name: "multipart", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: () => multipart(16) },
+    { name: "a form", headers: { "content-type": "application/x-www-form-urlencoded" }, body: () => "chat_id=edge&current_message_id=1" },
+    { name: "text/plain", headers: { "content-type": "text/plain" }, body: (json) => json },
+    { name: "text/plain naming JSON in a parameter", headers: { "content-type": "text/plain; x=application/json" }, body: (json) => json },
+    { name: "not a JSON media type", headers: { "content-type": "application/jsonx" }, body: (json) => json },
+    { name: "octet-stream", headers: { "content-type": "application/octet-stream" }, body: (json) => json },
+    { name: "gzip", headers: { "content-encoding": "gzip" }, body: (json) => gzipSync(json) },
+    { name: "deflate", headers: { "content-encoding": "deflate" }, body: (json) => deflateSync(json) },
+    { name: "an unknown coding over plain JSON", headers: { "content-encoding": "x-bogus" }, body: (json) => json }
+  ]
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`each is a 415 naming the header on every route that takes a body, the service stays up, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, maxBodyBytes, fastPath })
+        const port = portOf(api)
+        for (const route of withBody()) {
+          const sample = sampleOf(route)
+          for (const c of refused) {
+            const response = yield* Effect.promise(() =>
+              raw(port, {
+                method: route.method,
+                target: sample.path,
+                headers: { ...sample.headers, ...c.headers, authorization: `Bearer ${token}`, connection: "close" },
+                body: c.body(JSON.stringify(sample.body)),
+                ...(c.chunked === undefined ? {} : { chunked: c.chunked })
+              })
+            )
+            assert.strictEqual(response.status, 415, `${route.method} ${route.path}, ${c.name}: ${response.body.slice(0, 200)}`)
+            const header = c.headers["content-encoding"] === undefined ? "content-type" : "content-encoding"
+            assert.deepInclude(JSON.parse(response.body), { _tag: "UnsupportedMediaType", header }, `${route.path}, ${c.name}`)
+          }
+        }
+        const health = yield* Effect.promise(() => api.fetch("/healthz").then((r) => r.status))
+        assert.strictEqual(health, 200)
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("without the token it is a 401 first, as for every body", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      const port = portOf(api)
+      for (const route of withBody()) {
+        const sample = sampleOf(route)
+        const response = yield* Effect.promise(() =>
+          raw(port, { method: route.method, target: sample.path, headers: { ...sample.headers, "content-type": "text/plain" }, body: JSON.stringify(sample.body) })
+        )
+        assert.strictEqual(response.status, 401, route.path)
+      }
+    }))
+
+  it.scoped("JSON media types, with parameters, and Content-Encoding: identity are still read as JSON", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      for (const headers of [
+        { "content-type": "application/json; charset=utf-8" },
+        { "content-type": "application/json; x=1" },
+        { "content-type": "Application/JSON" },
+        { "content-type": "application/merge-patch+json" },
+        { "content-type": "application/json", "content-encoding": "identity" }
+      ]) {
+        const response = yield* Effect.promise(() =>
+          api.json("/v1/tools/resolve_reference_target", { chat_id: chat, current_message_id: 1 }, { headers })
+        )
+        assert.strictEqual(response.status, 200, JSON.stringify(headers))
+        yield* Effect.promise(() => response.arrayBuffer())
+      }
     }))
 })
