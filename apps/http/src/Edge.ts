@@ -5,6 +5,9 @@
  * - It makes the request target canonical, once (`RequestTarget.ts`), rewriting `request.url`
  *   so that the fast path, the router, authentication, the body limit and the metric label all
  *   read the same string; a target with no single meaning is answered 400.
+ * - It refuses a request with two `Authorization` or two `Content-Type` headers (400: Node
+ *   keeps the first, a proxy may have read the last), or a transfer coding other than
+ *   `chunked` (501: nothing here would decode it).
  * - It then hands the request to the fast path (`FastPath.ts`) or to the Effect handler.
  * - A response sent before its request's body was read to the end (a 401, a 413) closes the
  *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
@@ -76,6 +79,37 @@ const send = (response: ServerResponse, status: number, body: Record<string, unk
 const bodyPending = (request: IncomingMessage) =>
   !request.complete &&
   (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
+
+// Fields a request may carry once (RFC 9110 §5.3): Node keeps the first of each and drops the
+// rest, where a proxy in front may have read the last, so two are refused rather than chosen.
+const singletons = ["authorization", "content-type"] as const
+
+/**
+ * A request the edge refuses by its headers, before any route sees it: a credential or media
+ * type given twice (400), a transfer coding other than `chunked`, whose bytes nothing here
+ * decodes (501, RFC 9112 §6.1).
+ */
+const refusedHeaders = (request: IncomingMessage): { readonly status: number; readonly body: Record<string, unknown> } | undefined => {
+  const coding = request.headers["transfer-encoding"]
+  if (coding !== undefined && !/^\s*chunked\s*$/i.test(coding)) {
+    return { status: 501, body: { _tag: "NotImplemented", path: "transfer-encoding", message: "the only transfer coding accepted is chunked" } }
+  }
+  const raw = request.rawHeaders
+  let seen = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    // Lengths first: most fields are neither, and are passed without lower-casing them.
+    if (name.length !== 13 && name.length !== 12) continue
+    const lower = name.toLowerCase()
+    const which = singletons.indexOf(lower as (typeof singletons)[number])
+    if (which === -1) continue
+    if ((seen & (1 << which)) !== 0) {
+      return { status: 400, body: { _tag: "BadRequest", path: lower, message: `more than one ${lower} header` } }
+    }
+    seen |= 1 << which
+  }
+  return undefined
+}
 
 /** The exchange a connection is in, if any. */
 interface Exchange {
@@ -163,6 +197,11 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
               return send(response, 400, { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${target.left.reason}` })
             }
             request.url = target.right
+          }
+          const framing = refusedHeaders(request)
+          if (framing !== undefined) {
+            Metrics.recordNow(Routes.methodLabel(request.method ?? ""), Routes.label(request.method ?? "", request.url ?? ""), framing.status, (performance.now() - started) / 1000)
+            return send(response, framing.status, framing.body)
           }
           if (handler === undefined || stopping) {
             const message = stopping ? "the service is stopping" : "the service is starting"

@@ -17,7 +17,7 @@ import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
 import { type Running, start } from "./harness.js"
-import { raw, type RawRequest } from "./raw.js"
+import { exchange, raw, type RawRequest } from "./raw.js"
 
 const token = "edge-s3cret"
 const chat = "edge"
@@ -484,4 +484,55 @@ describe("bodies that are not JSON", () => {
         yield* Effect.promise(() => response.arrayBuffer())
       }
     }))
+})
+
+describe("headers that frame the request or carry credentials", () => {
+  for (const fastPath of [true, false]) {
+    it.scoped(`two Authorization (or Content-Type) headers are a 400 naming the header, whichever one is valid, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        const good = `Bearer ${token}`
+        for (const route of guarded) {
+          const sample = sampleOf(route)
+          const body = sample.body === undefined ? undefined : JSON.stringify(sample.body)
+          const head = (fields: ReadonlyArray<readonly [string, string]>) =>
+            `${route.method} ${sample.path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n` +
+            fields.map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+            (body === undefined ? "" : `content-length: ${Buffer.byteLength(body)}\r\n`) + "\r\n" + (body ?? "")
+          for (const [name, fields] of [
+            ["authorization", [["content-type", "application/json"], ["Authorization", good], ["authorization", "Bearer nope"]]],
+            ["authorization", [["content-type", "application/json"], ["authorization", "Bearer nope"], ["AUTHORIZATION", good]]],
+            ["content-type", [["authorization", good], ["content-type", "application/json"], ["Content-Type", "text/plain"]]]
+          ] as const) {
+            const response = yield* Effect.promise(() => exchange(port, head(fields)))
+            assert.strictEqual(response.status, 400, `${route.method} ${route.path}: ${name}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "BadRequest", path: name })
+          }
+        }
+        yield* assertNothingWritten(api)
+      }), 60_000)
+
+    it.scoped(`a Transfer-Encoding other than chunked is a 501, unread (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        const sample = samples["POST /v1/events"]!
+        const body = JSON.stringify(sample.body)
+        const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+        for (const path of ["/v1/events", "/v1/tools/resolve_reference_target", "/mcp"]) {
+          for (const coding of ["gzip, chunked", "deflate, chunked", "x-bogus, chunked"]) {
+            const response = yield* Effect.promise(() =>
+              exchange(port, `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ntransfer-encoding: ${coding}\r\n\r\n${chunked}`)
+            )
+            assert.strictEqual(response.status, 501, `${path} ${coding}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "NotImplemented", path: "transfer-encoding" })
+          }
+        }
+        const plain = yield* Effect.promise(() =>
+          exchange(port, `POST /v1/events HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ntransfer-encoding: Chunked\r\nconnection: close\r\n\r\n${chunked}`)
+        )
+        assert.strictEqual(plain.status, 200, plain.body)
+      }))
+  }
 })
