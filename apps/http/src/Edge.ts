@@ -8,6 +8,8 @@
  * - It refuses a request with two `Authorization` or two `Content-Type` headers (400: Node
  *   keeps the first, a proxy may have read the last), or a transfer coding other than
  *   `chunked` (501: nothing here would decode it).
+ * - Without credentials (no API token), it refuses what a browser sent for a page of another
+ *   site, and a Host that does not name this machine (403; see `EdgeOptions.unauthenticated`).
  * - It then hands the request to the fast path (`FastPath.ts`) or to the Effect handler.
  * - A response sent before its request's body was read to the end (a 401, a 413) closes the
  *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
@@ -25,7 +27,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { IncomingMessage, type Server, ServerResponse } from "node:http"
-import type { ListenOptions, Socket } from "node:net"
+import { isIP, type ListenOptions, type Socket } from "node:net"
 import { FastPath } from "./FastPath.js"
 import * as Metrics from "./Metrics.js"
 import * as RequestTarget from "./RequestTarget.js"
@@ -46,6 +48,60 @@ export interface EdgeOptions {
   readonly maxConnections: number
   /** How long a stop waits for requests being handled before closing every connection. */
   readonly shutdownTimeoutMs: number
+  /**
+   * Set when the service has no credentials (no API token): a browser's request from a page of
+   * another site is then refused, and, when the service listens on a loopback address, so is a
+   * Host that does not name this machine (DNS rebinding). With a token, the token decides.
+   */
+  readonly unauthenticated?: { readonly loopback: boolean } | undefined
+}
+
+/**
+ * Whether an address or host name is reachable from this machine only.
+ *
+ * @since 0.2.0
+ * @category checks
+ */
+export const isLoopback = (host: string): boolean => {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true
+  if (isIP(h) === 4) return h.startsWith("127.")
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)
+  return mapped !== null && mapped[1]!.startsWith("127.")
+}
+
+/** The name in a Host header, without its port (`[::1]:8080` → `[::1]`, `localhost.` → `localhost`). */
+const hostName = (host: string): string => {
+  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d*$/, "")
+  return name.endsWith(".") ? name.slice(0, -1) : name
+}
+
+/**
+ * Why a request of a browser is refused while the service has no credentials, or undefined.
+ * A page of another site can send a POST without asking first (a Blob body has no
+ * Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a browser older than that
+ * header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
+ * 127.0.0.1 and then read the answers: its name is in `Host`.
+ */
+const browserRefusal = (
+  request: IncomingMessage,
+  guard: { readonly loopback: boolean }
+): { readonly path: "origin" | "host"; readonly message: string } | undefined => {
+  const host = request.headers.host
+  if (guard.loopback && host !== undefined && !isLoopback(hostName(host))) {
+    return {
+      path: "host",
+      message: "without DEIXIS_API_TOKEN the service answers only requests for this machine (Host: localhost, 127.0.0.1 or [::1])"
+    }
+  }
+  const origin = request.headers.origin
+  const site = request.headers["sec-fetch-site"]
+  const crossSite = site !== undefined
+    ? site !== "same-origin" && site !== "none"
+    : origin !== undefined && (origin === "null" || origin.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "") !== host)
+  return crossSite
+    ? { path: "origin", message: "without DEIXIS_API_TOKEN the service refuses requests a page of another site sent" }
+    : undefined
 }
 
 /**
@@ -197,6 +253,13 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
               return send(response, 400, { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${target.left.reason}` })
             }
             request.url = target.right
+          }
+          if (options.unauthenticated !== undefined) {
+            const refusal = browserRefusal(request, options.unauthenticated)
+            if (refusal !== undefined) {
+              Metrics.recordNow(Routes.methodLabel(request.method ?? ""), Routes.label(request.method ?? "", request.url ?? ""), 403, (performance.now() - started) / 1000)
+              return send(response, 403, { _tag: "Forbidden", ...refusal })
+            }
           }
           const framing = refusedHeaders(request)
           if (framing !== undefined) {

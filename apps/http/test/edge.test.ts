@@ -536,3 +536,65 @@ describe("headers that frame the request or carry credentials", () => {
       }))
   }
 })
+
+describe("browsers, while the service has no token", () => {
+  // A page of another site can make these without asking (no preflight): a POST with no
+  // Content-Type (a Blob body), sent with the page's Origin; and, by rebinding its own name to
+  // 127.0.0.1, requests with its own name in Host whose answers it can read.
+  const post = (port: number, path: string, body: string, headers: Record<string, string>) =>
+    exchange(port, `POST ${path} HTTP/1.1\r\n` + Object.entries({ host: `127.0.0.1:${port}`, connection: "close", ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  const bodyRoutes = () => guarded.filter((r) => r.method === "POST")
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`a request another site's page sent is a 403 naming the origin, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ fastPath })
+        const port = portOf(api)
+        for (const route of bodyRoutes()) {
+          const sample = sampleOf(route)
+          for (const headers of [
+            { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+            { origin: "https://evil.example" },
+            { origin: "null" },
+            { origin: `http://127.0.0.1:${port + 1}`, "sec-fetch-site": "same-site" }
+          ]) {
+            const response = yield* Effect.promise(() => post(port, sample.path, JSON.stringify(sample.body), { ...sample.headers, ...headers }))
+            assert.strictEqual(response.status, 403, `${route.path} ${JSON.stringify(headers)}: ${response.body.slice(0, 200)}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "origin" })
+          }
+        }
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("a Host that does not name this machine (DNS rebinding) is a 403 naming the host; loopback names, and the page's own origin, pass", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const port = portOf(api)
+      const sample = samples["POST /v1/tools/resolve_reference_target"]!
+      const body = JSON.stringify(sample.body)
+      for (const host of [`evil.example:${port}`, "evil.example", `10.0.0.1:${port}`, `127.0.0.1.evil.example:${port}`]) {
+        const response = yield* Effect.promise(() => post(port, sample.path, body, { host, origin: `http://${host}`, "sec-fetch-site": "same-origin" }))
+        assert.strictEqual(response.status, 403, host)
+        assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "host" })
+      }
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "localhost"]) {
+        const plain = yield* Effect.promise(() => post(port, sample.path, body, { host, "content-type": "application/json" }))
+        assert.strictEqual(plain.status, 200, `${host}: ${plain.body.slice(0, 200)}`)
+        const page = yield* Effect.promise(() => post(port, sample.path, body, { host, origin: `http://${host}`, "sec-fetch-site": "same-origin", "content-type": "application/json" }))
+        assert.strictEqual(page.status, 200, `${host}, its own page: ${page.body.slice(0, 200)}`)
+      }
+    }))
+
+  it.scoped("with a token the token decides: another Host or Origin is not refused for it", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const port = portOf(api)
+      const sample = samples["POST /v1/tools/resolve_reference_target"]!
+      const response = yield* Effect.promise(() =>
+        post(port, sample.path, JSON.stringify(sample.body), { host: "deixis.example", origin: "https://dashboard.example", authorization: `Bearer ${token}`, "content-type": "application/json" })
+      )
+      assert.strictEqual(response.status, 200, response.body.slice(0, 200))
+    }))
+})
