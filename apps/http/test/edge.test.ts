@@ -305,6 +305,10 @@ describe("the edge", () => {
 })
 
 describe("bodies past the limit", () => {
+  // How long a response waits for the server to close the connection before it counts as kept
+  // open: a close ends the wait at once, so only a failing run waits this long (50 ms, raw's
+  // default, was missed under load: a close that came later read as a connection kept open).
+  const untilClosed = 20_000
   const maxBodyBytes = 64 * 1024
   const big = (bytes: number) => JSON.stringify({ pad: "x".repeat(bytes) })
 
@@ -316,7 +320,7 @@ describe("bodies past the limit", () => {
         for (const route of guarded.filter((r) => sampleOf(r).body !== undefined)) {
           const sample = sampleOf(route)
           const response = yield* Effect.promise(() =>
-            raw(port, { ...request(route.method, sample.path, sample, true), body: big(2 * 1024 * 1024), chunked: 16 * 1024 })
+            raw(port, { ...request(route.method, sample.path, sample, true), body: big(2 * 1024 * 1024), chunked: 16 * 1024 }, untilClosed)
           )
           assert.strictEqual(response.status, 413, `${route.method} ${route.path}: ${response.body.slice(0, 200)}`)
           assert.deepInclude(JSON.parse(response.body), { _tag: "PayloadTooLarge", max_bytes: maxBodyBytes })
@@ -340,7 +344,7 @@ describe("bodies past the limit", () => {
             body: "x".repeat(maxBodyBytes + 1),
             chunked: 4096,
             unfinished: true
-          })
+          }, untilClosed)
         )
         assert.strictEqual(response.status, 413, path)
         assert.isTrue(response.closed, path)
@@ -357,7 +361,7 @@ describe("bodies past the limit", () => {
             method: "POST",
             target: path,
             headers: { ...json, "content-length": String(10 * 1024 * 1024), ...(auth ? { authorization: `Bearer ${token}` } : {}) }
-          })
+          }, untilClosed)
         const refused = yield* Effect.promise(() => declared(true))
         assert.strictEqual(refused.status, 413, path)
         assert.isTrue(refused.closed)
