@@ -280,6 +280,28 @@ describe("the edge", () => {
       yield* assertNothingWritten(api)
     }))
 
+  it.scoped("only the Bearer scheme (in any case) presents the token, on every guarded route: another scheme or seven other characters before it is a 401", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, metricsToken: "scraper" })
+      const port = portOf(api)
+      for (const route of guarded) {
+        const sample = sampleOf(route)
+        const secret = route.access === "metrics token" ? "scraper" : token
+        for (const authorization of [`Basic  ${secret}`, `XXXXXXX${secret}`, `Token  ${secret}`, `Bearer\t${secret}`]) {
+          const response = yield* Effect.promise(() =>
+            raw(port, { ...request(route.method, sample.path, sample, false), headers: { ...json, ...sample.headers, connection: "close", authorization } })
+          )
+          assert.strictEqual(response.status, 401, `${route.method} ${route.path} with ${JSON.stringify(authorization.replace(secret, "<token>"))}`)
+        }
+        for (const authorization of [`bearer ${secret}`, `BEARER ${secret}`]) {
+          const response = yield* Effect.promise(() =>
+            raw(port, { ...request(route.method, sample.path, sample, false), headers: { ...json, ...sample.headers, connection: "close", authorization } })
+          )
+          assert.notStrictEqual(response.status, 401, `${route.method} ${route.path} with ${authorization.split(" ")[0]}`)
+        }
+      }
+    }), 60_000)
+
   it.scoped("a Telegram webhook authenticates with X-Telegram-Bot-Api-Secret-Token on its own route only", () =>
     Effect.gen(function*() {
       const api = yield* start({ token, telegramSecret: "tg-Secret_1" })

@@ -58,6 +58,11 @@ const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> =
   // Field values lose surrounding whitespace on the wire (RFC 9110 §5.5).
   { name: "trailing space", path, headers: { ...json, authorization: `Bearer ${token} ` }, body: "{}", status: 400, fast: true },
   { name: "token alone", path, headers: { ...json, authorization: token }, body: "{}", status: 401, fast: true },
+  // Only the Bearer scheme presents a token: another seven characters before it do not.
+  { name: "another scheme", path, headers: { ...json, authorization: `Basic  ${token}` }, body: "{}", status: 401, fast: true },
+  { name: "seven other characters", path, headers: { ...json, authorization: `XXXXXXX${token}` }, body: "{}", status: 401, fast: true },
+  { name: "a tab after the scheme", path, headers: { ...json, authorization: `Bearer\t${token}` }, body: "{}", status: 401, fast: true },
+  { name: "scheme in capitals", path, headers: { ...json, authorization: `BEARER ${token}` }, body: "{}", status: 400, fast: true },
   { name: "empty header", path, headers: { ...json, authorization: "" }, body: "{}", status: 401, fast: true },
   { name: "oversized", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1, raw_user_text: "x".repeat(maxBodyBytes) }), status: 413, fast: true },
   // Only JSON is read, as it is sent: another media type or a content coding is a 415 unread.
