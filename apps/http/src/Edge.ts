@@ -14,6 +14,8 @@
  * - A response sent before its request's body was read to the end (a 401, a 413) closes the
  *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
  *   time — so that the client, still sending, reads the answer instead of a reset.
+ * - `Expect: 100-continue` is answered 100 when the body is first read, after authentication,
+ *   not as soon as the headers are in.
  * - Connections are bounded in number and time (headers, whole request, keep-alive).
  * - A stop closes the listening socket, closes idle connections and those whose request has not
  *   fully arrived (nothing of theirs was accepted), lets requests being handled finish and
@@ -273,6 +275,22 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           if (!fast(request, response)) handler(request, response)
         }
         server.on("request", listener)
+        // Expect: 100-continue. Node would answer 100 as soon as the headers are in, before any
+        // check, inviting a body that is then refused: 100 goes out when something first reads
+        // the body instead — after authentication, on every path — and an answer given before
+        // that (a 401) goes out alone.
+        function readAfterContinue(this: IncomingMessage, size: number) {
+          this._read = IncomingMessage.prototype._read
+          const exchange = exchanges.get(this.socket)
+          if (exchange !== undefined && exchange.request === this && !exchange.response.headersSent) {
+            exchange.response.writeContinue()
+          }
+          return IncomingMessage.prototype._read.call(this, size)
+        }
+        server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
+          request._read = readAfterContinue
+          listener(request, response)
+        })
 
         const node = yield* NodeHttpServer.make(() => server, listen)
 

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fc from "fast-check"
+import { connect } from "node:net"
 import { deflateSync, gzipSync } from "node:zlib"
 import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
@@ -623,4 +624,47 @@ describe("browsers, while the service has no token", () => {
       )
       assert.strictEqual(response.status, 200, response.body.slice(0, 200))
     }))
+})
+
+describe("Expect: 100-continue", () => {
+  // Headers first; the body only once the server says 100 (or after `bodyAfterMs`, as curl does).
+  const expecting = (port: number, path: string, headers: Record<string, string>, body: string, bodyAfterMs = 20_000) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, "127.0.0.1")
+      let data = ""
+      let sent = false
+      const send = () => {
+        if (sent || socket.destroyed) return
+        sent = true
+        socket.write(body)
+      }
+      const timer = setTimeout(send, bodyAfterMs)
+      socket.on("data", (chunk: Buffer) => {
+        data += chunk.toString("latin1")
+        if (data.startsWith("HTTP/1.1 100")) send()
+      })
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        clearTimeout(timer)
+        resolve(data)
+      })
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\nexpect: 100-continue\r\n` +
+        Object.entries({ ...headers, "content-length": String(Buffer.byteLength(body)) }).map(([k, v]) => `${k}: ${v}\r\n`).join("") + "\r\n")
+    })
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`100 Continue is sent only to a request that authenticated; the others get their 401 without it (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        for (const route of guarded.filter((r) => r.method === "POST")) {
+          const sample = sampleOf(route)
+          const body = JSON.stringify(sample.body)
+          const refused = yield* Effect.promise(() => expecting(port, sample.path, { ...json, ...sample.headers }, body))
+          assert.match(refused, /^HTTP\/1\.1 401 /, `${route.path}: ${refused.slice(0, 80)}`)
+          const accepted = yield* Effect.promise(() => expecting(port, sample.path, { ...json, ...sample.headers, authorization: `Bearer ${token}` }, body))
+          assert.match(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, `${route.path}: ${accepted.slice(0, 80)}`)
+        }
+      }), 60_000)
+  }
 })
