@@ -78,6 +78,18 @@ const hostName = (host: string): string => {
   return name.endsWith(".") ? name.slice(0, -1) : name
 }
 
+// Whether a Host header names this machine, remembered for the last value seen: a client sends
+// the same Host on every request, so the common request costs one string comparison.
+let lastHost = ""
+let lastHostIsLoopback = false
+const loopbackHost = (host: string): boolean => {
+  if (host !== lastHost) {
+    lastHostIsLoopback = isLoopback(hostName(host))
+    lastHost = host
+  }
+  return lastHostIsLoopback
+}
+
 /**
  * Why a request of a browser is refused while the service has no credentials, or undefined.
  * A page of another site can send a POST without asking first (a Blob body has no
@@ -90,7 +102,7 @@ const browserRefusal = (
   guard: { readonly loopback: boolean }
 ): { readonly path: "origin" | "host"; readonly message: string } | undefined => {
   const host = request.headers.host
-  if (guard.loopback && host !== undefined && !isLoopback(hostName(host))) {
+  if (guard.loopback && host !== undefined && !loopbackHost(host)) {
     return {
       path: "host",
       message: "without DEIXIS_API_TOKEN the service answers only requests for this machine (Host: localhost, 127.0.0.1 or [::1])"
