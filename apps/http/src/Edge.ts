@@ -95,20 +95,25 @@ const loopbackHost = (host: string): boolean => {
  * A page of another site can send a POST without asking first (a Blob body has no
  * Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a browser older than that
  * header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
- * 127.0.0.1 and then read the answers: its name is in `Host`.
+ * 127.0.0.1 and then read the answers: its name is in `Host` (checked for browsers' requests
+ * only: a proxy in front may pass a public Host on for the clients that are not browsers).
  */
 const browserRefusal = (
   request: IncomingMessage,
   guard: { readonly loopback: boolean }
 ): { readonly path: "origin" | "host"; readonly message: string } | undefined => {
   const host = request.headers.host
-  if (guard.loopback && host !== undefined && !loopbackHost(host)) {
+  const origin = request.headers.origin
+  // A browser says it is one (Sec-Fetch-Mode on every request of a current one, Origin on
+  // every POST); a proxy in front that passes its own Host on (Caddy does) sends neither for
+  // a client that is not a browser, such as Telegram's webhook calls.
+  const browser = origin !== undefined || request.headers["sec-fetch-mode"] !== undefined
+  if (guard.loopback && browser && host !== undefined && !loopbackHost(host)) {
     return {
       path: "host",
       message: "without DEIXIS_API_TOKEN the service answers only requests for this machine (Host: localhost, 127.0.0.1 or [::1])"
     }
   }
-  const origin = request.headers.origin
   const site = request.headers["sec-fetch-site"]
   const crossSite = site !== undefined
     ? site !== "same-origin" && site !== "none"

@@ -595,16 +595,22 @@ describe("browsers, while the service has no token", () => {
       }), 60_000)
   }
 
-  it.scoped("a Host that does not name this machine (DNS rebinding) is a 403 naming the host; loopback names, and the page's own origin, pass", () =>
+  it.scoped("a browser's request whose Host does not name this machine (DNS rebinding) is a 403 naming the host; loopback names, the page's own origin, and clients that are not browsers pass", () =>
     Effect.gen(function*() {
       const api = yield* start()
       const port = portOf(api)
       const sample = samples["POST /v1/tools/resolve_reference_target"]!
       const body = JSON.stringify(sample.body)
       for (const host of [`evil.example:${port}`, "evil.example", `10.0.0.1:${port}`, `127.0.0.1.evil.example:${port}`]) {
-        const response = yield* Effect.promise(() => post(port, sample.path, body, { host, origin: `http://${host}`, "sec-fetch-site": "same-origin" }))
-        assert.strictEqual(response.status, 403, host)
-        assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "host" })
+        for (const browser of [{ origin: `http://${host}`, "sec-fetch-site": "same-origin" }, { "sec-fetch-mode": "cors", "sec-fetch-site": "same-origin" }, { origin: `http://${host}` }]) {
+          const response = yield* Effect.promise(() => post(port, sample.path, body, { host, ...browser }))
+          assert.strictEqual(response.status, 403, `${host} ${JSON.stringify(browser)}`)
+          assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "host" })
+        }
+        // Not a browser (no Origin, no Sec-Fetch-*): a proxy in front that passes the public
+        // Host on, for a webhook say, is still served.
+        const proxied = yield* Effect.promise(() => post(port, sample.path, body, { host, "content-type": "application/json" }))
+        assert.strictEqual(proxied.status, 200, `${host}, not a browser: ${proxied.body.slice(0, 200)}`)
       }
       for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "localhost"]) {
         const plain = yield* Effect.promise(() => post(port, sample.path, body, { host, "content-type": "application/json" }))
