@@ -31,6 +31,7 @@ import * as Layer from "effect/Layer"
 import { IncomingMessage, type Server, ServerResponse } from "node:http"
 import { isIP, type ListenOptions, type Socket } from "node:net"
 import { FastPath } from "./FastPath.js"
+import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
 import * as RequestTarget from "./RequestTarget.js"
 import * as Routes from "./Routes.js"
@@ -92,7 +93,8 @@ const loopbackHost = (host: string): boolean => {
 
 /**
  * Why a request of a browser is refused while the service has no credentials, or undefined.
- * A page of another site can send a POST without asking first (a Blob body has no
+ * A page of another site can send a POST (any method with a body: those write) without asking
+ * first (a Blob body has no
  * Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a browser older than that
  * header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
  * 127.0.0.1 and then read the answers: its name is in `Host` (checked for browsers' requests
@@ -114,6 +116,9 @@ const browserRefusal = (
       message: "without DEIXIS_API_TOKEN the service answers only requests for this machine (Host: localhost, 127.0.0.1 or [::1])"
     }
   }
+  // A page of another site cannot read what a GET answers (no CORS here), and no GET writes:
+  // a link to /inspect or /docs from elsewhere still opens.
+  if (!Gate.hasBody(request.method ?? "GET")) return undefined
   const site = request.headers["sec-fetch-site"]
   const crossSite = site !== undefined
     ? site !== "same-origin" && site !== "none"

@@ -591,6 +591,14 @@ describe("browsers, while the service has no token", () => {
             assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "origin" })
           }
         }
+        // A link from another site still opens the pages a browser shows (a GET writes nothing,
+        // and the page cannot read the answer).
+        for (const path of ["/healthz", "/docs", "/inspect"]) {
+          const opened = yield* Effect.promise(() =>
+            exchange(port, `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nsec-fetch-site: cross-site\r\nsec-fetch-mode: navigate\r\nconnection: close\r\n\r\n`)
+          )
+          assert.notStrictEqual(opened.status, 403, path)
+        }
         yield* assertNothingWritten(api)
       }), 60_000)
   }
