@@ -8,8 +8,9 @@
  * - It refuses a request with two `Authorization` or two `Content-Type` headers (400: Node
  *   keeps the first, a proxy may have read the last), or a transfer coding other than
  *   `chunked` (501: nothing here would decode it).
- * - Without credentials (no API token), it refuses what a browser sent for a page of another
- *   site, and a Host that does not name this machine (403; see `EdgeOptions.unauthenticated`).
+ * - Without credentials (no API token), it refuses a request with a body that a browser sent
+ *   for a page of another site, and a browser's request whose Host does not name this machine
+ *   (403; see `EdgeOptions.unauthenticated`).
  * - It then hands the request to the fast path (`FastPath.ts`) or to the Effect handler.
  * - A response sent before its request's body was read to the end (a 401, a 413) closes the
  *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
@@ -94,9 +95,8 @@ const loopbackHost = (host: string): boolean => {
 /**
  * Why a request of a browser is refused while the service has no credentials, or undefined.
  * A page of another site can send a POST (any method with a body: those write) without asking
- * first (a Blob body has no
- * Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a browser older than that
- * header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
+ * first (a Blob body has no Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a
+ * browser older than that header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
  * 127.0.0.1 and then read the answers: its name is in `Host` (checked for browsers' requests
  * only: a proxy in front may pass a public Host on for the clients that are not browsers).
  */

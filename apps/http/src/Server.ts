@@ -33,7 +33,8 @@ import * as Store from "./Store.js"
 
 export const version = "0.1.0"
 
-export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
+// `unauthenticated` is not an option: it follows from the credentials (see `layer`).
+export interface ServerOptions extends Auth.CredentialsShape, Omit<Edge.EdgeOptions, "unauthenticated"> {
   readonly port: number
   readonly host: string
   readonly maxBodyBytes: number
