@@ -81,14 +81,25 @@ export const secretMatches = (expected: Redacted.Redacted<string>, given: string
   timingSafeEqual(digest(Redacted.value(expected)), digest(given))
 
 /**
- * The token an `Authorization` header presents, read as the platform's `HttpApiSecurity.bearer`
- * reads it (the header after its first seven characters, `"Bearer "`), so that the fast path,
- * the route middleware and HttpApi agree on every spelling of the header.
+ * The token an `Authorization` header presents: what follows `Bearer ` (the scheme in any case,
+ * RFC 9110 §11.1, one space), or nothing. The platform's `HttpApiSecurity.bearer` drops the
+ * first seven characters whatever they are (`Basic  <token>` presented the token); every
+ * entrance reads the header with this function instead, so all agree on every spelling of it.
  *
  * @since 0.2.0
  * @category checks
  */
-export const presentedToken = (header: string | undefined): string => (header ?? "").slice("Bearer ".length)
+export const presentedToken = (header: string | undefined): string =>
+  header !== undefined && bearerScheme.test(header) ? header.slice("Bearer ".length) : ""
+
+const bearerScheme = /^bearer /i
+
+// The header of the request being authenticated: the HttpApi middleware runs inside it (the
+// token the platform hands it is not used, see `presentedToken`).
+const requestToken = Effect.map(
+  Effect.serviceOption(HttpServerRequest.HttpServerRequest),
+  (request) => presentedToken(Option.isSome(request) ? request.value.headers["authorization"] : undefined)
+)
 
 const matchesAny = (secrets: ReadonlyArray<Option.Option<Redacted.Redacted<string>>>, given: string) => {
   let ok = false
@@ -164,13 +175,13 @@ export const layer: Layer.Layer<Authorization | TelegramAuthorization, never, Cr
   Layer.effect(
     Authorization,
     Effect.map(Credentials, (credentials) =>
-      Authorization.of({ bearer: (token) => verdict(bearerAllowed(credentials, Redacted.value(token))) }))
+      Authorization.of({ bearer: () => Effect.flatMap(requestToken, (token) => verdict(bearerAllowed(credentials, token))) }))
   ),
   Layer.effect(
     TelegramAuthorization,
     Effect.map(Credentials, (credentials) =>
       TelegramAuthorization.of({
-        bearer: (token) => verdict(telegramBearerAllowed(credentials, Redacted.value(token))),
+        bearer: () => Effect.flatMap(requestToken, (token) => verdict(telegramBearerAllowed(credentials, token))),
         telegramSecret: (secret) =>
           verdict(Option.isSome(credentials.telegramSecret) && secretMatches(credentials.telegramSecret.value, Redacted.value(secret)))
       }))

@@ -5,10 +5,18 @@
  * - It makes the request target canonical, once (`RequestTarget.ts`), rewriting `request.url`
  *   so that the fast path, the router, authentication, the body limit and the metric label all
  *   read the same string; a target with no single meaning is answered 400.
+ * - It refuses a request with two `Authorization` or two `Content-Type` headers (400: Node
+ *   keeps the first, a proxy may have read the last), or a transfer coding other than
+ *   `chunked` (501: nothing here would decode it).
+ * - Without credentials (no API token), it refuses a request with a body that a browser sent
+ *   for a page of another site, and a browser's request whose Host does not name this machine
+ *   (403; see `EdgeOptions.unauthenticated`).
  * - It then hands the request to the fast path (`FastPath.ts`) or to the Effect handler.
  * - A response sent before its request's body was read to the end (a 401, a 413) closes the
  *   connection, and the close lingers — the rest of the body is read and dropped for a bounded
  *   time — so that the client, still sending, reads the answer instead of a reset.
+ * - `Expect: 100-continue` is answered 100 when the body is first read, after authentication,
+ *   not as soon as the headers are in.
  * - Connections are bounded in number and time (headers, whole request, keep-alive).
  * - A stop closes the listening socket, closes idle connections and those whose request has not
  *   fully arrived (nothing of theirs was accepted), lets requests being handled finish and
@@ -22,8 +30,9 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { IncomingMessage, type Server, ServerResponse } from "node:http"
-import type { ListenOptions, Socket } from "node:net"
+import { isIP, type ListenOptions, type Socket } from "node:net"
 import { FastPath } from "./FastPath.js"
+import * as Gate from "./Gate.js"
 import * as Metrics from "./Metrics.js"
 import * as RequestTarget from "./RequestTarget.js"
 import * as Routes from "./Routes.js"
@@ -43,6 +52,80 @@ export interface EdgeOptions {
   readonly maxConnections: number
   /** How long a stop waits for requests being handled before closing every connection. */
   readonly shutdownTimeoutMs: number
+  /**
+   * Set when the service has no credentials (no API token): a browser's request from a page of
+   * another site is then refused, and, when the service listens on a loopback address, so is a
+   * Host that does not name this machine (DNS rebinding). With a token, the token decides.
+   */
+  readonly unauthenticated?: { readonly loopback: boolean } | undefined
+}
+
+/**
+ * Whether an address or host name is reachable from this machine only.
+ *
+ * @since 0.2.0
+ * @category checks
+ */
+export const isLoopback = (host: string): boolean => {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
+  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true
+  if (isIP(h) === 4) return h.startsWith("127.")
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)
+  return mapped !== null && mapped[1]!.startsWith("127.")
+}
+
+/** The name in a Host header, without its port (`[::1]:8080` → `[::1]`, `localhost.` → `localhost`). */
+const hostName = (host: string): string => {
+  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d*$/, "")
+  return name.endsWith(".") ? name.slice(0, -1) : name
+}
+
+// Whether a Host header names this machine, remembered for the last value seen: a client sends
+// the same Host on every request, so the common request costs one string comparison.
+let lastHost = ""
+let lastHostIsLoopback = false
+const loopbackHost = (host: string): boolean => {
+  if (host !== lastHost) {
+    lastHostIsLoopback = isLoopback(hostName(host))
+    lastHost = host
+  }
+  return lastHostIsLoopback
+}
+
+/**
+ * Why a request of a browser is refused while the service has no credentials, or undefined.
+ * A page of another site can send a POST (any method with a body: those write) without asking
+ * first (a Blob body has no Content-Type), and its browser says so: `Sec-Fetch-Site`, or, in a
+ * browser older than that header, an `Origin` naming another host than `Host`. A page can also rebind its own name to
+ * 127.0.0.1 and then read the answers: its name is in `Host` (checked for browsers' requests
+ * only: a proxy in front may pass a public Host on for the clients that are not browsers).
+ */
+const browserRefusal = (
+  request: IncomingMessage,
+  guard: { readonly loopback: boolean }
+): { readonly path: "origin" | "host"; readonly message: string } | undefined => {
+  const host = request.headers.host
+  const origin = request.headers.origin
+  // A browser says it is one (Sec-Fetch-Mode on every request of a current one, Origin on
+  // every POST); a proxy in front that passes its own Host on (Caddy does) sends neither for
+  // a client that is not a browser, such as Telegram's webhook calls.
+  const browser = origin !== undefined || request.headers["sec-fetch-mode"] !== undefined
+  if (guard.loopback && browser && host !== undefined && !loopbackHost(host)) {
+    return {
+      path: "host",
+      message: "without DEIXIS_API_TOKEN the service answers only requests for this machine (Host: localhost, 127.0.0.1 or [::1])"
+    }
+  }
+  // A page of another site cannot read what a GET answers (no CORS here), and no GET writes:
+  // a link to /inspect or /docs from elsewhere still opens.
+  if (!Gate.hasBody(request.method ?? "GET")) return undefined
+  const site = request.headers["sec-fetch-site"]
+  const crossSite = site !== undefined
+    ? site !== "same-origin" && site !== "none"
+    : origin !== undefined && (origin === "null" || origin.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "") !== host)
+  return crossSite
+    ? { path: "origin", message: "without DEIXIS_API_TOKEN the service refuses requests a page of another site sent" }
+    : undefined
 }
 
 /**
@@ -76,6 +159,37 @@ const send = (response: ServerResponse, status: number, body: Record<string, unk
 const bodyPending = (request: IncomingMessage) =>
   !request.complete &&
   (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
+
+// Fields a request may carry once (RFC 9110 §5.3): Node keeps the first of each and drops the
+// rest, where a proxy in front may have read the last, so two are refused rather than chosen.
+const singletons = ["authorization", "content-type"] as const
+
+/**
+ * A request the edge refuses by its headers, before any route sees it: a credential or media
+ * type given twice (400), a transfer coding other than `chunked`, whose bytes nothing here
+ * decodes (501, RFC 9112 §6.1).
+ */
+const refusedHeaders = (request: IncomingMessage): { readonly status: number; readonly body: Record<string, unknown> } | undefined => {
+  const coding = request.headers["transfer-encoding"]
+  if (coding !== undefined && !/^\s*chunked\s*$/i.test(coding)) {
+    return { status: 501, body: { _tag: "NotImplemented", path: "transfer-encoding", message: "the only transfer coding accepted is chunked" } }
+  }
+  const raw = request.rawHeaders
+  let seen = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    // Lengths first: most fields are neither, and are passed without lower-casing them.
+    if (name.length !== 13 && name.length !== 12) continue
+    const lower = name.toLowerCase()
+    const which = singletons.indexOf(lower as (typeof singletons)[number])
+    if (which === -1) continue
+    if ((seen & (1 << which)) !== 0) {
+      return { status: 400, body: { _tag: "BadRequest", path: lower, message: `more than one ${lower} header` } }
+    }
+    seen |= 1 << which
+  }
+  return undefined
+}
 
 /** The exchange a connection is in, if any. */
 interface Exchange {
@@ -164,6 +278,18 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
             }
             request.url = target.right
           }
+          if (options.unauthenticated !== undefined) {
+            const refusal = browserRefusal(request, options.unauthenticated)
+            if (refusal !== undefined) {
+              Metrics.recordNow(Routes.methodLabel(request.method ?? ""), Routes.label(request.method ?? "", request.url ?? ""), 403, (performance.now() - started) / 1000)
+              return send(response, 403, { _tag: "Forbidden", ...refusal })
+            }
+          }
+          const framing = refusedHeaders(request)
+          if (framing !== undefined) {
+            Metrics.recordNow(Routes.methodLabel(request.method ?? ""), Routes.label(request.method ?? "", request.url ?? ""), framing.status, (performance.now() - started) / 1000)
+            return send(response, framing.status, framing.body)
+          }
           if (handler === undefined || stopping) {
             const message = stopping ? "the service is stopping" : "the service is starting"
             return send(response, 503, { _tag: "ShuttingDown", message }, true)
@@ -171,6 +297,22 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           if (!fast(request, response)) handler(request, response)
         }
         server.on("request", listener)
+        // Expect: 100-continue. Node would answer 100 as soon as the headers are in, before any
+        // check, inviting a body that is then refused: 100 goes out when something first reads
+        // the body instead — after authentication, on every path — and an answer given before
+        // that (a 401) goes out alone.
+        function readAfterContinue(this: IncomingMessage, size: number) {
+          this._read = IncomingMessage.prototype._read
+          const exchange = exchanges.get(this.socket)
+          if (exchange !== undefined && exchange.request === this && !exchange.response.headersSent) {
+            exchange.response.writeContinue()
+          }
+          return IncomingMessage.prototype._read.call(this, size)
+        }
+        server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
+          request._read = readAfterContinue
+          listener(request, response)
+        })
 
         const node = yield* NodeHttpServer.make(() => server, listen)
 

@@ -13,8 +13,8 @@
  * services (called through the layer's Runtime), the same request metrics. The routes are the
  * route table's (`Routes.ts`), matched on the canonical target the edge has already made
  * (`Edge.ts`).
- * Anything unusual — another method, a query string, a body that is not `application/json` —
- * goes to the Effect stack.
+ * Anything unusual — another method, a query string, a body that is not `application/json` or
+ * is content-coded — goes to the Effect stack.
  */
 import { HttpApiError, HttpApiSchema } from "@effect/platform"
 import { ActiveContext, ContextStore, Errors, ReferenceResolver } from "@deixis/core"
@@ -145,6 +145,7 @@ export const layer = (
         if (r === undefined) return false
         const type = request.headers["content-type"]
         if (type !== undefined && !plainJson.test(type)) return false
+        if (Gate.isCoded(request.headers["content-encoding"])) return false
 
         const started = performance.now()
         const answer = (status: number, body: string) => {

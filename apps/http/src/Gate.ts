@@ -1,6 +1,7 @@
 /**
  * The gate every request through the Effect stack passes (the router's global middleware):
- * the body limit, bodies of any JSON media type read as JSON, JSON errors for unknown routes,
+ * the body limit, bodies of any JSON media type read as JSON (any other body, or a content-coded
+ * one, refused unread with a 415), JSON errors for unknown routes,
  * malformed bodies and failures, the 401 challenge header, and request metrics labelled by
  * route template. Authentication is not decided here but by each route (`Auth.ts`); the target
  * was made canonical before the request got here (`Edge.ts`).
@@ -9,6 +10,7 @@ import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerReques
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as Auth from "./Auth.js"
 import * as Metrics from "./Metrics.js"
 import * as Routes from "./Routes.js"
@@ -44,31 +46,72 @@ const isJson = (contentType: string | undefined) =>
   contentType === undefined || /^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType.trim())
 
 /**
+ * Whether a Content-Encoding header says the body is coded: the service reads bodies as they
+ * are sent (`identity` alone), so a coded body is refused rather than parsed as its bytes.
+ */
+export const isCoded = (contentEncoding: string | undefined) =>
+  contentEncoding !== undefined && !/^\s*(identity\s*)?$/i.test(contentEncoding)
+
+/** Why a body is refused unread (415), by the header that says so. */
+class Unsupported extends Error {
+  constructor(readonly header: "content-type" | "content-encoding") {
+    super(header === "content-type"
+      ? "the body must be JSON: send it with Content-Type: application/json (or another JSON media type)"
+      : "the body must not be content-coded: send it without Content-Encoding (or with identity)")
+  }
+}
+
+/** The 415 body: a body the service does not read, and the header that says why. */
+export const unsupportedBody = (header: "content-type" | "content-encoding") =>
+  ({ _tag: "UnsupportedMediaType", header, message: new Unsupported(header).message }) as const
+
+/**
  * The request as the routes see it: bodies read under the limit (a declared Content-Length
  * over it fails before a byte is read), and a body of any JSON media type presented as
- * `application/json`, which HttpApi decodes. Reading stays lazy: a route reads the body only
- * after it has authenticated the request.
+ * `application/json`, which HttpApi decodes. A body of another media type, or content-coded,
+ * is never read: every reader fails, so no parser but JSON's ever sees a request body (the
+ * platform's multipart reader, past the limit, would throw outside any fiber and end the
+ * process; a form or text/plain body is what a page of another site can send without asking).
+ * Reading stays lazy: a route reads the body only after it has authenticated the request.
  */
 const view = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number): HttpServerRequest.HttpServerRequest => {
   const type = request.headers["content-type"]
-  const rewrite = hasBody(request.method) && type !== undefined && isJson(type) && !/^application\/json\b/i.test(type)
+  const body = hasBody(request.method)
+  const unsupported = !body
+    ? undefined
+    : type !== undefined && !isJson(type)
+    ? new Unsupported("content-type")
+    : isCoded(request.headers["content-encoding"])
+    ? new Unsupported("content-encoding")
+    : undefined
+  const rewrite = body && unsupported === undefined && type !== undefined && !/^application\/json\b/i.test(type)
   const overLimit = declaresTooMuch(request.headers["content-length"], maxBodyBytes)
-  if (!rewrite && !overLimit) return request
-  const refused = Effect.fail(
-    new HttpServerError.RequestError({ request, reason: "Decode", cause: new Error(maxBytesExceeded) })
-  )
+  if (unsupported === undefined && !rewrite && !overLimit) return request
+  const error = new HttpServerError.RequestError({ request, reason: "Decode", cause: unsupported ?? new Error(maxBytesExceeded) })
+  const refused = Effect.fail(error)
+  const readers = { value: refused }
   return Object.create(request, {
     ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {}),
-    ...(overLimit ? { text: { value: refused }, arrayBuffer: { value: refused } } : {})
+    ...(unsupported !== undefined || overLimit
+      ? {
+        text: readers,
+        json: readers,
+        arrayBuffer: readers,
+        urlParamsBody: readers,
+        multipart: readers,
+        stream: { value: Stream.fail(error) },
+        multipartStream: { value: Stream.fail(error) }
+      }
+      : {})
   }) as HttpServerRequest.HttpServerRequest
 }
 
 /** What a failed body read was, from the defect HttpApi makes of it (`Effect.orDie(request.json)`). */
-const bodyFailure = (cause: Cause.Cause<unknown>): "too large" | SyntaxError | undefined => {
+const bodyFailure = (cause: Cause.Cause<unknown>): "too large" | SyntaxError | Unsupported | undefined => {
   for (const defect of Cause.defects(cause)) {
     if (defect instanceof HttpServerError.RequestError && defect.reason === "Decode") {
       const inner = defect.cause
-      if (inner instanceof SyntaxError) return inner
+      if (inner instanceof SyntaxError || inner instanceof Unsupported) return inner
       if (inner instanceof Error && inner.message === maxBytesExceeded) return "too large"
     }
   }
@@ -86,6 +129,7 @@ const answer = (
     Effect.catchAllCause((cause) => {
       const body = bodyFailure(cause)
       if (body === "too large") return Effect.succeed(json(413, tooLargeBody(maxBodyBytes)))
+      if (body instanceof Unsupported) return Effect.succeed(json(415, unsupportedBody(body.header)))
       if (body !== undefined) return Effect.succeed(json(400, invalidJsonBody(body)))
       return Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
         response.status === 404 && Cause.isFailType(cause) &&

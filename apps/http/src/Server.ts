@@ -18,7 +18,6 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { ConfigKeys } from "@deixis/core"
 import { createServer } from "node:http"
-import { isIP } from "node:net"
 import { Api } from "./Api.js"
 import * as Activity from "./Activity.js"
 import * as Auth from "./Auth.js"
@@ -34,7 +33,8 @@ import * as Store from "./Store.js"
 
 export const version = "0.1.0"
 
-export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
+// `unauthenticated` is not an option: it follows from the credentials (see `layer`).
+export interface ServerOptions extends Auth.CredentialsShape, Omit<Edge.EdgeOptions, "unauthenticated"> {
   readonly port: number
   readonly host: string
   readonly maxBodyBytes: number
@@ -44,13 +44,7 @@ export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
 }
 
 /** Whether an address is reachable from this machine only. */
-export const isLoopback = (host: string): boolean => {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase()
-  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true
-  if (isIP(h) === 4) return h.startsWith("127.")
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h)
-  return mapped !== null && mapped[1]!.startsWith("127.")
-}
+export const isLoopback = Edge.isLoopback
 
 const secret = (name: string, rule: RegExp, what: string) =>
   Config.option(Config.redacted(name)).pipe(
@@ -162,7 +156,10 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
     const credentials = Layer.succeed(Auth.Credentials, options)
     // One value, so the service and the fast path share one build of it.
     const core = Layer.mergeAll(services(stores), credentials, Activity.layer)
-    const edge = Edge.layerServer(server, listen, options)
+    const edge = Edge.layerServer(server, listen, {
+      ...options,
+      unauthenticated: Option.isNone(options.apiToken) ? { loopback: isLoopback(options.host) } : undefined
+    })
     const http = options.fastPath === false
       ? edge.pipe(Layer.provide(Layer.succeed(FastPath.FastPath, () => false)))
       : edge.pipe(Layer.provideMerge(FastPath.layer(options).pipe(Layer.provide(core))))

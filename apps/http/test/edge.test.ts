@@ -12,11 +12,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fc from "fast-check"
+import { connect } from "node:net"
+import { deflateSync, gzipSync } from "node:zlib"
 import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
 import { type Running, start } from "./harness.js"
-import { raw, type RawRequest } from "./raw.js"
+import { exchange, raw, type RawRequest } from "./raw.js"
 
 const token = "edge-s3cret"
 const chat = "edge"
@@ -279,6 +281,28 @@ describe("the edge", () => {
       yield* assertNothingWritten(api)
     }))
 
+  it.scoped("only the Bearer scheme (in any case) presents the token, on every guarded route: another scheme or seven other characters before it is a 401", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, metricsToken: "scraper" })
+      const port = portOf(api)
+      for (const route of guarded) {
+        const sample = sampleOf(route)
+        const secret = route.access === "metrics token" ? "scraper" : token
+        for (const authorization of [`Basic  ${secret}`, `XXXXXXX${secret}`, `Token  ${secret}`, `Bearer\t${secret}`]) {
+          const response = yield* Effect.promise(() =>
+            raw(port, { ...request(route.method, sample.path, sample, false), headers: { ...json, ...sample.headers, connection: "close", authorization } })
+          )
+          assert.strictEqual(response.status, 401, `${route.method} ${route.path} with ${JSON.stringify(authorization.replace(secret, "<token>"))}`)
+        }
+        for (const authorization of [`bearer ${secret}`, `BEARER ${secret}`]) {
+          const response = yield* Effect.promise(() =>
+            raw(port, { ...request(route.method, sample.path, sample, false), headers: { ...json, ...sample.headers, connection: "close", authorization } })
+          )
+          assert.notStrictEqual(response.status, 401, `${route.method} ${route.path} with ${authorization.split(" ")[0]}`)
+        }
+      }
+    }), 60_000)
+
   it.scoped("a Telegram webhook authenticates with X-Telegram-Bot-Api-Secret-Token on its own route only", () =>
     Effect.gen(function*() {
       const api = yield* start({ token, telegramSecret: "tg-Secret_1" })
@@ -304,6 +328,10 @@ describe("the edge", () => {
 })
 
 describe("bodies past the limit", () => {
+  // How long a response waits for the server to close the connection before it counts as kept
+  // open: a close ends the wait at once, so only a failing run waits this long (50 ms, raw's
+  // default, was missed under load: a close that came later read as a connection kept open).
+  const untilClosed = 20_000
   const maxBodyBytes = 64 * 1024
   const big = (bytes: number) => JSON.stringify({ pad: "x".repeat(bytes) })
 
@@ -315,7 +343,7 @@ describe("bodies past the limit", () => {
         for (const route of guarded.filter((r) => sampleOf(r).body !== undefined)) {
           const sample = sampleOf(route)
           const response = yield* Effect.promise(() =>
-            raw(port, { ...request(route.method, sample.path, sample, true), body: big(2 * 1024 * 1024), chunked: 16 * 1024 })
+            raw(port, { ...request(route.method, sample.path, sample, true), body: big(2 * 1024 * 1024), chunked: 16 * 1024 }, untilClosed)
           )
           assert.strictEqual(response.status, 413, `${route.method} ${route.path}: ${response.body.slice(0, 200)}`)
           assert.deepInclude(JSON.parse(response.body), { _tag: "PayloadTooLarge", max_bytes: maxBodyBytes })
@@ -339,7 +367,7 @@ describe("bodies past the limit", () => {
             body: "x".repeat(maxBodyBytes + 1),
             chunked: 4096,
             unfinished: true
-          })
+          }, untilClosed)
         )
         assert.strictEqual(response.status, 413, path)
         assert.isTrue(response.closed, path)
@@ -356,7 +384,7 @@ describe("bodies past the limit", () => {
             method: "POST",
             target: path,
             headers: { ...json, "content-length": String(10 * 1024 * 1024), ...(auth ? { authorization: `Bearer ${token}` } : {}) }
-          })
+          }, untilClosed)
         const refused = yield* Effect.promise(() => declared(true))
         assert.strictEqual(refused.status, 413, path)
         assert.isTrue(refused.closed)
@@ -403,4 +431,254 @@ describe("listening defaults", () => {
       assert.isTrue(Either.isLeft(yield* read({ DEIXIS_TELEGRAM_SECRET: "x".repeat(257) })))
       assert.isTrue(Either.isLeft(yield* read({ DEIXIS_HTTP_HEADERS_TIMEOUT: "1 minute", DEIXIS_HTTP_REQUEST_TIMEOUT: "30 seconds" })))
     }))
+})
+
+describe("bodies that are not JSON", () => {
+  const maxBodyBytes = 4096
+  const withBody = () => guarded.filter((r) => sampleOf(r).body !== undefined)
+  const multipart = (bytes: number) =>
+    "--XX\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\n" +
+    "x".repeat(bytes) + "\r\n--XX--\r\n"
+  // Each a body some client could send; none is a JSON body the API reads.
+  const refused: ReadonlyArray<{ readonly name: string; readonly headers: Record<string, string>; readonly body: (json: string) => string | Buffer; readonly chunked?: number }> = [
+    { name: "multipart over the limit", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: () => multipart(4 * maxBodyBytes), chunked: 1024 },
+    { name: "multipart", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: () => multipart(16) },
+    { name: "a form", headers: { "content-type": "application/x-www-form-urlencoded" }, body: () => "chat_id=edge&current_message_id=1" },
+    { name: "text/plain", headers: { "content-type": "text/plain" }, body: (json) => json },
+    { name: "text/plain naming JSON in a parameter", headers: { "content-type": "text/plain; x=application/json" }, body: (json) => json },
+    { name: "not a JSON media type", headers: { "content-type": "application/jsonx" }, body: (json) => json },
+    { name: "octet-stream", headers: { "content-type": "application/octet-stream" }, body: (json) => json },
+    { name: "gzip", headers: { "content-encoding": "gzip" }, body: (json) => gzipSync(json) },
+    { name: "deflate", headers: { "content-encoding": "deflate" }, body: (json) => deflateSync(json) },
+    { name: "an unknown coding over plain JSON", headers: { "content-encoding": "x-bogus" }, body: (json) => json }
+  ]
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`each is a 415 naming the header on every route that takes a body, the service stays up, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, maxBodyBytes, fastPath })
+        const port = portOf(api)
+        for (const route of withBody()) {
+          const sample = sampleOf(route)
+          for (const c of refused) {
+            const response = yield* Effect.promise(() =>
+              raw(port, {
+                method: route.method,
+                target: sample.path,
+                headers: { ...sample.headers, ...c.headers, authorization: `Bearer ${token}`, connection: "close" },
+                body: c.body(JSON.stringify(sample.body)),
+                ...(c.chunked === undefined ? {} : { chunked: c.chunked })
+              })
+            )
+            assert.strictEqual(response.status, 415, `${route.method} ${route.path}, ${c.name}: ${response.body.slice(0, 200)}`)
+            const header = c.headers["content-encoding"] === undefined ? "content-type" : "content-encoding"
+            assert.deepInclude(JSON.parse(response.body), { _tag: "UnsupportedMediaType", header }, `${route.path}, ${c.name}`)
+          }
+        }
+        const health = yield* Effect.promise(() => api.fetch("/healthz").then((r) => r.status))
+        assert.strictEqual(health, 200)
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("without the token it is a 401 first, as for every body", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      const port = portOf(api)
+      for (const route of withBody()) {
+        const sample = sampleOf(route)
+        const response = yield* Effect.promise(() =>
+          raw(port, { method: route.method, target: sample.path, headers: { ...sample.headers, "content-type": "text/plain" }, body: JSON.stringify(sample.body) })
+        )
+        assert.strictEqual(response.status, 401, route.path)
+      }
+    }))
+
+  it.scoped("JSON media types, with parameters, and Content-Encoding: identity are still read as JSON", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token, maxBodyBytes })
+      for (const headers of [
+        { "content-type": "application/json; charset=utf-8" },
+        { "content-type": "application/json; x=1" },
+        { "content-type": "Application/JSON" },
+        { "content-type": "application/merge-patch+json" },
+        { "content-type": "application/json", "content-encoding": "identity" }
+      ]) {
+        const response = yield* Effect.promise(() =>
+          api.json("/v1/tools/resolve_reference_target", { chat_id: chat, current_message_id: 1 }, { headers })
+        )
+        assert.strictEqual(response.status, 200, JSON.stringify(headers))
+        yield* Effect.promise(() => response.arrayBuffer())
+      }
+    }))
+})
+
+describe("headers that frame the request or carry credentials", () => {
+  for (const fastPath of [true, false]) {
+    it.scoped(`two Authorization (or Content-Type) headers are a 400 naming the header, whichever one is valid, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        const good = `Bearer ${token}`
+        for (const route of guarded) {
+          const sample = sampleOf(route)
+          const body = sample.body === undefined ? undefined : JSON.stringify(sample.body)
+          const head = (fields: ReadonlyArray<readonly [string, string]>) =>
+            `${route.method} ${sample.path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n` +
+            fields.map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+            (body === undefined ? "" : `content-length: ${Buffer.byteLength(body)}\r\n`) + "\r\n" + (body ?? "")
+          for (const [name, fields] of [
+            ["authorization", [["content-type", "application/json"], ["Authorization", good], ["authorization", "Bearer nope"]]],
+            ["authorization", [["content-type", "application/json"], ["authorization", "Bearer nope"], ["AUTHORIZATION", good]]],
+            ["content-type", [["authorization", good], ["content-type", "application/json"], ["Content-Type", "text/plain"]]]
+          ] as const) {
+            const response = yield* Effect.promise(() => exchange(port, head(fields)))
+            assert.strictEqual(response.status, 400, `${route.method} ${route.path}: ${name}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "BadRequest", path: name })
+          }
+        }
+        yield* assertNothingWritten(api)
+      }), 60_000)
+
+    it.scoped(`a Transfer-Encoding other than chunked is a 501, unread (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        const sample = samples["POST /v1/events"]!
+        const body = JSON.stringify(sample.body)
+        const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+        for (const path of ["/v1/events", "/v1/tools/resolve_reference_target", "/mcp"]) {
+          for (const coding of ["gzip, chunked", "deflate, chunked", "x-bogus, chunked"]) {
+            const response = yield* Effect.promise(() =>
+              exchange(port, `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ntransfer-encoding: ${coding}\r\n\r\n${chunked}`)
+            )
+            assert.strictEqual(response.status, 501, `${path} ${coding}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "NotImplemented", path: "transfer-encoding" })
+          }
+        }
+        const plain = yield* Effect.promise(() =>
+          exchange(port, `POST /v1/events HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ntransfer-encoding: Chunked\r\nconnection: close\r\n\r\n${chunked}`)
+        )
+        assert.strictEqual(plain.status, 200, plain.body)
+      }))
+  }
+})
+
+describe("browsers, while the service has no token", () => {
+  // A page of another site can make these without asking (no preflight): a POST with no
+  // Content-Type (a Blob body), sent with the page's Origin; and, by rebinding its own name to
+  // 127.0.0.1, requests with its own name in Host whose answers it can read.
+  const post = (port: number, path: string, body: string, headers: Record<string, string>) =>
+    exchange(port, `POST ${path} HTTP/1.1\r\n` + Object.entries({ host: `127.0.0.1:${port}`, connection: "close", ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join("") +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  const bodyRoutes = () => guarded.filter((r) => r.method === "POST")
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`a request another site's page sent is a 403 naming the origin, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ fastPath })
+        const port = portOf(api)
+        for (const route of bodyRoutes()) {
+          const sample = sampleOf(route)
+          for (const headers of [
+            { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
+            { origin: "https://evil.example" },
+            { origin: "null" },
+            { origin: `http://127.0.0.1:${port + 1}`, "sec-fetch-site": "same-site" }
+          ]) {
+            const response = yield* Effect.promise(() => post(port, sample.path, JSON.stringify(sample.body), { ...sample.headers, ...headers }))
+            assert.strictEqual(response.status, 403, `${route.path} ${JSON.stringify(headers)}: ${response.body.slice(0, 200)}`)
+            assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "origin" })
+          }
+        }
+        // A link from another site still opens the pages a browser shows (a GET writes nothing,
+        // and the page cannot read the answer).
+        for (const path of ["/healthz", "/docs", "/inspect"]) {
+          const opened = yield* Effect.promise(() =>
+            exchange(port, `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nsec-fetch-site: cross-site\r\nsec-fetch-mode: navigate\r\nconnection: close\r\n\r\n`)
+          )
+          assert.notStrictEqual(opened.status, 403, path)
+        }
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("a browser's request whose Host does not name this machine (DNS rebinding) is a 403 naming the host; loopback names, the page's own origin, and clients that are not browsers pass", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const port = portOf(api)
+      const sample = samples["POST /v1/tools/resolve_reference_target"]!
+      const body = JSON.stringify(sample.body)
+      for (const host of [`evil.example:${port}`, "evil.example", `10.0.0.1:${port}`, `127.0.0.1.evil.example:${port}`]) {
+        for (const browser of [{ origin: `http://${host}`, "sec-fetch-site": "same-origin" }, { "sec-fetch-mode": "cors", "sec-fetch-site": "same-origin" }, { origin: `http://${host}` }]) {
+          const response = yield* Effect.promise(() => post(port, sample.path, body, { host, ...browser }))
+          assert.strictEqual(response.status, 403, `${host} ${JSON.stringify(browser)}`)
+          assert.deepInclude(JSON.parse(response.body), { _tag: "Forbidden", path: "host" })
+        }
+        // Not a browser (no Origin, no Sec-Fetch-*): a proxy in front that passes the public
+        // Host on, for a webhook say, is still served.
+        const proxied = yield* Effect.promise(() => post(port, sample.path, body, { host, "content-type": "application/json" }))
+        assert.strictEqual(proxied.status, 200, `${host}, not a browser: ${proxied.body.slice(0, 200)}`)
+      }
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "localhost"]) {
+        const plain = yield* Effect.promise(() => post(port, sample.path, body, { host, "content-type": "application/json" }))
+        assert.strictEqual(plain.status, 200, `${host}: ${plain.body.slice(0, 200)}`)
+        const page = yield* Effect.promise(() => post(port, sample.path, body, { host, origin: `http://${host}`, "sec-fetch-site": "same-origin", "content-type": "application/json" }))
+        assert.strictEqual(page.status, 200, `${host}, its own page: ${page.body.slice(0, 200)}`)
+      }
+    }))
+
+  it.scoped("with a token the token decides: another Host or Origin is not refused for it", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      const port = portOf(api)
+      const sample = samples["POST /v1/tools/resolve_reference_target"]!
+      const response = yield* Effect.promise(() =>
+        post(port, sample.path, JSON.stringify(sample.body), { host: "deixis.example", origin: "https://dashboard.example", authorization: `Bearer ${token}`, "content-type": "application/json" })
+      )
+      assert.strictEqual(response.status, 200, response.body.slice(0, 200))
+    }))
+})
+
+describe("Expect: 100-continue", () => {
+  // Headers first; the body only once the server says 100 (or after `bodyAfterMs`, as curl does).
+  const expecting = (port: number, path: string, headers: Record<string, string>, body: string, bodyAfterMs = 20_000) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, "127.0.0.1")
+      let data = ""
+      let sent = false
+      const send = () => {
+        if (sent || socket.destroyed) return
+        sent = true
+        socket.write(body)
+      }
+      const timer = setTimeout(send, bodyAfterMs)
+      socket.on("data", (chunk: Buffer) => {
+        data += chunk.toString("latin1")
+        if (data.startsWith("HTTP/1.1 100")) send()
+      })
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        clearTimeout(timer)
+        resolve(data)
+      })
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nconnection: close\r\nexpect: 100-continue\r\n` +
+        Object.entries({ ...headers, "content-length": String(Buffer.byteLength(body)) }).map(([k, v]) => `${k}: ${v}\r\n`).join("") + "\r\n")
+    })
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`100 Continue is sent only to a request that authenticated; the others get their 401 without it (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        for (const route of guarded.filter((r) => r.method === "POST")) {
+          const sample = sampleOf(route)
+          const body = JSON.stringify(sample.body)
+          const refused = yield* Effect.promise(() => expecting(port, sample.path, { ...json, ...sample.headers }, body))
+          assert.match(refused, /^HTTP\/1\.1 401 /, `${route.path}: ${refused.slice(0, 80)}`)
+          const accepted = yield* Effect.promise(() => expecting(port, sample.path, { ...json, ...sample.headers, authorization: `Bearer ${token}` }, body))
+          assert.match(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, `${route.path}: ${accepted.slice(0, 80)}`)
+        }
+      }), 60_000)
+  }
 })

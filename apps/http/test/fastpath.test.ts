@@ -4,6 +4,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createServer } from "node:http"
+import { gzipSync } from "node:zlib"
 import type { AddressInfo } from "node:net"
 import { Tools } from "../src/Api.js"
 import * as FastPath from "../src/FastPath.js"
@@ -32,6 +33,7 @@ interface Case {
   readonly fast: boolean
 }
 
+const OK = JSON.stringify({ chat_id: -1001, topic_id: 7, current_message_id: 13 })
 const routes = ["/v1/tools/resolve_reference_target", "/v1/tools/list_active_context_objects"]
 const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> => [
   { name: "resolved", path, headers: json, body: JSON.stringify({ chat_id: -1001, topic_id: 7, current_message_id: 13, reply_to_message_id: 11, normalized_reference_hints: { target_kind_hint: "article" } }), status: 200, fast: true },
@@ -56,9 +58,35 @@ const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> =
   // Field values lose surrounding whitespace on the wire (RFC 9110 §5.5).
   { name: "trailing space", path, headers: { ...json, authorization: `Bearer ${token} ` }, body: "{}", status: 400, fast: true },
   { name: "token alone", path, headers: { ...json, authorization: token }, body: "{}", status: 401, fast: true },
+  // Only the Bearer scheme presents a token: another seven characters before it do not.
+  { name: "another scheme", path, headers: { ...json, authorization: `Basic  ${token}` }, body: "{}", status: 401, fast: true },
+  { name: "seven other characters", path, headers: { ...json, authorization: `XXXXXXX${token}` }, body: "{}", status: 401, fast: true },
+  { name: "a tab after the scheme", path, headers: { ...json, authorization: `Bearer\t${token}` }, body: "{}", status: 401, fast: true },
+  { name: "scheme in capitals", path, headers: { ...json, authorization: `BEARER ${token}` }, body: "{}", status: 400, fast: true },
   { name: "empty header", path, headers: { ...json, authorization: "" }, body: "{}", status: 401, fast: true },
   { name: "oversized", path, headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 1, raw_user_text: "x".repeat(maxBodyBytes) }), status: 413, fast: true },
-  { name: "text/plain body", path, headers: { ...json, "content-type": "text/plain" }, body: "{}", status: 400, fast: false },
+  // Only JSON is read, as it is sent: another media type or a content coding is a 415 unread.
+  { name: "text/plain body", path, headers: { ...json, "content-type": "text/plain" }, body: "{}", status: 415, fast: false },
+  { name: "a form body", path, headers: { ...json, "content-type": "application/x-www-form-urlencoded" }, body: "chat_id=-1001&current_message_id=13", status: 415, fast: false },
+  { name: "gzip", path, headers: { ...json, "content-encoding": "gzip" }, body: gzipSync(OK), status: 415, fast: false },
+  { name: "an unknown coding", path, headers: { ...json, "content-encoding": "x-bogus" }, body: OK, status: 415, fast: false },
+  { name: "identity coding", path, headers: { ...json, "content-encoding": "identity" }, body: OK, status: 200, fast: true },
+  { name: "another parameter", path, headers: { ...json, "content-type": "application/json; x=1" }, body: OK, status: 200, fast: true },
+  // Hostile bodies: both answer them alike, byte for byte.
+  { name: "a byte order mark", path, headers: json, body: "\uFEFF" + OK, status: 400, fast: true },
+  { name: "a NUL after the JSON", path, headers: json, body: OK + "\u0000", status: 400, fast: true },
+  { name: "whitespace only", path, headers: json, body: " \n ", status: 400, fast: true },
+  { name: "true", path, headers: json, body: "true", status: 400, fast: true },
+  { name: "a string", path, headers: json, body: "\"x\"", status: 400, fast: true },
+  { name: "__proto__ key", path, headers: json, body: OK.slice(0, -1) + ",\"__proto__\":{\"max_results\":1,\"max_candidates\":1}}", status: 200, fast: true },
+  { name: "constructor key", path, headers: json, body: OK.slice(0, -1) + ",\"constructor\":{\"prototype\":{}}}", status: 200, fast: true },
+  { name: "an integer past 2^53", path, headers: json, body: "{\"chat_id\":9007199254740993,\"current_message_id\":13}", status: 400, fast: true },
+  { name: "1e400", path, headers: json, body: "{\"chat_id\":-1001,\"current_message_id\":1e400}", status: 400, fast: true },
+  { name: "duplicate keys", path, headers: json, body: "{\"chat_id\":5,\"current_message_id\":13,\"chat_id\":-1001}", status: 200, fast: true },
+  { name: "an escaped lone surrogate in a string", path, headers: json, body: "{\"chat_id\":\"\\ud800\",\"current_message_id\":13}", status: 400, fast: true },
+  // Read as UTF-8 with replacement characters, by both alike.
+  { name: "bytes that are not UTF-8", path, headers: json, body: Buffer.concat([Buffer.from("{\"chat_id\":\""), Buffer.from([0xff, 0xed, 0xa0, 0x80]), Buffer.from("\",\"current_message_id\":13}")]), status: 200, fast: true },
+  { name: "deeply nested", path, headers: json, body: "[".repeat(1500) + "]".repeat(1500), status: 400, fast: true },
   { name: "query string", path: path + "?x=1", headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 13 }), status: 200, fast: false }
 ])
 

@@ -102,14 +102,25 @@ describe("/mcp: JSON-RPC 2.0 and MCP 2025-06-18", () => {
     Effect.gen(function*() {
       const api = yield* start()
       for (const body of ["{", "not json", "{\"jsonrpc\": \"2.0\", \"id\": 1,}", "\u0000", ""]) {
-        for (const contentType of ["application/json", "text/plain"]) {
-          const answer = yield* postText(api, body, undefined, contentType)
-          assert.strictEqual(answer.status, 400, JSON.stringify(body))
-          assert.deepStrictEqual((answer.body as RpcError).error.code, -32700, JSON.stringify(body))
-          assert.strictEqual((answer.body as RpcError).id, null)
-          assert.strictEqual((answer.body as RpcError).jsonrpc, "2.0")
-        }
+        const answer = yield* postText(api, body, undefined, "application/json")
+        assert.strictEqual(answer.status, 400, JSON.stringify(body))
+        assert.deepStrictEqual((answer.body as RpcError).error.code, -32700, JSON.stringify(body))
+        assert.strictEqual((answer.body as RpcError).id, null)
+        assert.strictEqual((answer.body as RpcError).jsonrpc, "2.0")
       }
+    }))
+
+  it.scoped("a body sent as text/plain or a form is a 415 before any of it is read, even a valid request (a page of another site can send those)", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const call = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "update_conversation_state", arguments: { chat_id: "c", patch: { k: 1 } } } })
+      for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+        const answer = yield* postText(api, call, undefined, contentType)
+        assert.strictEqual(answer.status, 415, contentType)
+        assert.deepInclude(answer.body as object, { _tag: "UnsupportedMediaType", header: "content-type" })
+      }
+      const state = yield* Effect.promise(() => api.fetch("/v1/chats/c/state").then((r) => r.json() as Promise<{ revision: number }>))
+      assert.strictEqual(state.revision, 0)
     }))
 
   it.scoped("JSON that is not a JSON-RPC request is -32600 Invalid Request with HTTP 400, never 500 or 200", () =>

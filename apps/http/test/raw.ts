@@ -126,3 +126,28 @@ export const raw = (port: number, request: RawRequest, settleMs = 50): Promise<R
       writeFrom(0)
     })
   })
+
+/** Sends `text` as it is (a whole request, framing included) and reads one response. */
+export const exchange = (port: number, text: string, settleMs = 50): Promise<RawResponse> =>
+  new Promise((resolve, reject) => {
+    const socket: Socket = connect(port, "127.0.0.1")
+    let data = Buffer.alloc(0)
+    let timer: NodeJS.Timeout | undefined
+    let settled = false
+    const finish = (closed: boolean) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      socket.destroy()
+      const response = parse(data, true, "GET")
+      if (response === undefined) return reject(new Error(`no complete response: ${JSON.stringify(data.toString("latin1").slice(0, 200))}`))
+      resolve({ ...response, closed, reset: false })
+    }
+    socket.on("data", (chunk: Buffer) => {
+      data = Buffer.concat([data, chunk])
+      if (parse(data, false, "GET") !== undefined && timer === undefined) timer = setTimeout(() => finish(false), settleMs)
+    })
+    socket.on("error", () => {})
+    socket.on("close", () => finish(true))
+    socket.on("connect", () => socket.write(text))
+  })
