@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import { Logging } from "@deixis/core"
+import { Ids, Logging } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -99,7 +99,8 @@ export const makeLogfmtLogger = (): Logger.Logger<unknown, string> => {
     return label
   }
   return Logger.make(({ annotations, cause, date, fiberId, logLevel, message, spans }) => {
-    let out = "timestamp=" + quoted(date.toISOString())
+    // `Ids.formatTimestamp` is `toISOString`, computed without the Date's own formatting.
+    let out = "timestamp=" + quoted(Ids.formatTimestamp(date.getTime()))
     out += " level=" + quoted(logLevel.label)
     out += " fiber=" + quoted(threadName(fiberId))
     if (Array.isArray(message)) {

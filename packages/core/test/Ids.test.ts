@@ -230,6 +230,27 @@ describe("Ids", () => {
       )
     })
 
+    it("property: formatTimestamp writes exactly what toISOString writes, for any instant a Date holds", () => {
+      const maxMs = 8_640_000_000_000_000
+      const instant = fc.oneof(
+        fc.integer({ min: -maxMs, max: maxMs }),
+        fc.integer({ min: -62_167_219_200_000 - 86_400_000, max: 253_402_300_799_999 + 86_400_000 }), // years 0000–9999 and their edges
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        fc.double({ min: -maxMs, max: maxMs, noNaN: true }),
+        fc.constantFrom(-0, 0, -1, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, -62_167_219_200_000, 253_402_300_799_999)
+      )
+      fc.assert(
+        fc.property(instant, (ms) => assert.strictEqual(Ids.formatTimestamp(ms), new Date(ms).toISOString())),
+        { numRuns: 5000 }
+      )
+    })
+
+    it("formatTimestamp throws where toISOString throws: no instant, or one out of a Date's range", () => {
+      for (const ms of [Number.NaN, Number.POSITIVE_INFINITY, 8_640_000_000_000_001]) {
+        assert.throws(() => Ids.formatTimestamp(ms), RangeError)
+      }
+    })
+
     it("property: a day past the end of its month never decodes", () => {
       fc.assert(
         fc.property(fc.integer({ min: 1, max: 9999 }), fc.integer({ min: 1, max: 12 }), (year, month) => {

@@ -1,21 +1,13 @@
 import * as AST from "effect/SchemaAST"
 import type * as Schema from "effect/Schema"
-import { Id, Timestamp } from "../Ids.js"
+import { formatTimestamp, Id, Timestamp } from "../Ids.js"
 import { Label } from "../ContextObject.js"
 
 type Encoder = (value: any) => unknown
 
 const identity: Encoder = (value) => value
-// A result repeats its instants (created_at = last_touched_at, one generated_at): remember the last.
-let lastMs = Number.NaN
-let lastIso = ""
-const iso: Encoder = (ms: number) => {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString()
-    lastMs = ms
-  }
-  return lastIso
-}
+
+const iso: Encoder = formatTimestamp
 
 const withoutProtoKey: Encoder = (value: Record<string, unknown>) => {
   if (!Object.hasOwn(value, "__proto__")) return value
@@ -86,3 +78,4 @@ const compile = (ast: AST.AST): Encoder => {
  * once from the Schema's AST; a Schema with a transformation it does not know fails at build.
  */
 export const trustedEncoder = <A, I>(schema: Schema.Schema<A, I>): (value: A) => I => compile(schema.ast) as (value: A) => I
+
