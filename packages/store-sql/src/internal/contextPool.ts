@@ -13,8 +13,8 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
+import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type { ChangeProbe } from "./changes.js"
 import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
@@ -569,14 +569,6 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     return topicId === query.topic_id ? query : { ...query, topic_id: topicId }
   }
 
-  /** Counts a pool served from memory: its hits and the chats evicted meanwhile, as `count` does. */
-  const countServed = (fiber: Fiber.RuntimeFiber<unknown, unknown>, hits: number) => {
-    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-    const evicted = cache.takeEvictions()
-    if (hits > 0) cacheHits.unsafeUpdate(hits, labels)
-    if (evicted > 0) cacheEvictions.unsafeUpdate(evicted, labels)
-  }
-
   /**
    * A pool wholly served from the cache runs no effect and records no span (on SQLite, while
    * nothing was committed, not even the chat's revision is read: `headNow`); any read it needs
@@ -589,31 +581,27 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         return Effect.succeed({ entries: [], chain: [], fallback: false, topic_id: query.topic_id })
       }
       const cached = cache.enabled && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-      const head = cached ? headNow(query.chat_id) : undefined
-      const entry = head === undefined ? undefined : cache.entry(query.chat_id, head.revision)
-      if (head !== undefined && entry !== undefined) {
+      /** The pool from memory at `head`, counted; undefined when the cache lacks a need. */
+      const served = (head: Head): CandidatePool | undefined => {
+        const entry = cache.entry(query.chat_id, head.revision)
+        if (entry === undefined) return undefined
         const tally = { hits: 0 }
-        const served = fromMemory(entry, settled(query, head), tally)
-        if (served !== undefined) {
-          countServed(fiber, tally.hits)
-          return Effect.succeed(served)
-        }
+        const result = fromMemory(entry, settled(query, head), tally)
+        if (result !== undefined) record(fiber.getFiberRef(FiberRef.currentMetricLabels), tally.hits, 0)
+        return result
       }
+      const known = cached ? headNow(query.chat_id) : undefined
+      const fast = known === undefined ? undefined : served(known)
+      if (fast !== undefined) return Effect.succeed(fast)
       return Effect.flatMap(
         cached ? knownHead(query.chat_id) : query.topic_id === null ? headOf(query.chat_id) : Effect.succeed(unknownHead),
         (head) => {
+          // From memory, unless just tried at this revision.
+          const again = cached && head.revision !== known?.revision ? served(head) : undefined
+          if (again !== undefined) return Effect.succeed(again)
           const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
-          const q = settled(query, head)
-          if (entry !== undefined) {
-            const tally = { hits: 0 }
-            const served = fromMemory(entry, q, tally)
-            if (served !== undefined) {
-              countServed(fiber, tally.hits)
-              return Effect.succeed(served)
-            }
-          }
           // No stack trace captured for the span: the trace is only of use on a failure, which names itself (StoreError).
-          return Effect.withSpan(drive(entry, head.revision, q), "SqlContextStore.pool", { captureStackTrace: false })
+          return Effect.withSpan(drive(entry, head.revision, settled(query, head)), "SqlContextStore.pool", { captureStackTrace: false })
         }
       ).pipe(Effect.mapError(failStore("pool")))
     })
@@ -657,16 +645,16 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       })
     })
 
-  /** Counts lookups served from memory (`hits`) and read from the database (`misses`). */
+  /** Counts lookups served from memory (`hits`) and read from the database (`misses`), and the chats evicted meanwhile. */
+  const record = (labels: ReadonlyArray<MetricLabel.MetricLabel>, hits: number, misses: number) => {
+    const evicted = cache.takeEvictions()
+    if (hits > 0) cacheHits.unsafeUpdate(hits, labels)
+    if (misses > 0) cacheMisses.unsafeUpdate(misses, labels)
+    if (evicted > 0) cacheEvictions.unsafeUpdate(evicted, labels)
+  }
+  /** `record` as an effect, with the fiber's metric labels (as `Metric.incrementBy` takes them). */
   const count = (hits: number, misses: number) =>
-    FiberRef.getWith(FiberRef.currentMetricLabels, (labels) =>
-      Effect.sync(() => {
-        // As `Metric.incrementBy` does, in one step (this runs several times in every pool call).
-        const evicted = cache.takeEvictions()
-        if (hits > 0) cacheHits.unsafeUpdate(hits, labels)
-        if (misses > 0) cacheMisses.unsafeUpdate(misses, labels)
-        if (evicted > 0) cacheEvictions.unsafeUpdate(evicted, labels)
-      }))
+    FiberRef.getWith(FiberRef.currentMetricLabels, (labels) => Effect.sync(() => record(labels, hits, misses)))
   const counted = (hit: boolean) => (hit ? count(1, 0) : count(0, 1))
 
   /**
