@@ -192,6 +192,14 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     `EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`
 
   /**
+   * SQLite: the bodies of the objects a window picks, read for those alone. `picks` selects
+   * `rid` (the row id) in order; the window itself reads an index where it can (an index holds
+   * the row id), so a window of n×8 reads n bodies instead of n×8.
+   */
+  const bodiesOf = (picks: string) =>
+    `SELECT o.body, o.seq FROM (${picks}) AS k CROSS JOIN deixis_objects o ON o.rowid = k.rid ORDER BY o.seq DESC`
+
+  /**
    * The newest objects of each of `prefer` in a scope (parts `k0`, `k1`, … in that order): a
    * window of the newest n×8 of the kind, those of the scope taken. Plain SQL on both engines.
    */
@@ -199,13 +207,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     const topic = topicKey(q.topic_id)
     const n = Math.max(0, q.limits.recent_per_kind)
     prefer.forEach((kind, i) => {
-      parts.push(objectPart(
-        `k${i}`,
-        `SELECT body, seq FROM (SELECT body, seq, topic FROM deixis_objects
+      const window = (inner: string, outer: string) =>
+        `SELECT ${outer} FROM (SELECT ${inner}, topic FROM deixis_objects
            WHERE chat_id = CAST(? AS TEXT)${home ? " AND topic = CAST(? AS TEXT)" : ""} AND kind = CAST(? AS TEXT)
            ORDER BY seq DESC LIMIT CAST(? AS INTEGER)) AS w
          WHERE ${home ? "topic = CAST(? AS TEXT)" : "topic <> CAST(? AS TEXT)"} ORDER BY seq DESC LIMIT CAST(? AS INTEGER)`
-      ))
+      parts.push(objectPart(`k${i}`, pg ? window("body, seq", "body, seq") : bodiesOf(window("rowid AS rid, seq", "rid"))))
       params.push(q.chat_id, ...(home ? [topic] : []), kind, n * 8, topic, n)
     })
   }
@@ -234,18 +241,20 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     if (q.active_only) return
     const window = (n: number) => Math.max(0, n) * 8
     // The most recent objects: a window of the newest n×8, filtered, n taken (as the memory adapter scans).
+    // (Without a kind filter, a home window reads only the index on topic and seq.)
+    const kindColumn = kinds === undefined ? "" : ", kind"
     parts.push(objectPart(
       "r",
-      `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ?) AS w
-       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+      bodiesOf(`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ?) AS w
+       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`)
     ))
     params.push(...scopedParams, window(q.limits.recent_objects), topic, ...kindParams, q.limits.recent_objects)
     kindParts(q, home, prefer, parts, params)
     if (q.include_owned && q.sender_user_id !== null) {
       parts.push(objectPart(
         "o",
-        `SELECT body, seq FROM (SELECT body, seq, kind, topic FROM deixis_objects WHERE chat_id = ? AND created_by = ? ORDER BY seq DESC LIMIT ?) AS w
-         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`
+        bodiesOf(`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE chat_id = ? AND created_by = ? ORDER BY seq DESC LIMIT ?) AS w
+         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`)
       ))
       params.push(q.chat_id, q.sender_user_id, window(q.limits.owned), topic, ...kindParams, q.limits.owned)
     }
@@ -258,16 +267,30 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         : " AND w.from_bot = 1"
       // Plain messages by position, in a window of the newest 64: not the current one, and not one
       // that carries objects (those objects stand for it).
-      parts.push(messagePart(
-        "m",
-        `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
-          home ? " INDEXED BY deixis_messages_topic" : ""
-        }
-           WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
-         WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
-         ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?`
-      ))
-      params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
+      if (home && bot === "") {
+        // The window read off the topic index alone; the columns read for the messages taken.
+        parts.push(messagePart(
+          "m",
+          `SELECT m.* FROM (SELECT w.id_len, w.message_id FROM (SELECT chat_id, id_len, message_id, topic FROM deixis_messages INDEXED BY deixis_messages_topic
+             WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
+           WHERE w.${inScope} AND w.message_id <> ? AND NOT ${hasObjects("w")}
+           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?) AS k
+           CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = k.id_len AND m.message_id = k.message_id
+           ORDER BY m.id_len DESC, m.message_id DESC`
+        ))
+        params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages, q.chat_id)
+      } else {
+        parts.push(messagePart(
+          "m",
+          `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
+            home ? " INDEXED BY deixis_messages_topic" : ""
+          }
+             WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
+           WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
+           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?`
+        ))
+        params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
+      }
     }
   }
 
