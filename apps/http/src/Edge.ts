@@ -80,16 +80,21 @@ const hostName = (host: string): string => {
   return name.endsWith(".") ? name.slice(0, -1) : name
 }
 
-// Whether a Host header names this machine, remembered for the last value seen: a client sends
-// the same Host on every request, so the common request costs one string comparison.
-let lastHost = ""
-let lastHostIsLoopback = false
-const loopbackHost = (host: string): boolean => {
-  if (host !== lastHost) {
-    lastHostIsLoopback = isLoopback(hostName(host))
-    lastHost = host
+/**
+ * Whether a Host header names this machine, remembered for the last value seen (one memo per
+ * server): a client sends the same Host on every request, so the common request costs one
+ * string comparison.
+ */
+const makeLoopbackHost = () => {
+  let lastHost = ""
+  let lastHostIsLoopback = false
+  return (host: string): boolean => {
+    if (host !== lastHost) {
+      lastHostIsLoopback = isLoopback(hostName(host))
+      lastHost = host
+    }
+    return lastHostIsLoopback
   }
-  return lastHostIsLoopback
 }
 
 /**
@@ -102,7 +107,8 @@ const loopbackHost = (host: string): boolean => {
  */
 const browserRefusal = (
   request: IncomingMessage,
-  guard: { readonly loopback: boolean }
+  guard: { readonly loopback: boolean },
+  loopbackHost: (host: string) => boolean
 ): { readonly path: "origin" | "host"; readonly message: string } | undefined => {
   const host = request.headers.host
   const origin = request.headers.origin
@@ -262,6 +268,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           return this
         }
 
+        const loopbackHost = makeLoopbackHost()
         const listener = (request: IncomingMessage, response: ServerResponse) => {
           const started = performance.now()
           const socket = request.socket
@@ -279,7 +286,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
             request.url = target.right
           }
           if (options.unauthenticated !== undefined) {
-            const refusal = browserRefusal(request, options.unauthenticated)
+            const refusal = browserRefusal(request, options.unauthenticated, loopbackHost)
             if (refusal !== undefined) {
               Metrics.recordNow(Routes.methodLabel(request.method ?? ""), Routes.label(request.method ?? "", request.url ?? ""), 403, (performance.now() - started) / 1000)
               return send(response, 403, { _tag: "Forbidden", ...refusal })
