@@ -256,23 +256,30 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     return chats.get(chatId)
   }
 
+  /**
+   * Sets `key` in one of an entry's bounded maps as its most recently used (the least recently
+   * used leaving when the map is full), the entry's bytes following.
+   */
+  const keep = <V extends { readonly bytes: number }>(e: ChatEntry, map: Map<string, V>, key: string, value: V, max: number) => {
+    const before = map.get(key)
+    if (before !== undefined) {
+      map.delete(key)
+      grow(e, -before.bytes)
+    } else if (map.size >= max) {
+      const [oldest, old] = map.entries().next().value!
+      map.delete(oldest)
+      grow(e, -old.bytes)
+    }
+    map.set(key, value)
+    grow(e, value.bytes)
+  }
+
   /** Whether rows read after seeing `revision` may go into `e`: another fiber may have moved it on. */
   const current = (e: ChatEntry, revision: number) => chats.get(e.chatId) === e && e.revision === revision
 
   const putScope = (e: ChatEntry, revision: number, key: string, scope: Omit<ScopeRows, "bytes">): number => {
     if (!current(e, revision)) return 0
-    const before = e.scopes.get(key)
-    if (before !== undefined) {
-      e.scopes.delete(key)
-      grow(e, -before.bytes)
-    } else if (e.scopes.size >= maxScopes) {
-      const [oldest, rows] = e.scopes.entries().next().value!
-      e.scopes.delete(oldest)
-      grow(e, -rows.bytes)
-    }
-    const kept: ScopeRows = { ...scope, bytes: rowsBytes(scope.rows) + 2 * key.length }
-    e.scopes.set(key, kept)
-    grow(e, kept.bytes)
+    keep(e, e.scopes, key, { ...scope, bytes: rowsBytes(scope.rows) + 2 * key.length }, maxScopes)
     return fit()
   }
 
@@ -300,20 +307,7 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
     window: string | undefined
   ): number => {
     if (!current(e, revision)) return 0
-    for (const [id, rows] of sourced) {
-      const before = e.sourced.get(id)
-      if (before !== undefined) {
-        e.sourced.delete(id)
-        grow(e, -before.bytes)
-      } else if (e.sourced.size >= maxMessages) {
-        const [oldest, kept] = e.sourced.entries().next().value!
-        e.sourced.delete(oldest)
-        grow(e, -kept.bytes)
-      }
-      const kept: SourcedRows = { rows, bytes: rowOverhead + 2 * id.length + rowsBytes(rows) }
-      e.sourced.set(id, kept)
-      grow(e, kept.bytes)
-    }
+    for (const [id, rows] of sourced) keep(e, e.sourced, id, { rows, bytes: rowOverhead + 2 * id.length + rowsBytes(rows) }, maxMessages)
     if (window !== undefined) e.windows.add(window)
     return putMessages(e, revision, messages)
   }

@@ -678,7 +678,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   /** `record` as an effect, with the fiber's metric labels (as `Metric.incrementBy` takes them). */
   const count = (hits: number, misses: number) =>
     FiberRef.getWith(FiberRef.currentMetricLabels, (labels) => Effect.sync(() => record(labels, hits, misses)))
-  const counted = (hit: boolean) => (hit ? count(1, 0) : count(0, 1))
+  /** A need answered by the cache alone (`cachedScope`, `cachedChain`, `cachedMessages`), its hits counted; undefined on a miss. */
+  const hitOf = <A>(lookup: (tally: { hits: number }) => A | undefined): Effect.Effect<A> | undefined => {
+    const tally = { hits: 0 }
+    const hit = lookup(tally)
+    return hit === undefined ? undefined : Effect.as(count(tally.hits, 0), hit)
+  }
 
   /**
    * A scope's parts as served at `q.now` (see `servedAt`) from its kept rows and its preferred
@@ -762,6 +767,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     if (entry === undefined) {
       return Effect.map(scopeRows(shared(q), fallback, prefer), (rows) => byPart(servedAt(rows, q, objectOf)))
     }
+    const hit = hitOf((tally) => cachedScope(entry, q, fallback, tally))
+    if (hit !== undefined) return hit
     for (const k of prefer) cache.askedKind(entry, k)
     const key = scopeKey(q, fallback)
     // What the rows depend on, for a write to tell whether it changed them (ContextCache.wrote).
@@ -794,7 +801,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     }
     const hits = (base === undefined ? 0 : 1) + prefer.length - missing.length
     if (base !== undefined) {
-      if (missing.length === 0) return Effect.as(count(hits, 0), assembleScope(q, prefer, kinds, base))
+      // Some kind parts are missing (with none, `cachedScope` answered).
       return Effect.flatMap(kindRows(q, fallback, missing), (rows) => {
         split(rows, missing)
         return Effect.as(count(hits, missing.length), assembleScope(q, prefer, kinds, base))
@@ -878,10 +885,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const chainOf = (entry: ChatEntry | undefined, revision: number, q: PoolQuery): Effect.Effect<Chain, SqlError> => {
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed(noChain)
-    if (entry !== undefined) {
-      const walked = walk(entry, q, reply)
-      if (walked !== undefined) return Effect.as(counted(true), walked)
-    }
+    const hit = entry === undefined ? undefined : hitOf((tally) => cachedChain(entry, q, tally))
+    if (hit !== undefined) return hit
     // Without the topic's recent window: SQLite reads it in the chain's statement (its driver is
     // synchronous, a read in the background would take the same time from some request);
     // PostgreSQL reads the chain alone and the window in the background, on another connection.
@@ -898,10 +903,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         Effect.suspend(() => {
           if (!pg) {
             keepChain(entry, revision, q, reply, chain, parts.get("w") ?? [], parts.get("wo") ?? [], window)
-            return counted(false)
+            return count(0, 1)
           }
           keepChain(entry, revision, q, reply, chain, [], [], undefined)
-          return Effect.zipRight(window === undefined ? Effect.void : prefetchWindow(entry, revision, q, window), counted(false))
+          return Effect.zipRight(window === undefined ? Effect.void : prefetchWindow(entry, revision, q, window), count(0, 1))
         }),
         chain
       )
@@ -1005,6 +1010,8 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   /** The stored metadata of some messages of one chat, from the cache entry where it holds them. */
   const messagesFor = (entry: ChatEntry | undefined, revision: number, chatId: string, ids: ReadonlyArray<string>) => {
     if (entry === undefined) return messagesOf(chatId, ids)
+    const hit = hitOf((tally) => cachedMessages(entry, ids, tally))
+    if (hit !== undefined) return hit
     const out = new Map<string, MessageMeta>()
     const missing: Array<string> = []
     for (const id of ids) {
@@ -1012,11 +1019,10 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (known === undefined) missing.push(id)
       else if (known !== null) out.set(id, known)
     }
-    if (missing.length === 0) return Effect.as(counted(true), out)
     return Effect.flatMap(messagesOf(chatId, missing), (found) => {
       for (const [id, m] of found) out.set(id, m)
       cache.putMessages(entry, revision, missing.map((id) => [id, found.get(id) ?? null] as const))
-      return Effect.as(counted(false), out)
+      return Effect.as(count(0, 1), out)
     })
   }
 
