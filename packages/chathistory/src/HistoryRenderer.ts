@@ -85,9 +85,9 @@ const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
  * @category formatting
  */
 export const formatTime = (ms: number): string => {
-  // By hand from the UTC calendar (Hinnant's civil_from_days): `Date#toISOString` costs
-  // about as much as the rest of an item's rendering. Outside years 0-9999, or for a
-  // fractional ms, core's formatter answers.
+  // The time of day by hand, the date from core's formatter once per day: a whole string per
+  // item costs about as much as the rest of its rendering. Outside years 0-9999, or for a
+  // fractional ms, core's formatter answers alone.
   if (!Number.isInteger(ms) || ms < minTime || ms >= maxTime) {
     const iso = formatTimestamp(ms)
     return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso
@@ -111,18 +111,8 @@ export const formatTime = (ms: number): string => {
 // Consecutive items mostly share a day; its prefix is computed once.
 let lastDay = Number.NaN
 let lastDayPrefix = ""
-const dayPrefix = (days: number): string => {
-  const z = days + 719_468
-  const era = Math.floor(z / 146_097)
-  const doe = z - era * 146_097
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365)
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100))
-  const mp = Math.floor((5 * doy + 2) / 153)
-  const day = doy - Math.floor((153 * mp + 2) / 5) + 1
-  const month = mp < 10 ? mp + 3 : mp - 9
-  const year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-  return `${year < 10 ? "000" : year < 100 ? "00" : year < 1000 ? "0" : ""}${year}-${pad2(month)}-${pad2(day)}T`
-}
+// Core's formatter, once per day (its `YYYY-MM-DDT`): the range checked above keeps four-digit years.
+const dayPrefix = (days: number): string => formatTimestamp(days * 86_400_000).slice(0, 11)
 
 const attachmentLabel = (attachment: Attachment): string =>
   attachment.name === undefined || attachment.name === "" ? attachment.kind : `${attachment.kind}: ${attachment.name}`
