@@ -1,6 +1,7 @@
 /**
  * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
- * (memory store, seeded), beside a bare node:http server answering a constant JSON body;
+ * (memory store, seeded), beside a bare node:http server answering a constant JSON body and a
+ * bare node:http server doing the same work with nothing of the service around it (`bareCore.ts`);
  * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
  * the same route with the fast path off (the Effect HTTP stack alone) and with logging at Info
  * (the service's default level: a line per tool call, to a pipe); then the service on a
@@ -110,6 +111,7 @@ const request = JSON.stringify({
 
 const main = async () => {
   const bare = await start("bare.js")
+  const bareCore = await start("bareCore.js")
   const service = await start("server.js", { DEIXIS_STORE: "memory" })
   const effectOnly = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_HTTP_FAST_PATH: "false" })
   const logging = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_LOG_LEVEL: "Info" })
@@ -121,11 +123,14 @@ const main = async () => {
   ]
   const others: Array<ChildProcess> = []
   try {
+    await seed(bareCore.url)
     await seed(service.url)
     await seed(effectOnly.url)
     await seed(logging.url)
     await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const baseline = await measure(bare, request)
+    await cannon(bareCore.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
+    const sameWork = await measure(bareCore, request)
     const deixis = await measure(service, request)
     const paced = await measure(service, request, { rate: 1000 })
     // The same pacing against the bare server: what this machine and autocannon's pacing add.
@@ -154,6 +159,7 @@ const main = async () => {
     const row = (name: string, r: Result) =>
       console.log(`| ${name} | ${Math.round(r.requests.average).toLocaleString("en-US")} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} | ${r.cpuUs === undefined || Number.isNaN(r.cpuUs) ? "?" : Math.round(r.cpuUs)} |`)
     row("bare node:http, constant JSON", baseline)
+    row("bare node:http, the same work (core resolve on the memory store, nothing else)", sameWork)
     row("deixis resolve_reference_target, max rate", deixis)
     row("deixis resolve_reference_target, 1,000 req/s", paced)
     row("bare node:http, 1,000 req/s", barePaced)
@@ -161,6 +167,7 @@ const main = async () => {
     row("deixis resolve_reference_target, logging at Info (the default), max rate", logged)
     for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
     console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target within 2 ms of bare's (bare: ${barePaced.latency.p99} ms)`)
+    console.log(`ratio (deixis / bare doing the same work): ${(deixis.requests.average / sameWork.requests.average).toFixed(2)}, ${((deixis.cpuUs ?? 0) / (sameWork.cpuUs ?? 1)).toFixed(2)}× its CPU per request — what the service's HTTP layer costs`)
     console.log(`logging at Info / at Warning: ${(logged.requests.average / deixis.requests.average).toFixed(2)} of the rate, ${((logged.cpuUs ?? 0) / (deixis.cpuUs ?? 1)).toFixed(2)}× the CPU per request`)
     console.log(`server RSS after its runs (MiB; DEIXIS_STORE_CACHE_MB at its default): memory store ${memoryRss}${
       durable.map((d) => `, ${d.name} ${d.rss}`).join("")
@@ -171,6 +178,7 @@ const main = async () => {
     }
   } finally {
     bare.child.kill("SIGTERM")
+    bareCore.child.kill("SIGTERM")
     service.child.kill("SIGTERM")
     effectOnly.child.kill("SIGTERM")
     logging.child.kill("SIGTERM")
