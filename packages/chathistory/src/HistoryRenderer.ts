@@ -73,11 +73,6 @@ export interface RenderOptions {
   readonly channel?: string
 }
 
-/** 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z. */
-const minTime = -62_167_219_200_000
-const maxTime = 253_402_300_800_000
-const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
-
 /**
  * RFC 3339 UTC, whole seconds written without a fraction (`2026-02-13T08:20:10Z`).
  *
@@ -85,34 +80,10 @@ const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
  * @category formatting
  */
 export const formatTime = (ms: number): string => {
-  // The time of day by hand, the date from core's formatter once per day: a whole string per
-  // item costs about as much as the rest of its rendering. Outside years 0-9999, or for a
-  // fractional ms, core's formatter answers alone.
-  if (!Number.isInteger(ms) || ms < minTime || ms >= maxTime) {
-    const iso = formatTimestamp(ms)
-    return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso
-  }
-  const days = Math.floor(ms / 86_400_000)
-  let rest = ms - days * 86_400_000
-  const hours = Math.floor(rest / 3_600_000)
-  rest -= hours * 3_600_000
-  const minutes = Math.floor(rest / 60_000)
-  rest -= minutes * 60_000
-  const seconds = Math.floor(rest / 1000)
-  const millis = rest - seconds * 1000
-  if (days !== lastDay) {
-    lastDay = days
-    lastDayPrefix = dayPrefix(days)
-  }
-  const fraction = millis === 0 ? "" : `.${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}`
-  return `${lastDayPrefix}${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}${fraction}Z`
+  // Core's formatter (arithmetic, no Date), without a zero fraction.
+  const iso = formatTimestamp(ms)
+  return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso
 }
-
-// Consecutive items mostly share a day; its prefix is computed once.
-let lastDay = Number.NaN
-let lastDayPrefix = ""
-// Core's formatter, once per day (its `YYYY-MM-DDT`): the range checked above keeps four-digit years.
-const dayPrefix = (days: number): string => formatTimestamp(days * 86_400_000).slice(0, 11)
 
 const attachmentLabel = (attachment: Attachment): string =>
   attachment.name === undefined || attachment.name === "" ? attachment.kind : `${attachment.kind}: ${attachment.name}`
