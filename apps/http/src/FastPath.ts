@@ -167,7 +167,7 @@ export const layer = (
           let json: unknown = null
           if (text !== "") {
             try {
-              json = JSON.parse(text)
+              json = Gate.parseJson(text)
             } catch (error) {
               return answer(400, JSON.stringify(Gate.invalidJsonBody(error)))
             }
@@ -226,7 +226,13 @@ export const layer = (
         request.once("end", () => {
           if (done) return
           done = true
-          respond(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"))
+          // A throw here would escape the listener and end the process: a bug answers 500.
+          try {
+            respond(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"))
+          } catch (error) {
+            run(Effect.logError("request failed", error))
+            if (!response.headersSent) answer(500, internalError)
+          }
         })
         request.once("error", () => {
           if (done) return

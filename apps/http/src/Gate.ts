@@ -37,6 +37,44 @@ export const hasBody = (method: string) => method !== "GET" && method !== "HEAD"
 // The message the platform's body readers fail with past the limit.
 const maxBytesExceeded = "maxBytes exceeded"
 
+/**
+ * How deeply a request body may nest (arrays and objects). Every body the service reads is far
+ * shallower (a Telegram update nests about ten levels); a deeper one is refused as invalid JSON
+ * before anything walks it — Schema's error messages and the loggers print values recursively,
+ * and a body of a hundred thousand brackets would overflow their stack.
+ */
+export const maxJsonDepth = 64
+
+/** A body nested deeper than {@link maxJsonDepth}. */
+const tooDeep = (value: unknown): boolean => {
+  if (typeof value !== "object" || value === null) return false
+  const pending: Array<object> = [value]
+  const depths: Array<number> = [1]
+  while (pending.length > 0) {
+    const node = pending.pop() as Record<string, unknown>
+    const depth = depths.pop()!
+    if (depth > maxJsonDepth) return true
+    for (const key in node) {
+      const child = node[key]
+      if (typeof child === "object" && child !== null) {
+        pending.push(child)
+        depths.push(depth + 1)
+      }
+    }
+  }
+  return false
+}
+
+/**
+ * `JSON.parse`, refusing a value nested deeper than {@link maxJsonDepth} with a SyntaxError
+ * (answered 400 as any body that is not JSON). Every entrance reads bodies through it.
+ */
+export const parseJson = (text: string): unknown => {
+  const value: unknown = JSON.parse(text)
+  if (tooDeep(value)) throw new SyntaxError(`nested deeper than ${maxJsonDepth} levels`)
+  return value
+}
+
 /** Whether a Content-Length header declares more than the limit. */
 export const declaresTooMuch = (contentLength: string | undefined, maxBodyBytes: number) =>
   Number(contentLength ?? 0) > maxBodyBytes
@@ -86,11 +124,18 @@ const view = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number
     : undefined
   const rewrite = body && unsupported === undefined && type !== undefined && !/^application\/json\b/i.test(type)
   const overLimit = declaresTooMuch(request.headers["content-length"], maxBodyBytes)
-  if (unsupported === undefined && !rewrite && !overLimit) return request
+  if (!body) return request
   const error = new HttpServerError.RequestError({ request, reason: "Decode", cause: unsupported ?? new Error(maxBytesExceeded) })
   const refused = Effect.fail(error)
   const readers = { value: refused }
+  // The platform's JSON reader (an empty body is null), through `parseJson` and its depth bound.
+  const json = Effect.flatMap(Effect.suspend(() => request.text), (text) =>
+    Effect.try({
+      try: () => (text === "" ? null : parseJson(text)),
+      catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
+    }))
   return Object.create(request, {
+    json: { value: json },
     ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {}),
     ...(unsupported !== undefined || overLimit
       ? {

@@ -42,6 +42,7 @@ import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as Gate from "./Gate.js"
 import type * as Routes from "./Routes.js"
 
 /** The revision the library answers `initialize` with when the client's is not one it knows. */
@@ -236,7 +237,7 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
     const text = yield* Effect.orDie(request.text)
     let body: unknown
     try {
-      body = JSON.parse(text)
+      body = Gate.parseJson(text)
     } catch {
       return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
     }

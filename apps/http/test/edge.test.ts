@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as fc from "fast-check"
 import { connect } from "node:net"
 import { deflateSync, gzipSync } from "node:zlib"
+import * as Gate from "../src/Gate.js"
 import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
@@ -509,6 +510,51 @@ describe("bodies that are not JSON", () => {
         )
         assert.strictEqual(response.status, 200, JSON.stringify(headers))
         yield* Effect.promise(() => response.arrayBuffer())
+      }
+    }))
+})
+
+describe("bodies nested too deeply", () => {
+  const nested = (levels: number, inner = "1") => "[".repeat(levels) + inner + "]".repeat(levels)
+  // Each valid JSON under the default body limit; the process printing or walking one of them
+  // recursively (Schema's messages, the loggers) would overflow its stack.
+  const bodies = (sample: (typeof samples)[string]): ReadonlyArray<{ readonly name: string; readonly body: string }> => [
+    { name: "the whole body", body: nested(100_000) },
+    { name: "a field of the sample", body: JSON.stringify({ ...(sample.body as object), x: 0 }).replace("\"x\":0", `"x":${nested(100_000)}`) },
+    { name: "one level past the bound", body: nested(Gate.maxJsonDepth + 1) }
+  ]
+
+  for (const fastPath of [true, false]) {
+    it.scoped(`are refused as invalid JSON on every route that takes a body, the service stays up, and nothing is written (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ token, fastPath })
+        const port = portOf(api)
+        for (const route of guarded.filter((r) => sampleOf(r).body !== undefined)) {
+          const sample = sampleOf(route)
+          for (const c of bodies(sample)) {
+            const response = yield* Effect.promise(() => raw(port, { ...request(route.method, sample.path, sample, true), body: c.body }))
+            assert.strictEqual(response.status, 400, `${route.method} ${route.path}, ${c.name}: ${response.body.slice(0, 200)}`)
+            const answer = JSON.parse(response.body)
+            if (route.path === "/mcp") assert.strictEqual(answer.error.code, -32700, c.name)
+            else assert.include(answer.message, `nested deeper than ${Gate.maxJsonDepth} levels`, `${route.path}, ${c.name}`)
+          }
+        }
+        const health = yield* Effect.promise(() => api.fetch("/healthz").then((r) => r.status))
+        assert.strictEqual(health, 200)
+        yield* assertNothingWritten(api)
+      }), 60_000)
+  }
+
+  it.scoped("a body nested to the bound is read", () =>
+    Effect.gen(function*() {
+      const api = yield* start({ token })
+      // The request object is one level, so its extra field may hold maxJsonDepth - 1 more.
+      const body = `{"chat_id":"${chat}","current_message_id":1,"x":${nested(Gate.maxJsonDepth - 1)}}`
+      for (const fastPath of ["/v1/tools/resolve_reference_target", "/v1/tools/list_active_context_objects"]) {
+        const response = yield* Effect.promise(() =>
+          raw(portOf(api), { method: "POST", target: fastPath, headers: { ...json, authorization: `Bearer ${token}` }, body })
+        )
+        assert.strictEqual(response.status, 200, `${fastPath}: ${response.body.slice(0, 200)}`)
       }
     }))
 })
