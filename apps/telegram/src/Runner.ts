@@ -386,6 +386,22 @@ const poll = (
 const secretHeader = "x-telegram-bot-api-secret-token"
 const maxBody = 1024 * 1024
 
+/**
+ * The webhook server's bounds. Telegram opens at most 100 connections (setWebhook's
+ * `max_connections`, 40 by default) and sends each update at once; anyone else who finds the
+ * port gets no more than these: connections beyond the bound are closed on arrival, and a
+ * client has a few seconds for its headers and its whole request.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const webhookLimits = {
+  maxConnections: 128,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000
+} as const
+
 const sameSecret = (given: string | Array<string> | undefined, secret: string) => {
   if (typeof given !== "string") return false
   const a = crypto.createHash("sha256").update(given).digest()
@@ -430,6 +446,10 @@ const webhookServer = (
         }, () => res.writeHead(500).end())
       })
     })
+    server.maxConnections = webhookLimits.maxConnections
+    server.headersTimeout = webhookLimits.headersTimeoutMs
+    server.requestTimeout = webhookLimits.requestTimeoutMs
+    server.keepAliveTimeout = webhookLimits.keepAliveTimeoutMs
     yield* Effect.acquireRelease(
       Effect.async<void, TelegramSend.SendError>((resume) => {
         server.once("error", (error) =>

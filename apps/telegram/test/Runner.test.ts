@@ -10,12 +10,14 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import { connect, type Socket } from "node:net"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as Ops from "../src/Ops.js"
+import * as Runner from "../src/Runner.js"
 import * as Metrics from "../src/Metrics.js"
-import { chat, config, eventually, F, FakeBotApi, freshId, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
+import { chat, config, eventually, eventuallyEffect, F, FakeBotApi, freshId, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
 
 const inChat = (chatId: number) => (p: Record<string, unknown>) => Number(p["chat_id"]) === chatId
 const deliveredTo = (api: FakeBotApi.FakeBotApi, chatId: number) => api.delivered().filter((c) => inChat(chatId)(c.payload))
@@ -342,6 +344,44 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       yield* eventually("the update is answered", () => api.delivered().length === 1)
       yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
       assert.strictEqual(api.delivered().length, 1)
+    }).pipe(withMemory))
+
+  it.scoped("webhook: connections past the bound are closed on arrival, and the webhook still answers once some end", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const { port } = yield* launch(bot, api.apiRoot, {
+        transport: { _tag: "webhook", url: "https://bot.example.com/hook", secret: Option.some(Redacted.make("s")), port: 0, host: "127.0.0.1" }
+      })
+      // Idle connections held open, as a client that never sends its request.
+      let closed = 0
+      const open = (): Promise<Socket> =>
+        new Promise((resolve, reject) => {
+          const socket = connect(port!, "127.0.0.1")
+          socket.once("close", () => closed++)
+          socket.once("error", () => undefined)
+          socket.once("connect", () => resolve(socket))
+          socket.once("error", reject)
+        })
+      const sockets = yield* Effect.acquireRelease(
+        Effect.promise(() => Promise.all(Array.from({ length: Runner.webhookLimits.maxConnections + 1 }, open))),
+        (sockets) => Effect.sync(() => sockets.forEach((s) => s.destroy()))
+      )
+      // One past the bound: the server closes one (whichever it accepted last).
+      yield* eventually("a connection past the bound is closed", () => closed >= 1)
+      sockets.filter((s) => !s.destroyed).slice(0, 4).forEach((s) => s.destroy())
+      // A request on a connection of its own (no client pool), answered once the count is down.
+      const body = JSON.stringify(message("/help"))
+      const post = Effect.promise(() =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port!, "127.0.0.1")
+          let data = ""
+          socket.on("data", (chunk) => (data += chunk))
+          socket.once("error", () => resolve(""))
+          socket.once("close", () => resolve(data.split("\r\n")[0]!))
+          socket.write(`POST /hook HTTP/1.1\r\nhost: x\r\nconnection: close\r\nx-telegram-bot-api-secret-token: s\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+        })
+      )
+      yield* eventuallyEffect("the webhook answers once connections end", Effect.map(post, (status) => status === "HTTP/1.1 200 OK"))
     }).pipe(withMemory))
 
   it.scoped("webhook: when the bot is full it answers 503, and Telegram's retry is handled", () =>
