@@ -329,7 +329,8 @@ export interface MiddlewareOptions {
    *   run. Telegraf hands the error to `bot.catch` (its default handler rethrows it, so
    *   `handleUpdate` rejects, and `webhookCallback` answers 500, so Telegram delivers the
    *   update again). For a bot that can have the update delivered again — a webhook, an inbox
-   *   of updates — and would rather answer late than answer what it has not recorded.
+   *   of updates — and would rather answer late than answer what it has not recorded. Not for
+   *   Telegraf's own long polling: a rejected `handleUpdate` stops it.
    */
   readonly onStoreError?: "continue" | "fail" | undefined
 }
