@@ -39,6 +39,7 @@ const config = (apiRoot: string): BotConfig => ({
   queueCapacity: 10_000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
+  updateMaxAttempts: 5,
   reminderRetryDelay: Duration.minutes(1),
   reminderLease: Duration.minutes(5),
   reminderPollInterval: Duration.seconds(5),

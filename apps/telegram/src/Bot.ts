@@ -95,8 +95,12 @@ export const commands: ReadonlyArray<{ readonly command: string; readonly descri
  */
 export interface Bot {
   readonly telegraf: Telegraf<DeixisTelegraf.DeixisContext>
-  /** Handles one update (untrusted JSON) now; never fails. Malformed updates are logged and dropped. */
-  readonly handle: (update: unknown) => Effect.Effect<void>
+  /**
+   * Handles one update (untrusted JSON) now. Malformed updates are logged and dropped; a
+   * handler's failure is logged. Fails only when recording the update failed in a store: then
+   * no handler ran, and the update is to be handled again later (it must not be marked done).
+   */
+  readonly handle: (update: unknown) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
   /** Sends one claimed reminder (the reminder sender's `send`). */
   readonly fireReminder: (reminder: ClaimedReminder) => Effect.Effect<Reminders.Outcome>
   /** Called after `/remind` stored a reminder (the running sender wakes up). */
@@ -151,7 +155,9 @@ export const make = (
     const runners = new WeakMap<object, <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>>()
     const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
 
-    telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode }))
+    // An update whose recording failed reaches no handler: answered now, it would be answered
+    // again when it is handed out again, and missing from the history the answers read.
+    telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode, onStoreError: "fail" }))
     // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
     // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
     // them): it is logged with the mapper's reason and goes no further.
@@ -529,16 +535,18 @@ export const make = (
         })
     }
 
-    telegraf.catch((error, ctx) =>
-      runDefault(
+    telegraf.catch((error, ctx) => {
+      // Out of `handleUpdate` to `handle`, which leaves the update unfinished.
+      if (error instanceof DeixisTelegraf.RecordFailed) throw error
+      return runDefault(
         // Shutdown interrupting an update is not a failure: the update is handled after the next start.
         (Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
           ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
           : Effect.logError("update handler failed", error)).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id }))
       )
-    )
+    })
 
-    const handle = (update: unknown): Effect.Effect<void> =>
+    const handle = (update: unknown): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
       Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"])
         ? Effect.scoped(Effect.gen(function*() {
           const fibers = yield* FiberSet.make<unknown, unknown>()
@@ -548,7 +556,9 @@ export const make = (
             catch: (error) => error
           })
         })).pipe(
-          Effect.catchAll((error) => Effect.logWarning("update not handled", error)),
+          Effect.catchAll((error) =>
+            error instanceof DeixisTelegraf.RecordFailed ? Effect.fail(error) : Effect.logWarning("update not handled", error)
+          ),
           Effect.annotateLogs({ update_id: update["update_id"] as number }),
           Effect.provide(runtime.context)
         )

@@ -78,6 +78,12 @@ export interface BotConfig {
   readonly updateLease: Duration.Duration
   /** How long handled update ids are remembered (redeliveries within it are skipped). */
   readonly updateRetention: Duration.Duration
+  /**
+   * How many times an update is handed out to be handled (its receipt included) before it is
+   * given up: an update whose recording keeps failing is marked done, logged at Error and
+   * counted as `abandoned`.
+   */
+  readonly updateMaxAttempts: number
   /** How long a reminder whose message could not be sent waits before the next try. */
   readonly reminderRetryDelay: Duration.Duration
   /** How long a process holds a due reminder it is sending before another may take it over. */
@@ -113,6 +119,7 @@ export const defaults = {
   queueCapacity: 10_000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
+  updateMaxAttempts: 5,
   reminderRetryDelay: Duration.minutes(1),
   reminderLease: Duration.minutes(5),
   reminderPollInterval: Duration.seconds(5),
@@ -200,6 +207,7 @@ export const config: Config.Config<BotConfig> = Config.all({
   queueCapacity: positive("BOT_QUEUE_CAPACITY", defaults.queueCapacity),
   updateLease: Config.duration("BOT_UPDATE_LEASE").pipe(Config.withDefault(defaults.updateLease)),
   updateRetention: Config.duration("BOT_UPDATE_RETENTION").pipe(Config.withDefault(defaults.updateRetention)),
+  updateMaxAttempts: positive("BOT_UPDATE_MAX_ATTEMPTS", defaults.updateMaxAttempts),
   reminderRetryDelay: Config.duration("BOT_REMINDER_RETRY_DELAY").pipe(Config.withDefault(defaults.reminderRetryDelay)),
   reminderLease: Config.duration("BOT_REMINDER_LEASE").pipe(Config.withDefault(defaults.reminderLease)),
   reminderPollInterval: Config.duration("BOT_REMINDER_POLL_INTERVAL").pipe(Config.withDefault(defaults.reminderPollInterval)),

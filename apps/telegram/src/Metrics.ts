@@ -23,7 +23,7 @@ Prometheus.collectDefaultMetrics({ register: registry, prefix: "deixis_bot_" })
  */
 export const updates = new Prometheus.Counter({
   name: "deixis_bot_updates_total",
-  help: "Updates received, by outcome (handled, failed, duplicate, malformed, deferred)",
+  help: "Updates received, by outcome (handled, duplicate, malformed, deferred, unrecorded, abandoned)",
   labelNames: ["outcome"] as const,
   registers: [registry]
 })

@@ -5,7 +5,11 @@
  *   webhook answers 200, polling moves its offset); a redelivered `update_id` is skipped; the
  *   update is then handled through the {@link Dispatcher} (one chat's — topic's — updates in
  *   order, chats in parallel, bounded) and marked done. Updates whose handler died with its
- *   process are handed out again when their lease ends (here or in another process).
+ *   process, or whose recording failed in a store (then no handler ran), are handed out again
+ *   when their lease ends (here or in another process), at most `BOT_UPDATE_MAX_ATTEMPTS`
+ *   times in all; then they are given up (marked done, logged at Error, counted `abandoned`).
+ *   A handler's own failure (a bug, a send Telegram refused) is logged and the update marked
+ *   done: handling it again would repeat what it already sent.
  * - **Long polling** never dies quietly: 409 Conflict (another instance polling, or a webhook
  *   still set) and network errors are logged and retried with back-off; a conflict lasting
  *   `BOT_POLL_CONFLICT_TIMEOUT`, or a refused token, fails {@link Running.wait}, and the
@@ -94,6 +98,7 @@ export type LaunchOptions = Pick<
   | "queueCapacity"
   | "updateLease"
   | "updateRetention"
+  | "updateMaxAttempts"
   | "reminderLease"
   | "reminderRetryDelay"
   | "reminderPollInterval"
@@ -156,11 +161,26 @@ export const launch = (
 
     const task = (update: unknown, arrived: number) =>
       bot.handle(update).pipe(
-        Effect.zipRight(Effect.sync(() => {
-          handled.push((update as { update_id: number }).update_id)
-          Metrics.updates.inc({ outcome: "handled" })
-          Metrics.updateSeconds.observe((performance.now() - arrived) / 1000)
-        }))
+        Effect.matchEffect({
+          // Not recorded, so not handled: left unfinished, it is handed out again when its claim ends.
+          onFailure: (error) =>
+            Effect.logWarning("update not recorded, so not handled; it is handled again when its claim ends (BOT_UPDATE_LEASE)", error).pipe(
+              Effect.annotateLogs({ update_id: (update as { update_id: number }).update_id }),
+              Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" })))
+            ),
+          onSuccess: () =>
+            Effect.sync(() => {
+              handled.push((update as { update_id: number }).update_id)
+              Metrics.updates.inc({ outcome: "handled" })
+              Metrics.updateSeconds.observe((performance.now() - arrived) / 1000)
+            })
+        })
+      )
+    // Claimed updates with no room in their chat's share: their claim stands, and this
+    // hand-out is not counted as an attempt.
+    const defer = (ids: ReadonlyArray<number>) =>
+      ids.length === 0 ? Effect.void : inbox.defer(source, ids).pipe(
+        Effect.catchAll((error) => Effect.logWarning("deferred updates not given back their attempt", error))
       )
 
     const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
@@ -194,6 +214,7 @@ export const launch = (
           return results
         }
         const recorded = new Set(fresh.right)
+        const deferred: Array<number> = []
         for (const v of valid) {
           if (!recorded.has(v.id)) {
             Metrics.updates.inc({ outcome: "duplicate" })
@@ -211,12 +232,14 @@ export const launch = (
               Effect.annotateLogs({ update_id: v.id, key })
             )
             results[v.index] = "deferred"
+            deferred.push(v.id)
             continue
           }
           // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
           yield* bot.preempt(v.update)
           yield* dispatcher.submit(key, task(v.update, arrived))
         }
+        yield* defer(deferred)
         return results
       })
 
@@ -227,7 +250,17 @@ export const launch = (
     yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const stale = yield* inbox.claimStale({ source, now, owner: options.owner, lease, limit: 100 })
+      const deferred: Array<number> = []
       for (const s of stale) {
+        if (s.attempts > options.updateMaxAttempts) {
+          // Handled (and failed) as often as allowed: given up, never handed out again.
+          handled.push(s.update_id)
+          Metrics.updates.inc({ outcome: "abandoned" })
+          yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
+            Effect.annotateLogs({ update_id: s.update_id, attempts: s.attempts - 1 })
+          )
+          continue
+        }
         let update: unknown
         try {
           update = JSON.parse(s.payload)
@@ -240,10 +273,16 @@ export const launch = (
         }
         const key = Dispatcher.keyOf(update)
         // Still over its chat's share: claimed again, it comes back when this claim ends.
-        if (dispatcher.depthOf(key) >= perKey) continue
-        yield* Effect.logInfo("handling an update left unfinished").pipe(Effect.annotateLogs({ update_id: s.update_id }))
+        if (dispatcher.depthOf(key) >= perKey) {
+          deferred.push(s.update_id)
+          continue
+        }
+        yield* Effect.logInfo("handling an update left unfinished").pipe(
+          Effect.annotateLogs({ update_id: s.update_id, attempt: s.attempts })
+        )
         yield* dispatcher.submit(key, task(update, performance.now()))
       }
+      yield* defer(deferred)
     }).pipe(
       Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)),
       Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),

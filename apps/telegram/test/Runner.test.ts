@@ -1,13 +1,18 @@
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { StoreError } from "@deixis/core/ContextStore"
 import * as UpdateInbox from "@deixis/core/UpdateInbox"
 import { StoreConfig } from "@deixis/store-sql"
+import { DeixisTelegraf } from "@deixis/telegraf"
 import { assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { connect, type Socket } from "node:net"
@@ -17,7 +22,23 @@ import * as Dispatcher from "../src/Dispatcher.js"
 import * as Ops from "../src/Ops.js"
 import * as Runner from "../src/Runner.js"
 import * as Metrics from "../src/Metrics.js"
-import { chat, config, eventually, eventuallyEffect, F, FakeBotApi, freshId, launch, message, now, setup, sleeperIn, texts, withMemory, withMemoryLive } from "./utils/harness.js"
+import {
+  chat,
+  config,
+  eventually,
+  eventuallyEffect,
+  F,
+  FakeBotApi,
+  freshId,
+  launch,
+  message,
+  now,
+  setup,
+  sleeperIn,
+  texts,
+  withMemory,
+  withMemoryLive
+} from "./utils/harness.js"
 
 const inChat = (chatId: number) => (p: Record<string, unknown>) => Number(p["chat_id"]) === chatId
 const deliveredTo = (api: FakeBotApi.FakeBotApi, chatId: number) => api.delivered().filter((c) => inChat(chatId)(c.payload))
@@ -464,5 +485,201 @@ describe("apps/telegram: operations", () => {
       healthy = false
       assert.strictEqual((yield* get("/healthz")).status, 503)
       Metrics.setProbes(null)
+    }).pipe(withMemory))
+})
+
+/**
+ * The memory stores with a history store whose writes fail while `down` is set — what a
+ * PostgreSQL restart, a busy SQLite file or a full disk does to recording — counting them.
+ * The inbox keeps working (it took the update before the store went down).
+ */
+const faultyHistory = () => {
+  const down = Ref.unsafeMake(false)
+  let failures = 0
+  const history = Layer.effect(
+    HistoryStore,
+    Effect.map(HistoryStore, (inner) => ({
+      ...inner,
+      appendAll: (items: Parameters<typeof inner.appendAll>[0]) =>
+        Effect.flatMap(Ref.get(down), (isDown) =>
+          isDown
+            ? Effect.suspend(() => {
+              failures++
+              return Effect.fail(new StoreError({ message: "could not write: disk full" }))
+            })
+            : inner.appendAll(items))
+    }))
+  )
+  const stores = history.pipe(Layer.provideMerge(StoreConfig.layerMemory))
+  return {
+    down,
+    failures: () => failures,
+    provide: <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+      Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(stores)))
+  }
+}
+
+const capturedLogs = () => {
+  const logs: Array<{ readonly level: string; readonly message: string; readonly annotations: Record<string, unknown> }> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) => {
+    logs.push({
+      level: logLevel.label,
+      message: String(Array.isArray(message) ? message[0] : message),
+      annotations: Object.fromEntries(HashMap.toEntries(annotations))
+    })
+  })
+  return { logs, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+const updatesCounted = (outcome: string) =>
+  Effect.promise(() => Metrics.updates.get()).pipe(
+    Effect.map((metric) => metric.values.find((v) => v.labels["outcome"] === outcome)?.value ?? 0)
+  )
+
+/**
+ * The updates the inbox still holds unfinished. It claims them all for a year: the last look
+ * of a test.
+ */
+const pendingAtLast = Effect.flatMap(UpdateInbox.UpdateInbox, (inbox) =>
+  inbox.claimStale({ source: String(F.botId), now: now + 365 * 86_400_000, owner: "probe", lease: 0, limit: 1000 })).pipe(
+    Effect.map((stale) => stale.map((s) => s.update_id))
+  )
+
+/** Moves the TestClock to the claim loop's next run, `interval` ahead (BOT_UPDATE_LEASE / 2). */
+const nextClaim = (interval: Duration.DurationInput) => Effect.zipRight(sleeperIn(interval), TestClock.adjust(interval))
+
+/** The claim loop's run is over (it sleeps again) and so is every update it handed out. */
+const settled = (running: { readonly dispatcher: { readonly idle: Effect.Effect<void> } }, interval: Duration.DurationInput) =>
+  Effect.zipRight(sleeperIn(interval), running.dispatcher.idle)
+
+const inHistory = (messageId: number) =>
+  Effect.flatMap(HistoryStore, (h) => h.recent({ chat_id: chat, topic_id: "7" }, 50)).pipe(
+    Effect.map((items) => items.some((i) => i.item.message_id === String(messageId)))
+  )
+
+describe("apps/telegram: a store failure while recording never loses an update", () => {
+  // BOT_UPDATE_LEASE 12 s: the claim loop runs every 6 s (no other fiber sleeps that long).
+  const lease = { updateLease: Duration.seconds(12) }
+
+  it.scoped("an update whose recording fails is not marked done and is handled once the store is back", () => {
+    const fault = faultyHistory()
+    return Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot, lease)
+      yield* Ref.set(fault.down, true)
+      const update = message("/help")
+      api.pushUpdates(update)
+      yield* eventually("its recording fails", () => fault.failures() === 1)
+      yield* running.dispatcher.idle
+      assert.strictEqual(api.callsOf("sendMessage").length, 0)
+      // Not marked done: handed out again when its claim ends (the store still down: failing again).
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* eventually("it is handed out again and its recording fails again", () => fault.failures() === 2)
+      yield* running.dispatcher.idle
+      assert.strictEqual(api.callsOf("sendMessage").length, 0)
+      // The store is back: the next hand-out records it, then answers it.
+      yield* Ref.set(fault.down, false)
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* eventually("it is answered once the store is back", () => api.delivered("sendMessage").length === 1)
+      yield* running.dispatcher.idle
+      assert.isTrue(yield* inHistory(update.update_id), "recorded in the history")
+      assert.match(texts(api)[0]!, /^I keep track/)
+      // Marked done: never handed out again, never answered twice.
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* settled(running, "6 seconds")
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+      assert.strictEqual(fault.failures(), 2)
+      assert.deepStrictEqual(yield* pendingAtLast, [])
+    }).pipe(fault.provide)
+  })
+
+  it.scoped("the handler does not run for an update that was not recorded", () => {
+    const fault = faultyHistory()
+    return Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      let handled = 0
+      // A handler after the bot's own, for any message (as the LLM mode's): it must not run either.
+      bot.telegraf.on("message", () => void handled++)
+      yield* Ref.set(fault.down, true)
+      const command = message("/help")
+      const plain = message("see you at the station at five")
+      const error = yield* Effect.flip(bot.handle(command))
+      assert.instanceOf(error, DeixisTelegraf.RecordFailed)
+      assert.strictEqual(error.update_id, command.update_id)
+      yield* Effect.flip(bot.handle(plain))
+      assert.strictEqual(fault.failures(), 2)
+      assert.deepStrictEqual(api.callsOf("sendMessage"), [])
+      assert.strictEqual(handled, 0)
+      assert.isFalse(yield* inHistory(command.update_id))
+      // Once recorded, each is handled once.
+      yield* Ref.set(fault.down, false)
+      yield* bot.handle(command)
+      yield* bot.handle(plain)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+      assert.strictEqual(handled, 1)
+      assert.isTrue(yield* inHistory(plain.update_id))
+    }).pipe(fault.provide)
+  })
+
+  it.scoped("an update that keeps failing is given up after BOT_UPDATE_MAX_ATTEMPTS", () => {
+    const fault = faultyHistory()
+    const { layer: logged, logs } = capturedLogs()
+    return Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot, { ...lease, updateMaxAttempts: 3 })
+      const abandonedBefore = yield* updatesCounted("abandoned")
+      yield* Ref.set(fault.down, true)
+      const update = message("/help")
+      api.pushUpdates(update)
+      yield* eventually("the first attempt fails", () => fault.failures() === 1)
+      for (const attempt of [2, 3]) {
+        yield* nextClaim("6 seconds")
+        yield* nextClaim("6 seconds")
+        yield* eventually(`attempt ${attempt} fails`, () => fault.failures() === attempt)
+        yield* running.dispatcher.idle
+      }
+      // The fourth hand-out gives it up: not handled, marked done, logged, counted.
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* eventuallyEffect("it is counted as abandoned", Effect.map(updatesCounted("abandoned"), (n) => n === abandonedBefore + 1))
+      const given = logs.filter((l) => l.level === "ERROR" && l.message.startsWith("update given up"))
+      assert.deepStrictEqual(given.map((l) => [l.annotations["update_id"], l.annotations["attempts"]]), [[update.update_id, 3]])
+      // Given up for good (marked done): the store back, it is still never handled.
+      yield* Ref.set(fault.down, false)
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* settled(running, "6 seconds")
+      assert.strictEqual(fault.failures(), 3)
+      assert.deepStrictEqual(api.callsOf("sendMessage"), [])
+      assert.strictEqual(yield* updatesCounted("abandoned"), abandonedBefore + 1)
+      assert.deepStrictEqual(yield* pendingAtLast, [])
+    }).pipe(fault.provide, Effect.provide(logged))
+  })
+
+  it.scoped("a handler bug or a send Telegram refuses is not retried: the update is marked done", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      let bugs = 0
+      bot.telegraf.on("message", () => {
+        bugs++
+        throw new Error("a bug in a handler")
+      })
+      const running = yield* launch(bot, api.apiRoot, lease)
+      api.failNext("sendMessage", { error_code: 400, description: "Bad Request: not enough rights to send text messages to the chat" })
+      const buggy = message("see you at the station at five")
+      const refused = message("/help")
+      api.pushUpdates(buggy, refused)
+      yield* eventually("both are handled", () => bugs === 1 && api.callsOf("sendMessage").length === 1)
+      yield* running.dispatcher.idle
+      // Past their claims: marked done, neither is handed out again.
+      yield* nextClaim("6 seconds")
+      yield* nextClaim("6 seconds")
+      yield* settled(running, "6 seconds")
+      assert.strictEqual(bugs, 1)
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+      assert.deepStrictEqual(yield* pendingAtLast, [])
     }).pipe(withMemory))
 })

@@ -8,7 +8,10 @@
  *   claimed by the receiver for a lease; `done` marks them handled (payloads dropped, ids kept
  *   until swept).
  * - `claimStale` hands out updates received but never marked done whose lease expired
- *   (`FOR UPDATE SKIP LOCKED` on PostgreSQL: each to one process).
+ *   (`FOR UPDATE SKIP LOCKED` on PostgreSQL: each to one process), each with its count of
+ *   attempts: its receipt is the first, every hand-out one more — so a receiver can give up an
+ *   update that keeps failing (mark it done) instead of handing it out forever. A claimed update
+ *   the receiver had no room for is given back to its count with `defer`.
  *
  * Ids are per `source` (a bot id), so bots can share one database. Every adapter passes
  * `@deixis/core/UpdateInboxTesting`'s contract suite.
@@ -49,6 +52,11 @@ export interface Incoming {
 export interface Stale {
   readonly update_id: number
   readonly payload: string
+  /**
+   * How many times the update has been handed out to be handled, this hand-out included: its
+   * receipt is the first, each `claimStale` one more, each `defer` one less.
+   */
+  readonly attempts: number
 }
 
 /**
@@ -63,7 +71,10 @@ export interface UpdateInboxShape {
   readonly receive: (incoming: Incoming) => Effect.Effect<ReadonlyArray<number>, StoreError>
   /** The updates were handled (or given up): their payloads are dropped, their ids remembered. */
   readonly done: (source: string, updateIds: ReadonlyArray<number>) => Effect.Effect<void, StoreError>
-  /** Updates received, not done, whose claim expired: claimed for `owner`, oldest id first. */
+  /**
+   * Updates received, not done, whose claim expired: claimed for `owner`, oldest id first, each
+   * counted as one more attempt (in the same write as the claim).
+   */
   readonly claimStale: (request: {
     readonly source: string
     readonly now: number
@@ -71,6 +82,12 @@ export interface UpdateInboxShape {
     readonly lease: number
     readonly limit: number
   }) => Effect.Effect<ReadonlyArray<Stale>, StoreError>
+  /**
+   * Claimed updates (received or handed out) that the receiver had no room to handle: their
+   * claim stands — they come back when it ends — but this hand-out does not count as an
+   * attempt. Call it once per hand-out; ids done or unknown are left alone.
+   */
+  readonly defer: (source: string, updateIds: ReadonlyArray<number>) => Effect.Effect<void, StoreError>
   /** Forgets handled ids received before `before` (at most `limit`); how many. */
   readonly sweep: (before: number, limit: number) => Effect.Effect<number, StoreError>
 }
@@ -89,6 +106,7 @@ interface Row {
   payload: string | null
   readonly received_at: number
   lease_until: number
+  attempts: number
 }
 
 /**
@@ -107,7 +125,7 @@ export const makeMemory = (): UpdateInboxShape => {
         for (const { payload, update_id } of updates) {
           const k = key(source, update_id)
           if (rows.has(k)) continue
-          rows.set(k, { source, update_id, payload, received_at: now, lease_until: now + lease })
+          rows.set(k, { source, update_id, payload, received_at: now, lease_until: now + lease, attempts: 1 })
           fresh.push(update_id)
         }
         return fresh
@@ -127,9 +145,17 @@ export const makeMemory = (): UpdateInboxShape => {
           .slice(0, Math.max(0, limit))
           .map((r) => {
             r.lease_until = now + lease
-            return { update_id: r.update_id, payload: r.payload! }
+            r.attempts++
+            return { update_id: r.update_id, payload: r.payload!, attempts: r.attempts }
           })
       ),
+    defer: (source, updateIds) =>
+      Effect.sync(() => {
+        for (const id of updateIds) {
+          const row = rows.get(key(source, id))
+          if (row !== undefined && row.payload !== null && row.attempts > 0) row.attempts--
+        }
+      }),
     sweep: (before, limit) =>
       Effect.sync(() => {
         let removed = 0

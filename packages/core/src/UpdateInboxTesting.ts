@@ -81,13 +81,41 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, now: t0 + 9_999 }), [])
         const stale = yield* inbox.claimStale({ ...request, now: t0 + 10_000 })
         assert.deepStrictEqual(stale, [
-          { update_id: 5, payload: payload(5) },
-          { update_id: 7, payload: payload(7) }
+          { update_id: 5, payload: payload(5), attempts: 2 },
+          { update_id: 7, payload: payload(7), attempts: 2 }
         ])
         // Claimed anew: not handed out again until this claim expires too.
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, owner: "c", now: t0 + 19_999 }), [])
         assert.strictEqual((yield* inbox.claimStale({ ...request, owner: "c", now: t0 + 20_000, limit: 1 })).length, 1)
         assert.deepStrictEqual(yield* inbox.claimStale({ ...request, source: "bot-2", now: t0 + 99_000 }), [])
+      }))
+
+    test("claimStale counts attempts", (inbox) =>
+      Effect.gen(function*() {
+        const request = { source: "bot-1", owner: "b", lease: 10_000, limit: 10 }
+        const claim = (now: number) => Effect.map(inbox.claimStale({ ...request, now }), (stale) => stale.map((s) => [s.update_id, s.attempts]))
+        yield* inbox.receive(incoming([5, 6]))
+        // The receipt is the first attempt; each hand-out one more, per update.
+        assert.deepStrictEqual(yield* claim(t0 + 10_000), [[5, 2], [6, 2]])
+        yield* inbox.done("bot-1", [6])
+        assert.deepStrictEqual(yield* claim(t0 + 20_000), [[5, 3]])
+        // A redelivery of a pending id neither resets nor counts.
+        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { now: t0 + 25_000 })), [])
+        assert.deepStrictEqual(yield* claim(t0 + 30_000), [[5, 4]])
+        // A hand-out the receiver had no room for is not an attempt; its claim stands.
+        yield* inbox.defer("bot-1", [5])
+        assert.deepStrictEqual(yield* claim(t0 + 39_999), [])
+        assert.deepStrictEqual(yield* claim(t0 + 40_000), [[5, 4]])
+        // Deferred at its receipt: its first hand-out is its first attempt.
+        yield* inbox.receive(incoming(7, { now: t0 + 40_000 }))
+        yield* inbox.defer("bot-1", [7])
+        assert.deepStrictEqual(yield* claim(t0 + 50_000), [[5, 5], [7, 1]])
+        // Done, unknown, other sources' and empty lists are left alone.
+        yield* inbox.defer("bot-1", [6, 99])
+        yield* inbox.defer("bot-2", [5])
+        yield* inbox.defer("bot-1", [])
+        assert.deepStrictEqual(yield* claim(t0 + 60_000), [[5, 6], [7, 2]])
+        assert.deepStrictEqual(yield* inbox.receive(incoming(6, { now: t0 + 60_000 })), [])
       }))
 
     test("of concurrent receivers of one batch each id is recorded by exactly one", (inbox) =>

@@ -630,7 +630,7 @@ const upgradeFrom7 = Effect.gen(function*() {
     T0
   ])
   yield* writeSnapshotRows(db, chat, written)
-  assert.deepStrictEqual(yield* migrate(db, undefined), [8])
+  assert.deepStrictEqual(yield* migrate(db, undefined, 8), [8])
   assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8])
   const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))
   assert.strictEqual(yield* revision(), 0)

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
+import { makeSqlUpdateInbox } from "../src/internal/botStores.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
@@ -261,5 +262,45 @@ describe("upgrades", () => {
         Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
       )
       yield* upgradeFrom4.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
+    }))
+})
+
+// An update pending in a database written before migration 9 (no attempts column) is handed out
+// after the upgrade with its receipt counted as its first attempt.
+const upgradeFrom8 = Effect.gen(function*() {
+  const db = makeDb(yield* SqlClient.SqlClient)
+  assert.deepStrictEqual(yield* migrate(db, undefined, 8), [1, 2, 3, 4, 5, 6, 7, 8])
+  yield* db.query(`INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES (?, ?, ?, ?, ?)`, [
+    "bot-1",
+    41,
+    T0,
+    T0 + 1_000,
+    `{"update_id":41}`
+  ])
+  assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(8))
+  const inbox = makeSqlUpdateInbox(db)
+  const claim = (now: number) => inbox.claimStale({ source: "bot-1", now, owner: "b", lease: 1_000, limit: 10 })
+  assert.deepStrictEqual(yield* claim(T0 + 1_000), [{ update_id: 41, payload: `{"update_id":41}`, attempts: 2 }])
+  assert.deepStrictEqual((yield* claim(T0 + 2_000)).map((s) => s.attempts), [3])
+})
+
+describe("migration 9 (update attempts)", () => {
+  it.scoped("SQLite: an update pending at version 8 is handed out after the upgrade, its receipt counted as its first attempt", () =>
+    Effect.flatMap(tempDir, (dir) =>
+      upgradeFrom8.pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "u8.db") })))))
+
+  it.scoped("PostgreSQL: an update pending at version 8 is handed out after the upgrade, its receipt counted as its first attempt", () =>
+    Effect.gen(function*() {
+      const schema = freshSchema()
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+          Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
+          Effect.orDie
+        )
+      )
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
+      )
+      yield* upgradeFrom8.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
     }))
 })

@@ -23,6 +23,7 @@ import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Runtime from "effect/Runtime"
@@ -132,6 +133,22 @@ export const record = (update: unknown, options: RecordOptions = {}): Effect.Eff
       Effect.as(Effect.logWarning("update not recorded", error), { mapped: mapUpdate(update, options), applied: null, recorded: 0 })
     )
   )
+
+/**
+ * The middleware's recording of an update failed in a store (with `onStoreError: "fail"`):
+ * nothing of the update was kept, and no later handler ran for it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RecordFailed extends Data.TaggedError("RecordFailed")<{
+  readonly update_id: number | null
+  readonly cause: ContextStoreModule.StoreError
+}> {
+  override get message() {
+    return `update ${this.update_id ?? "without an id"} not recorded: ${this.cause.message}`
+  }
+}
 
 /**
  * Records a message the bot sent (the `Message` a send method returned) through
@@ -283,6 +300,11 @@ export interface DeixisContext extends Context {
  */
 export type DeixisRuntime = Runtime.Runtime<Services> | ManagedRuntime.ManagedRuntime<Services, unknown>
 
+const updateIdOf = (update: unknown): number | null => {
+  const id = typeof update === "object" && update !== null ? (update as { readonly update_id?: unknown }).update_id : undefined
+  return typeof id === "number" && Number.isSafeInteger(id) ? id : null
+}
+
 const runnerOf = (runtime: DeixisRuntime) => <A, E>(effect: Effect.Effect<A, E, Services>): Promise<A> =>
   isManaged(runtime) ? runtime.runPromise(effect) : Runtime.runPromise(runtime)(effect)
 
@@ -290,24 +312,56 @@ const isManaged = (runtime: DeixisRuntime): runtime is ManagedRuntime.ManagedRun
   ManagedRuntime.isManagedRuntime(runtime)
 
 /**
- * The middleware: records the update (never failing the chain), sets `ctx.deixis`, then
- * calls the next handler. The bot's id and username come from `ctx.botInfo`.
+ * Options of {@link middleware}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MiddlewareOptions {
+  /** The write-policy mode; the `WritePolicy` default (`DEIXIS_HISTORY_MODE`) when absent. */
+  readonly mode?: WritePolicy.GroupMode | undefined
+  /**
+   * What a store failure while recording the update does:
+   *
+   * - `"continue"` (the default): it is logged at Warning ("update not recorded") and the next
+   *   handler runs — on an update deixis does not hold.
+   * - `"fail"`: the middleware rejects with {@link RecordFailed} and the next handler does not
+   *   run. Telegraf hands the error to `bot.catch` (its default handler rethrows it, so
+   *   `handleUpdate` rejects, and `webhookCallback` answers 500, so Telegram delivers the
+   *   update again). For a bot that can have the update delivered again — a webhook, an inbox
+   *   of updates — and would rather answer late than answer what it has not recorded. Not for
+   *   Telegraf's own long polling: a rejected `handleUpdate` stops it.
+   */
+  readonly onStoreError?: "continue" | "fail" | undefined
+}
+
+/**
+ * The middleware: records the update, sets `ctx.deixis`, then calls the next handler. A store
+ * failure while recording is logged and the chain goes on, or with `onStoreError: "fail"` ends
+ * it with {@link RecordFailed}. The bot's id and username come from `ctx.botInfo`.
  *
  * @since 0.1.0
  * @category middleware
  */
 export const middleware = (
   runtime: DeixisRuntime,
-  options: { readonly mode?: WritePolicy.GroupMode } = {}
+  options: MiddlewareOptions = {}
 ): MiddlewareFn<DeixisContext> => {
   const run = runnerOf(runtime)
+  const failOnStoreError = options.onStoreError === "fail"
+  // The error itself, not the FiberFailure a failed runPromise rejects with: what `bot.catch` sees.
+  const recordOrThrow = async (update: unknown, recordOptions: RecordOptions): Promise<RecordResult> => {
+    const recorded = await run(Effect.either(TelegramRecorder.record(update, recordOptions)))
+    if (Either.isLeft(recorded)) throw new RecordFailed({ update_id: updateIdOf(update), cause: recorded.left })
+    return recorded.right
+  }
   return async (ctx, next) => {
     const recordOptions: RecordOptions & { readonly botId: string } = {
       botId: String(ctx.botInfo.id),
       botUsername: ctx.botInfo.username,
       mode: options.mode
     }
-    const result = await run(record(ctx.update, recordOptions))
+    const result = failOnStoreError ? await recordOrThrow(ctx.update, recordOptions) : await run(record(ctx.update, recordOptions))
     const scope = result.mapped.scope
     const scoped = <A, E>(f: (scope: MessageScope) => Effect.Effect<A, E, Services>) =>
       run<A, E | NoMessageScope>(

@@ -1,8 +1,12 @@
 import { ContextIngest } from "@deixis/core/ContextIngest"
-import { ContextStore } from "@deixis/core/ContextStore"
+import * as ContextStoreModule from "@deixis/core/ContextStore"
+import { ContextStore, StoreError } from "@deixis/core/ContextStore"
+import * as ConversationState from "@deixis/core/ConversationState"
+import * as HistoryStoreModule from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Telegraf } from "telegraf"
 import type { Update } from "telegraf/types"
@@ -158,3 +162,59 @@ describe("DeixisTelegraf.middleware", () => {
     }).pipe(Effect.provide(Live)))
 })
 
+
+// A history store that fails every write: a disk that is full, a database that is down.
+const historyDown = Layer.succeed(HistoryStore, {
+  ...HistoryStoreModule.makeMemory(),
+  appendAll: () => Effect.fail(new StoreError({ message: "disk full" }))
+})
+const Down = DeixisTelegraf.layerWith(Layer.mergeAll(ContextStoreModule.layerMemory(), historyDown, ConversationState.layerMemory))
+
+const withHandler = (options: DeixisTelegraf.MiddlewareOptions) =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<DeixisTelegraf.Services>()
+    const bot = new Telegraf<DeixisTelegraf.DeixisContext>("123:TEST", { telegram: { apiRoot: "http://127.0.0.1:9" } })
+    bot.botInfo = { id: F.botId, is_bot: true, first_name: "Bot", username: F.botUsername } as Telegraf["botInfo"] & object
+    bot.use(DeixisTelegraf.middleware(runtime, { mode: "talkative", ...options }))
+    const handled: Array<number> = []
+    bot.on("message", (ctx) => void handled.push(ctx.update.update_id))
+    const caught: Array<unknown> = []
+    bot.catch((error) => void caught.push(error))
+    const feed = (u: unknown) => Effect.promise(() => bot.handleUpdate(asUpdate(u)))
+    return { handled, caught, feed }
+  })
+
+describe("DeixisTelegraf.middleware when the store fails", () => {
+  it.scoped("by default a recording failure is logged and the next handler runs", () =>
+    Effect.gen(function*() {
+      const { caught, feed, handled } = yield* withHandler({})
+      yield* feed(command(400, 401, "/context", 7))
+      assert.deepStrictEqual(handled, [400])
+      assert.deepStrictEqual(caught, [])
+    }).pipe(Effect.provide(Down)))
+
+  it.scoped("onStoreError: \"fail\" rejects with RecordFailed carrying the StoreError, and no later handler runs", () =>
+    Effect.gen(function*() {
+      const { caught, feed, handled } = yield* withHandler({ onStoreError: "fail" })
+      yield* feed(command(410, 411, "/context", 7))
+      assert.deepStrictEqual(handled, [])
+      assert.strictEqual(caught.length, 1)
+      const error = caught[0]
+      assert.instanceOf(error, DeixisTelegraf.RecordFailed)
+      if (error instanceof DeixisTelegraf.RecordFailed) {
+        assert.strictEqual(error.update_id, 410)
+        assert.instanceOf(error.cause, StoreError)
+        assert.include(error.message, "disk full")
+      }
+    }).pipe(Effect.provide(Down)))
+
+  it.scoped("onStoreError: \"fail\" with a working store records and calls the next handler", () =>
+    Effect.gen(function*() {
+      const { caught, feed, handled } = yield* withHandler({ onStoreError: "fail" })
+      yield* feed(command(420, 421, "/context", 7))
+      assert.deepStrictEqual(handled, [420])
+      assert.deepStrictEqual(caught, [])
+      const recent = yield* Effect.flatMap(HistoryStore, (h) => h.recent({ chat_id: String(F.forum.id), topic_id: "7" }, 10))
+      assert.deepStrictEqual(recent.map((e) => e.item.message_id), ["421"])
+    }).pipe(Effect.provide(Live)))
+})

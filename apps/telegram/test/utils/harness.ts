@@ -36,6 +36,7 @@ export const config = (apiRoot: string, overrides: Partial<BotConfig> = {}): Bot
   queueCapacity: 1000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
+  updateMaxAttempts: 5,
   reminderRetryDelay: Duration.minutes(1),
   reminderLease: Duration.minutes(2),
   reminderPollInterval: Duration.seconds(5),

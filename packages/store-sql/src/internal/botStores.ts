@@ -117,7 +117,7 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
         const fresh: Array<number> = []
         for (const chunk of chunks(unique, 5)) {
           const rows = yield* sql<Row>`INSERT INTO deixis_updates ${
-            sql.insert(chunk.map((u) => ({ source, update_id: u.update_id, received_at: now, lease_until: now + lease, payload: u.payload })))
+            sql.insert(chunk.map((u) => ({ source, update_id: u.update_id, received_at: now, lease_until: now + lease, attempts: 1, payload: u.payload })))
           } ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`
           for (const row of rows) fresh.push(num(row["update_id"]))
         }
@@ -133,14 +133,25 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       ).pipe(Effect.mapError(fail("update done"))),
     claimStale: ({ lease, limit, now, source }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`SELECT update_id, payload FROM deixis_updates
+        const rows = yield* sql<Row>`SELECT update_id, payload, attempts FROM deixis_updates
           WHERE source = ${source} AND payload IS NOT NULL AND lease_until <= ${now}
           ORDER BY update_id LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
+        // The rows are this transaction's (locked on PostgreSQL, the write lock on SQLite): the
+        // count read is the count written over.
         for (const row of rows) {
-          yield* sql`UPDATE deixis_updates SET lease_until = ${now + lease} WHERE source = ${source} AND update_id = ${num(row["update_id"])}`
+          yield* sql`UPDATE deixis_updates SET lease_until = ${now + lease}, attempts = attempts + 1
+            WHERE source = ${source} AND update_id = ${num(row["update_id"])}`
         }
-        return rows.map((row) => ({ update_id: num(row["update_id"]), payload: str(row["payload"]) }))
+        return rows.map((row) => ({ update_id: num(row["update_id"]), payload: str(row["payload"]), attempts: num(row["attempts"]) + 1 }))
       })).pipe(Effect.mapError(fail("update claim"))),
+    defer: (source, updateIds) =>
+      updateIds.length === 0 ? Effect.void : Effect.forEach(
+        chunks(updateIds, 1),
+        (chunk) =>
+          sql`UPDATE deixis_updates SET attempts = attempts - 1
+            WHERE source = ${source} AND ${sql.in("update_id", chunk)} AND payload IS NOT NULL AND attempts > 0`,
+        { discard: true }
+      ).pipe(Effect.mapError(fail("update defer"))),
     sweep: (before, limit) =>
       sql`DELETE FROM deixis_updates WHERE (source, update_id) IN (
           SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ${before} LIMIT ${Math.max(0, Math.floor(limit))}

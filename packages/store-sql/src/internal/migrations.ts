@@ -251,6 +251,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // Each chat's revision, bumped in the transaction of every write to its messages or objects
     // (by any process): a store serves its in-memory copy of a chat only at the revision it read.
     statements: (dialect) => [`ALTER TABLE deixis_chats ADD COLUMN revision ${types(dialect).big} NOT NULL DEFAULT 0`]
+  },
+  {
+    version: 9,
+    name: "update_attempts",
+    // How many times each pending update was handed out to be handled (UpdateInbox's attempts),
+    // so a bot gives up one that keeps failing. An update pending at the upgrade was received:
+    // that is its first attempt.
+    statements: (dialect) => [`ALTER TABLE deixis_updates ADD COLUMN attempts ${types(dialect).int} NOT NULL DEFAULT 1`]
   }
 ]
 
