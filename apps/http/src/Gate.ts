@@ -7,6 +7,7 @@
  * was made canonical before the request got here (`Edge.ts`).
  */
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Json } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -37,33 +38,8 @@ export const hasBody = (method: string) => method !== "GET" && method !== "HEAD"
 // The message the platform's body readers fail with past the limit.
 const maxBytesExceeded = "maxBytes exceeded"
 
-/**
- * How deeply a request body may nest (arrays and objects). Every body the service reads is far
- * shallower (a Telegram update nests about ten levels); a deeper one is refused as invalid JSON
- * before anything walks it — Schema's error messages and the loggers print values recursively,
- * and a body of a hundred thousand brackets would overflow their stack.
- */
-export const maxJsonDepth = 64
-
-/** A body nested deeper than {@link maxJsonDepth}. */
-const tooDeep = (value: unknown): boolean => {
-  if (typeof value !== "object" || value === null) return false
-  const pending: Array<object> = [value]
-  const depths: Array<number> = [1]
-  while (pending.length > 0) {
-    const node = pending.pop() as Record<string, unknown>
-    const depth = depths.pop()!
-    if (depth > maxJsonDepth) return true
-    for (const key in node) {
-      const child = node[key]
-      if (typeof child === "object" && child !== null) {
-        pending.push(child)
-        depths.push(depth + 1)
-      }
-    }
-  }
-  return false
-}
+/** How deeply a request body may nest: core's one bound for untrusted JSON (`Json.maxDepth`). */
+export const maxJsonDepth = Json.maxDepth
 
 /**
  * `JSON.parse`, refusing a value nested deeper than {@link maxJsonDepth} with a SyntaxError
@@ -71,7 +47,7 @@ const tooDeep = (value: unknown): boolean => {
  */
 export const parseJson = (text: string): unknown => {
   const value: unknown = JSON.parse(text)
-  if (tooDeep(value)) throw new SyntaxError(`nested deeper than ${maxJsonDepth} levels`)
+  if (Json.nestsDeeperThan(value, maxJsonDepth)) throw new SyntaxError(`nested deeper than ${maxJsonDepth} levels`)
   return value
 }
 

@@ -2,6 +2,7 @@
  * @since 0.1.0
  */
 export * as Ids from "./Ids.js"
+export * as Json from "./Json.js"
 export * as ObjectKind from "./ObjectKind.js"
 export * as ContextObject from "./ContextObject.js"
 export * as ContextEvent from "./ContextEvent.js"

@@ -10,6 +10,7 @@ import { generalTopicId as coreGeneralTopicId } from "@deixis/core/ChatInfo"
 import { capLabel } from "@deixis/core/ContextObject"
 import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
 import { formatTimestamp, isValidId } from "@deixis/core/Ids"
+import * as Json from "@deixis/core/Json"
 import * as KindRegistry from "@deixis/core/KindRegistry"
 import { MediaKind } from "@deixis/core/ObjectKind"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
@@ -189,6 +190,8 @@ const ignoredUpdates: Readonly<Record<string, string>> = {
   business_connection: "a business connection is not conversation",
   deleted_business_messages: "deletions are not recorded"
 }
+
+const tooDeep = `nested deeper than ${Json.maxDepth} levels`
 
 const firstIssue = (error: { readonly message: string }): string => {
   const line = error.message.split("\n").slice(-1)[0] ?? error.message
@@ -686,6 +689,7 @@ export const mapMessage = (
   updateType = "message",
   updateId: number | null = null
 ): MappedUpdate => {
+  if (Json.nestsDeeperThan(input)) return empty(updateId, updateType, `malformed ${updateType}: ${tooDeep}`)
   const decoded = Tg.parseMessage(input)
   if (!decoded.ok) return empty(updateId, updateType, `malformed ${updateType}: ${decoded.issue}`)
   const m = decoded.message
@@ -833,6 +837,8 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
  */
 export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpdate => {
   if (!Predicate.isRecord(update)) return empty(null, null, "malformed update: not a JSON object")
+  // Before anything reads it: a decoder's message prints the value it refused, recursively.
+  if (Json.nestsDeeperThan(update)) return empty(null, null, `malformed update: ${tooDeep}`)
   const head = decodeHead(update)
   if (Either.isLeft(head)) return empty(null, null, "malformed update: update_id is not an integer")
   const updateId = head.right.update_id

@@ -1,4 +1,5 @@
 import { decodeEvents } from "@deixis/core/ContextEvent"
+import * as Json from "@deixis/core/Json"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Either from "effect/Either"
@@ -229,6 +230,29 @@ describe("UpdateMapper: hostile input", () => {
     skippedWith(F.hostile.reactionWithoutChat, "malformed message_reaction")
     skippedWith(F.hostile.emptyPollId, "malformed poll")
     skippedWith(F.hostile.pollWithoutId, "malformed poll")
+  })
+
+  it("an update nested deeper than core's bound is skipped as malformed before anything reads it, wherever the depth is", () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    const base = { message_id: 1, date: F.hostile.entitiesOutOfRange.message.date, chat: F.hostile.entitiesOutOfRange.message.chat, from: F.alice }
+    for (
+      const update of [
+        { update_id: 1, message: { ...base, text: deep } },
+        { update_id: 2, message: { ...base, text: "x", reply_to_message: deep } },
+        { update_id: 3, edited_message: { ...base, text: "x", entities: [deep] } },
+        { update_id: 4, poll: deep },
+        // A decoder's error message printed this one recursively and overflowed the stack.
+        { update_id: 5, message_reaction: { chat: base.chat, message_id: 1, date: base.date, user: F.alice, old_reaction: [], new_reaction: deep } }
+      ]
+    ) skippedWith(update, `nested deeper than ${Json.maxDepth} levels`)
+    assert.include(mapMessage({ ...base, text: deep }, options).skipped ?? "", "nested deeper")
+    // At the bound an update is read as any other: its unknown field is ignored.
+    let atBound: unknown = 1
+    for (let i = 0; i < Json.maxDepth - 2; i++) atBound = [atBound]
+    const mapped = mapUpdate({ update_id: 6, message: { ...base, text: "kept", extra: atBound } }, options)
+    assert.strictEqual(mapped.skipped, undefined)
+    assert.strictEqual(item(mapped).text, "kept")
   })
 
   it("out-of-range entities are skipped with warnings; the message is kept", () => {

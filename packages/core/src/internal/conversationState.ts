@@ -7,12 +7,13 @@
  */
 import * as Effect from "effect/Effect"
 import type * as ConversationState from "../ConversationState.js"
+import * as Json from "../Json.js"
 
 type JsonValue = ConversationState.JsonValue
 type JsonObject = ConversationState.JsonObject
 
 /** Deeper documents are refused: the recursive functions below must never exhaust the stack. */
-export const maxDepth = 64
+export const maxDepth = Json.maxDepth
 
 /** @internal */
 export interface JsonProblem {
