@@ -6,6 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -67,9 +68,21 @@ export const isRetryable = (error: unknown): boolean => {
 export const makeDb = (sql: SqlClient.SqlClient): Db => {
   const dialect: Dialect = sql.onDialectOrElse({ orElse: () => "sqlite" as const, pg: () => "pg" as const })
   const toPg = makeToPg()
+  // Inside a transaction a statement runs on the transaction's connection directly: @effect/sql's
+  // statement layer (a span and the connection's acquirer per statement, about four times the
+  // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
+  // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
+  // is shared; PostgreSQL's pool lends one).
+  const run = (text: string, params: ReadonlyArray<Param>) =>
+    Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
+      const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+      return Option.isSome(transaction)
+        ? transaction.value[0].execute(text, params, undefined)
+        : sql.unsafe<Row>(text, params)
+    })
   const query = dialect === "pg"
-    ? (text: string, params: ReadonlyArray<Param> = []) => sql.unsafe<Row>(toPg(text), params)
-    : (text: string, params: ReadonlyArray<Param> = []) => sql.unsafe<Row>(text, params)
+    ? (text: string, params: ReadonlyArray<Param> = []) => run(toPg(text), params)
+    : (text: string, params: ReadonlyArray<Param> = []) => run(text, params)
   const transaction = dialect === "pg"
     ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       sql.withTransaction(effect).pipe(
