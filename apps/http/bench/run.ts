@@ -6,7 +6,8 @@
  * the same route with the fast path off (the Effect HTTP stack alone) and with logging at Info
  * (the service's default level: a line per tool call, to a pipe); then the service on a
  * SQLite file and on PostgreSQL (DEIXIS_TEST_PG_URL; BENCH_STORES=memory skips both), each seeded
- * with the same 10,000-message chat. Each server runs in its own process; beside each run, the
+ * with the same 10,000-message chat; and on each store, a bot's most frequent call, POST /v1/events
+ * with one new message per request. Each server runs in its own process; beside each run, the
  * server's own CPU time per request (user + system, from /proc), which the other processes on
  * the machine disturb far less than the rates.
  */
@@ -104,6 +105,16 @@ const seed = async (url: string) => {
   }
 }
 
+/** A bot's most frequent call, one new message per POST /v1/events (`ingestLoad.ts`), with the server's CPU per request. */
+const ingest = async (server: { readonly child: ChildProcess; readonly url: string }): Promise<Result> => {
+  const before = cpuMsOf(server.child)
+  const result = await new Promise<Result>((resolve, reject) =>
+    execFile(process.execPath, [join(here, "ingestLoad.js"), server.url + "/v1/events", String(duration), String(connections)], (error, stdout) =>
+      error ? reject(error) : resolve(JSON.parse(stdout) as Result))
+  )
+  return { ...result, cpuUs: ((cpuMsOf(server.child) - before) * 1000) / result.requests.total }
+}
+
 const request = JSON.stringify({
   chat_id: -1001, topic_id: "7", current_message_id: 10_001, reply_to_message_id: 9997, sender_user_id: 1007,
   raw_user_text: "what does it say?", normalized_reference_hints: { target_kind_hint: "article" }
@@ -139,15 +150,17 @@ const main = async () => {
     const stack = await measure(effectOnly, request)
     await cannon(logging.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const logged = await measure(logging, request)
+    const ingested = await ingest(service)
     // The same chat and requests on the durable stores, one server at a time.
-    const durable: Array<{ readonly name: string; readonly result: Result; readonly rss: string }> = []
+    const durable: Array<{ readonly name: string; readonly result: Result; readonly ingested: Result; readonly rss: string }> = []
     for (const engine of engines) {
       const server = await start("server.js", engine.env)
       others.push(server.child)
       await seed(server.url)
       await cannon(server.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
       const result = await measure(server, request)
-      durable.push({ name: engine.name, result, rss: rssOf(server.child) })
+      const ingested = await ingest(server)
+      durable.push({ name: engine.name, result, ingested, rss: rssOf(server.child) })
       server.child.kill("SIGTERM")
     }
     const memoryRss = rssOf(service.child)
@@ -166,6 +179,8 @@ const main = async () => {
     row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
     row("deixis resolve_reference_target, logging at Info (the default), max rate", logged)
     for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
+    row("deixis POST /v1/events, one new message per request, memory store, max rate", ingested)
+    for (const d of durable) row(`deixis POST /v1/events, one new message per request, ${d.name}, max rate`, d.ingested)
     console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target within 2 ms of bare's (bare: ${barePaced.latency.p99} ms)`)
     console.log(`ratio (deixis / bare doing the same work): ${(deixis.requests.average / sameWork.requests.average).toFixed(2)}, ${((deixis.cpuUs ?? 0) / (sameWork.cpuUs ?? 1)).toFixed(2)}× its CPU per request — what the service's HTTP layer costs`)
     console.log(`logging at Info / at Warning: ${(logged.requests.average / deixis.requests.average).toFixed(2)} of the rate, ${((logged.cpuUs ?? 0) / (deixis.cpuUs ?? 1)).toFixed(2)}× the CPU per request`)
