@@ -101,29 +101,31 @@ const view = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number
   const rewrite = body && unsupported === undefined && type !== undefined && !/^application\/json\b/i.test(type)
   const overLimit = declaresTooMuch(request.headers["content-length"], maxBodyBytes)
   if (!body) return request
-  const error = new HttpServerError.RequestError({ request, reason: "Decode", cause: unsupported ?? new Error(maxBytesExceeded) })
-  const refused = Effect.fail(error)
-  const readers = { value: refused }
   // The platform's JSON reader (an empty body is null), through `parseJson` and its depth bound.
   const json = Effect.flatMap(Effect.suspend(() => request.text), (text) =>
     Effect.try({
       try: () => (text === "" ? null : parseJson(text)),
       catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
     }))
+  if (unsupported === undefined && !overLimit) {
+    return Object.create(request, {
+      json: { value: json },
+      ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {})
+    }) as HttpServerRequest.HttpServerRequest
+  }
+  const error = new HttpServerError.RequestError({ request, reason: "Decode", cause: unsupported ?? new Error(maxBytesExceeded) })
+  const refused = Effect.fail(error)
+  const readers = { value: refused }
+  // Refused unread: every reader fails.
   return Object.create(request, {
-    json: { value: json },
     ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {}),
-    ...(unsupported !== undefined || overLimit
-      ? {
-        text: readers,
-        json: readers,
-        arrayBuffer: readers,
-        urlParamsBody: readers,
-        multipart: readers,
-        stream: { value: Stream.fail(error) },
-        multipartStream: { value: Stream.fail(error) }
-      }
-      : {})
+    text: readers,
+    json: readers,
+    arrayBuffer: readers,
+    urlParamsBody: readers,
+    multipart: readers,
+    stream: { value: Stream.fail(error) },
+    multipartStream: { value: Stream.fail(error) }
   }) as HttpServerRequest.HttpServerRequest
 }
 
