@@ -1,9 +1,11 @@
 /**
  * The two tool routes — `POST /v1/tools/resolve_reference_target` and
- * `POST /v1/tools/list_active_context_objects` — answered straight from the Node request
- * listener, in the same server and port, instead of through the Effect HTTP stack (a fiber per
- * request, the router, the gate middleware, HttpApi's decoding pipeline), which costs ~1 ms of
- * CPU per request against ~10 µs for the tool itself.
+ * `POST /v1/tools/list_active_context_objects` — and a bot's most frequent call,
+ * `POST /v1/events`, answered straight from the Node request listener, in the same server and
+ * port, instead of through the Effect HTTP stack (a fiber per request, the router, the gate
+ * middleware, HttpApi's decoding pipeline), which costs ~1 ms of CPU per request against
+ * ~10 µs for the tool itself. A write answered here is never interrupted: its fiber belongs to
+ * no scope, and a stop drains it as it drains the Effect stack's writes (see `Edge.ts`).
  *
  * Same behaviour as the HttpApi route, checked by `test/fastpath.test.ts` on a corpus of
  * requests: the same bearer check (`Auth.ts`), body limit, error bodies and status codes (from
@@ -17,7 +19,7 @@
  * is content-coded — goes to the Effect stack.
  */
 import { HttpApiError, HttpApiSchema } from "@effect/platform"
-import { ActiveContext, ContextStore, Errors, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextEvent, ContextIngest, ContextStore, Errors, ReferenceResolver } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -31,6 +33,7 @@ import * as Schema from "effect/Schema"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Auth from "./Auth.js"
 import * as Gate from "./Gate.js"
+import * as Handlers from "./Handlers.js"
 import * as Metrics from "./Metrics.js"
 import * as RequestDecoder from "./RequestDecoder.js"
 import * as Routes from "./Routes.js"
@@ -89,6 +92,10 @@ const route = <A, I, B>(
   call: call as Route["call"]
 })
 
+// A route whose every payload goes through its Schema.
+const noFastDecoder = () => undefined
+const encodeApplyResult = Schema.encodeSync(ContextEvent.ApplyResult)
+
 // Both HttpApi and the gate answer with JSON bodies of this media type.
 const contentType = "application/json"
 const send = (response: ServerResponse, status: number, body: string) => {
@@ -119,19 +126,27 @@ const plainJson = /^application\/json\b/i
  */
 export const layer = (
   options: FastPathOptions
-): Layer.Layer<FastPath, never, ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext | Auth.Credentials> =>
+): Layer.Layer<
+  FastPath,
+  never,
+  ReferenceResolver.ReferenceResolver | ActiveContext.ActiveContext | ContextIngest.ContextIngest | Auth.Credentials
+> =>
   Layer.effect(
     FastPath,
     Effect.gen(function*() {
       const credentials = yield* Auth.Credentials
       const resolver = yield* ReferenceResolver.ReferenceResolver
       const active = yield* ActiveContext.ActiveContext
+      const ingest = yield* ContextIngest.ContextIngest
       const runtime = yield* Effect.runtime<never>()
       const run = Runtime.runCallback(runtime)
       const routes = new Map<string, Route>(
         [
           route(Routes.endpoint("tools.resolve"), ReferenceResolver.ResolveRequest, RequestDecoder.resolveRequest, ReferenceResolver.encodeResult, resolver.resolve),
-          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, RequestDecoder.listRequest, ActiveContext.encodeResult, active.list)
+          route(Routes.endpoint("tools.list"), ActiveContext.ListRequest, RequestDecoder.listRequest, ActiveContext.encodeResult, active.list),
+          // A bot's most frequent call: the batch through its Schema, as HttpApi decodes it.
+          route(Routes.endpoint("events.ingest"), ContextEvent.ContextEventBatch, noFastDecoder, encodeApplyResult, (batch) =>
+            Handlers.applyEvents(ingest, batch))
         ].map((r) => [r.path, r])
       )
       const { maxBodyBytes } = options

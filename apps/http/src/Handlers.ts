@@ -2,7 +2,7 @@
  * The API's handlers: thin over the core services, each error mapped to its HTTP form.
  */
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { ActiveContext, ChatInfo, ContextIngest, ContextStore, ConversationState, ReferenceResolver, Scoring } from "@deixis/core"
+import { ActiveContext, ChatInfo, ContextEvent, ContextIngest, ContextStore, ConversationState, ReferenceResolver, Scoring } from "@deixis/core"
 import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
 // The one recording path, without the Telegraf runtime.
 import * as TelegramRecorder from "@deixis/telegraf/TelegramRecorder"
@@ -85,16 +85,7 @@ export const EventsLive = (telegram: TelegramOptions) =>
       const ingest = yield* ContextIngest.ContextIngest
       const recorder = yield* Effect.context<TelegramRecorder.Services>()
       return handlers
-        .handle("ingest", ({ payload }) =>
-          Effect.tap(ingest.apply(payload), () =>
-            noteScopes(
-              "events",
-              payload.flatMap((e) =>
-                e.type === "message_observed" || e.type === "message_edited"
-                  ? [{ chat_id: e.chat_id, topic_id: e.topic_id, message_id: e.message_id, reply_to_message_id: null, sender_user_id: null, chat_type: null }]
-                  : []
-              )
-            )))
+        .handle("ingest", ({ payload }) => applyEvents(ingest, payload))
         .handle("telegramSent", ({ payload }) =>
           Effect.gen(function*() {
             const sender = payload.message["from"]
@@ -307,6 +298,21 @@ const noteScopes = (source: Activity.LiveEvent["source"], scopes: ReadonlyArray<
       activity.value.note(scopes.flatMap((s) =>
         s === undefined ? [] : [{ chat_id: s.chat_id, topic_id: s.topic_id, message_id: s.message_id, source, at }]
       ))))
+
+/**
+ * `POST /v1/events`: the batch applied, then its messages noted for the inspector's live feed
+ * (the route's handler and the fast path both answer with it).
+ */
+export const applyEvents = (ingest: ContextIngest.ContextIngestShape, payload: ReadonlyArray<ContextEvent.ContextEvent>) =>
+  Effect.tap(ingest.apply(payload), () =>
+    noteScopes(
+      "events",
+      payload.flatMap((e) =>
+        e.type === "message_observed" || e.type === "message_edited"
+          ? [{ chat_id: e.chat_id, topic_id: e.topic_id, message_id: e.message_id, reply_to_message_id: null, sender_user_id: null, chat_type: null }]
+          : []
+      )
+    ))
 
 export const ApiLive = (telegram: TelegramOptions = {}) =>
   Layer.mergeAll(EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive, InspectLive)

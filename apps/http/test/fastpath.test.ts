@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ActiveContext, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ContextEvent, ReferenceResolver } from "@deixis/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createServer } from "node:http"
 import { gzipSync } from "node:zlib"
 import type { AddressInfo } from "node:net"
-import { Tools } from "../src/Api.js"
+import { Events, Tools } from "../src/Api.js"
 import * as FastPath from "../src/FastPath.js"
 import { start } from "./harness.js"
 
@@ -90,6 +90,29 @@ const corpus: ReadonlyArray<Case> = routes.flatMap((path): ReadonlyArray<Case> =
   { name: "query string", path: path + "?x=1", headers: json, body: JSON.stringify({ chat_id: -1001, current_message_id: 13 }), status: 200, fast: false }
 ])
 
+// POST /v1/events: the batch through its Schema, answered as HttpApi answers it. Sent twice in
+// a row to each side (the second time every event is a duplicate), so both stay in step.
+const eventsPath = "/v1/events"
+const message = (id: number, extra: Record<string, unknown> = {}) =>
+  ({ type: "message_observed", chat_id: -2002, topic_id: 3, message_id: id, sender_user_id: 42, ...extra })
+const eventsCorpus: ReadonlyArray<Case> = [
+  { name: "one message", body: JSON.stringify([message(1)]), status: 200 },
+  { name: "messages, an activation and a poll close", body: JSON.stringify([message(2, { links: [{ url: "https://example.com/c" }] }), { type: "object_activated", event_id: "e1", chat_id: -2002, reason: "summarized", source_message_id: 2, kind: "link" }, { type: "poll_closed", event_id: "p1", poll_id: "nope" }]), status: 200 },
+  { name: "an edit", body: JSON.stringify([{ type: "message_edited", chat_id: -2002, message_id: 1, edited_at: "2026-11-22T10:00:00Z", text: "edited" }]), status: 200 },
+  { name: "an empty batch", body: "[]", status: 200 },
+  { name: "not an array", body: JSON.stringify(message(3)), status: 400 },
+  { name: "an unknown event type", body: JSON.stringify([{ type: "message_exploded", chat_id: 1 }]), status: 400 },
+  { name: "a bad id in the second event", body: JSON.stringify([message(4), message(5, { chat_id: "" })]), status: 400 },
+  { name: "over 1,000 events", body: JSON.stringify(Array.from({ length: 1001 }, () => ({}))), status: 400 },
+  { name: "malformed JSON", body: "[{", status: 400 },
+  { name: "empty body", body: "", status: 400 },
+  { name: "deeply nested", body: "[".repeat(1500) + "]".repeat(1500), status: 400 },
+  { name: "missing token", headers: { "content-type": "application/json" }, body: "[]", status: 401 },
+  { name: "oversized", body: JSON.stringify([message(6, { text: "x".repeat(maxBodyBytes) })]), status: 413 },
+  { name: "text/plain body", headers: { ...json, "content-type": "text/plain" }, body: "[]", status: 415, fast: false },
+  { name: "query string", path: eventsPath + "?x=1", body: JSON.stringify([message(7)]), status: 200, fast: false }
+].map((c) => ({ path: eventsPath, headers: json, fast: true, ...c }))
+
 interface Answer {
   readonly status: number
   readonly contentType: string | null
@@ -121,8 +144,8 @@ const listenerAlone = (listener: FastPath.Listener) =>
     (alone) => Effect.sync(alone.close)
   )
 
-describe("the tool routes' fast path", () => {
-  it.effect("decodes and encodes with the Schemas the API declares for the two routes", () =>
+describe("the fast path (the tool routes and POST /v1/events)", () => {
+  it.effect("decodes and encodes with the Schemas the API declares for its routes", () =>
     Effect.sync(() => {
       const schemas = (name: string) => {
         const endpoint = Tools.endpoints[name]!
@@ -131,6 +154,11 @@ describe("the tool routes' fast path", () => {
       }
       assert.deepStrictEqual(schemas("resolve"), [ReferenceResolver.ResolveRequest, ReferenceResolver.ResolveResult])
       assert.deepStrictEqual(schemas("list"), [ActiveContext.ListRequest, ActiveContext.ListResult])
+      const ingest = Events.endpoints["ingest"]!
+      assert.deepStrictEqual(
+        [Option.getOrThrow(ingest.payloadSchema as Option.Option<unknown>), ingest.successSchema as unknown],
+        [ContextEvent.ContextEventBatch, ContextEvent.ApplyResult]
+      )
     }))
 
   it.scoped("answers every request of the corpus exactly as the Effect stack does: status, content-type, body", () =>
@@ -144,16 +172,21 @@ describe("the tool routes' fast path", () => {
         assert.strictEqual(seeded.status, 200)
       }
 
-      for (const c of corpus) {
+      // Each case goes to each side twice (the fast side: through the service, then to the
+      // listener alone over the same stores), so a write's second answer is compared too.
+      for (const c of [...corpus, ...eventsCorpus]) {
         const expected = yield* send(slow.url, c)
         assert.strictEqual(expected.status, c.status, `${c.path} ${c.name}: the Effect stack`)
         const viaService = yield* send(fast.url, c)
-        const viaListener = yield* send(alone.url, c)
         assert.deepStrictEqual(viaService, expected, `${c.path} ${c.name}: the service with the fast path`)
+        const again = yield* send(slow.url, c)
+        const viaListener = yield* send(alone.url, c)
         if (c.fast) {
-          assert.deepStrictEqual(viaListener, expected, `${c.path} ${c.name}: the fast path itself`)
+          assert.deepStrictEqual(viaListener, again, `${c.path} ${c.name}: the fast path itself`)
         } else {
           assert.strictEqual(viaListener.status, 599, `${c.path} ${c.name}: left to the Effect stack`)
+          // What the listener declined, the service answers (keeping both sides in step).
+          assert.deepStrictEqual(yield* send(fast.url, c), again, `${c.path} ${c.name}: again`)
         }
       }
     }))
