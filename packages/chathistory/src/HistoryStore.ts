@@ -93,10 +93,11 @@ export const entryKey = (entry: HistoryEntry): string =>
 
 /**
  * Whether an append added an item, replaced the item with the same message id (an edit, a
- * redelivered update), or left the stored item as it was: the incoming copy ranks lower
- * (`HistoryItem.compareVersions`: a copy seen only in a reply, an older edit), or an item
- * without a message id carries an `event_id` already stored. A replaced item keeps its
- * position, its topic, and its `bot_response_id` when the new copy has none.
+ * redelivered update), or left the stored item as it was: the incoming copy adds nothing
+ * (`HistoryItem.mergeVersions`: a copy seen only in a reply, an older edit), or an item
+ * without a message id carries an `event_id` already stored. Edits apply by `edited_at`,
+ * whatever order they arrive in; two of the same second, the later arrival wins. A replaced
+ * item keeps its position, its topic, and its `bot_response_id` when the new copy has none.
  *
  * @since 0.1.0
  * @category models
@@ -120,8 +121,8 @@ export interface HistoryStoreStats {
  */
 export interface HistoryStoreShape {
   /**
-   * Adds an item, or replaces the item of the chat with the same message id when the new copy
-   * ranks at least as high (see {@link AppendResult}); an item without a message id whose
+   * Adds an item, or replaces the item of the chat with the same message id by its merge with
+   * the new copy (see {@link AppendResult}); an item without a message id whose
    * `event_id` is already stored is not added again.
    */
   readonly append: (item: HistoryItem) => Effect.Effect<AppendResult, StoreError>

@@ -115,7 +115,13 @@ export type MessageObserved = typeof MessageObserved.Type
  * media are derived again from the new content. An object whose link or file changed is
  * replaced by a new, not yet active one; objects the new content no longer carries are
  * removed, and so is an article fetched from a link that is gone. A message not seen before is
- * recorded as observed. Idempotent by `event_id`, by default `message_edited:<message_id>:<edited_at>`.
+ * recorded as observed.
+ *
+ * Edits apply in `edited_at` order, whatever order they arrive in: one older than the newest
+ * applied to the message is superseded (a duplicate). One of the same time — Telegram's
+ * `edit_date` has whole seconds — is applied: the later arrival wins, the only order left.
+ * Idempotent by `event_id`, by default `message_edited:<message_id>:<edited_at>:<digest>`, the
+ * digest of its links, media and album (two edits of one second are two events).
  *
  * @since 0.1.0
  * @category schemas

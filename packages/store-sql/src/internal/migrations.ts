@@ -251,6 +251,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // Each chat's revision, bumped in the transaction of every write to its messages or objects
     // (by any process): a store serves its in-memory copy of a chat only at the revision it read.
     statements: (dialect) => [`ALTER TABLE deixis_chats ADD COLUMN revision ${types(dialect).big} NOT NULL DEFAULT 0`]
+  },
+  {
+    version: 9,
+    name: "message_edited_at",
+    // The `edited_at` of the newest edit applied to a message (null: none), so an older edit
+    // arriving after it is recognised as superseded (core's reducer applies edits in time order).
+    statements: (dialect) => [`ALTER TABLE deixis_messages ADD COLUMN edited_at ${types(dialect).big}`]
   }
 ]
 
