@@ -483,6 +483,18 @@ export const mergeVersions = (stored: HistoryItem, incoming: HistoryItem): Histo
 }
 
 /**
+ * Whether `incoming`, an item without a message id, replaces the stored item with the same
+ * `event_id` (a reaction changed: its identity is the actor's reaction to one message): when
+ * it is newer, or of the same time (Telegram's dates have whole seconds) and says something
+ * else — the later arrival wins. A redelivered copy, or an older version arriving late, does not.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const replacesEventItem = (stored: HistoryItem, incoming: HistoryItem): boolean =>
+  incoming.sent_at > stored.sent_at || (incoming.sent_at === stored.sent_at && incoming.text !== stored.text)
+
+/**
  * Core's message metadata for an item that has a message id: what `@deixis/core`'s
  * ContextStore keeps of the same message (no text).
  *

@@ -381,6 +381,55 @@ export const historyStoreContract = <E>(
         assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "👍", "👎"])
       }))
 
+    it.effect("an item without a message id is replaced, in its position, by a newer one with its event_id", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("event-replaced")
+        const scope = { chat_id: chatId, topic_id: null }
+        const reaction = (text: string, seconds: number) =>
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text, sent_at: base + seconds * 1000, event_id: "reaction:1:1001" })
+        yield* store.append(testItem(chatId, "1"))
+        assert.strictEqual(yield* store.append(reaction("👍", 10)), "appended")
+        yield* store.append(testItem(chatId, "2"))
+        assert.strictEqual(yield* store.append(reaction("❤️", 20)), "replaced")
+        // Older, or the same again: nothing changes. The same second, something else: the later arrival.
+        assert.strictEqual(yield* store.append(reaction("👎", 15)), "unchanged")
+        assert.strictEqual(yield* store.append(reaction("❤️", 20)), "unchanged")
+        assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "❤️", "message 2"])
+        // Within one batch as one by one.
+        const results = yield* store.appendAll([reaction("🔥", 30), reaction("🎉", 25), testItem(chatId, null, {
+          kind: "inbound_reaction", reply_to_message_id: "2", text: "👀", event_id: "reaction:2:1001"
+        }), testItem(chatId, null, {
+          kind: "inbound_reaction", reply_to_message_id: "2", text: "👏", sent_at: base + 1000, event_id: "reaction:2:1001"
+        })])
+        assert.deepStrictEqual(results, ["replaced", "unchanged", "appended", "replaced"])
+        assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "🔥", "message 2", "👏"])
+        assert.deepStrictEqual((yield* store.replies(scope, "2", { limit: 5 })).map((e) => e.item.text), ["👏"])
+      }))
+
+    it.effect("retract removes the item stored under an event_id unless it is newer; an unknown one removes nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("retract")
+        const scope = { chat_id: chatId, topic_id: null }
+        const reaction = (actor: string, seconds: number) =>
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text: "👍", sent_at: base + seconds * 1000, event_id: `reaction:1:${actor}` })
+        yield* store.append(testItem(chatId, "1"))
+        yield* store.append(reaction("a", 10))
+        yield* store.append(reaction("b", 30))
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:nobody", base + 60_000))
+        assert.isFalse(yield* store.retract("never-seen-chat", "reaction:1:a", base + 60_000))
+        // b reacted again after withdrawing; the withdrawal arrived late.
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:b", base + 20_000))
+        assert.isTrue(yield* store.retract(chatId, "reaction:1:a", base + 20_000))
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:a", base + 20_000))
+        const left = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(left.map((e) => [e.item.message_id, e.item.event_id]), [["1", undefined], [null, "reaction:1:b"]])
+        assert.deepStrictEqual((yield* store.replies(scope, "1", { limit: 5 })).map((e) => e.item.event_id), ["reaction:1:b"])
+        // Given again after the withdrawal: a new item.
+        assert.strictEqual(yield* store.append(reaction("a", 40)), "appended")
+      }))
+
     it.effect("appendAll appends in order, atomically, and reports each result", () =>
       Effect.gen(function*() {
         const store = yield* HistoryStore.HistoryStore
