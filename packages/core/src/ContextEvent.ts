@@ -12,6 +12,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ActivationReason, Label } from "./ContextObject.js"
 import { InvalidEvent, pathOf } from "./Errors.js"
+import { lengthCheckedFirst as internalLengthCheckedFirst } from "./internal/lengthFirst.js"
 import * as Ids from "./Ids.js"
 import { ChatId, MessageId, ObjectId, OptionalTopicId, PollId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { MediaKind, ObjectKind } from "./ObjectKind.js"
@@ -21,6 +22,23 @@ import { MediaKind, ObjectKind } from "./ObjectKind.js"
  * @category schemas
  */
 export const EventId = Ids.EventId
+
+/**
+ * An array Schema with its `maxItems` bound checked before any element is decoded. A
+ * refinement checks only after its `from` side decoded: an array of thousands of valid
+ * elements would be decoded whole (hundreds of milliseconds on the event loop, for a 1 MiB
+ * body) only to be refused for its length. Everything else is `schema`'s own: the same
+ * failure for an array too long whatever its elements hold (the issue the refinement gives,
+ * wrapped as the refinements around it wrap it), the same decoding and encoding otherwise, and
+ * the same JSON Schema (it stands in for it). `schema` is `Schema.Array(item)` refined, its
+ * bound set with `Schema.maxItems`.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const lengthCheckedFirst: <A, I, R>(
+  schema: Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R>
+) => Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R> = internalLengthCheckedFirst
 
 /**
  * An opaque external reference kept with an object: a URL for links, a file id for media.
@@ -97,8 +115,8 @@ export const MessageObserved = Schema.Struct({
   sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
   direction: Schema.optionalWith(Schema.Literal("inbound", "outbound"), { default: () => "inbound" as const }),
   sent_at: Schema.optional(Timestamp),
-  links: Schema.optionalWith(Schema.Array(LinkRef).pipe(Schema.maxItems(50)), { default: () => [] }),
-  media: Schema.optionalWith(Schema.Array(MediaRef).pipe(Schema.maxItems(50)), { default: () => [] }),
+  links: Schema.optionalWith(lengthCheckedFirst(Schema.Array(LinkRef).pipe(Schema.maxItems(50))), { default: () => [] }),
+  media: Schema.optionalWith(lengthCheckedFirst(Schema.Array(MediaRef).pipe(Schema.maxItems(50))), { default: () => [] }),
   poll: Schema.optional(PollRef),
   media_group_id: Schema.optional(AlbumId),
   is_forum: Schema.optional(Schema.Boolean)
@@ -301,15 +319,17 @@ export type ContextEvent = typeof ContextEvent.Type
  */
 export type ContextEventInput = typeof ContextEvent.Encoded
 
+
 /**
- * A batch of events (at most 1,000).
+ * A batch of events (at most 1,000; the length is checked before any event is decoded).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const ContextEventBatch = Schema.Array(ContextEvent).pipe(
-  Schema.maxItems(1000, { message: () => "a batch holds at most 1000 events" })
-).annotations({ identifier: "ContextEventBatch" })
+export const ContextEventBatch = lengthCheckedFirst(
+  Schema.Array(ContextEvent).pipe(Schema.maxItems(1000, { message: () => "a batch holds at most 1000 events" }))
+    .annotations({ identifier: "ContextEventBatch" })
+)
 
 const decodeBatch = Schema.decodeUnknownEither(ContextEventBatch, { errors: "first", onExcessProperty: "ignore" })
 
