@@ -154,7 +154,7 @@ export class Events extends HttpApiGroup.make("events")
 export class Webhook extends HttpApiGroup.make("webhook")
   .add(
     HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
-      .setPayload(Schema.Union(TelegramUpdate, Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000))))
+      .setPayload(Schema.Union(TelegramUpdate, ContextEvent.lengthCheckedFirst(Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000)))))
       .addSuccess(TelegramResult)
       .annotate(OpenApi.Summary, "Record raw Telegram Bot API updates (one or an array), mapped as the Telegraf adapter maps them")
       .annotate(

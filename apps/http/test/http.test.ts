@@ -71,6 +71,51 @@ describe("apps/http", () => {
       assert.strictEqual(listed.status, "not_found")
     }))
 
+  it.scoped("a batch over the limit is refused before its events are decoded", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const valid = Array.from({ length: 1001 }, (_, i) => message(i + 1))
+      const lengthError = {
+        _tag: "HttpApiDecodeError",
+        issues: [{ _tag: "Refinement", path: [], message: "a batch holds at most 1000 events" }],
+        message: "a batch holds at most 1000 events"
+      }
+      const refused = yield* call(() => api.json("/v1/events", valid))
+      assert.strictEqual(refused.status, 400)
+      assert.deepStrictEqual(yield* call(() => body<unknown>(refused)), lengthError)
+      // Elements past the bound are never looked at: one that fails decoding (here the 1001st,
+      // and in a second batch the first) changes nothing in the answer.
+      for (const bad of [1000, 0]) {
+        const batch = valid.map((e, i) => (i === bad ? { ...e, chat_id: "" } : e))
+        const response = yield* call(() => api.json("/v1/events", batch))
+        assert.strictEqual(response.status, 400)
+        assert.deepStrictEqual(yield* call(() => body<unknown>(response)), lengthError, `invalid event at ${bad}`)
+      }
+      // The bound itself is accepted, and nothing over it was written.
+      const accepted = yield* call(() => api.json("/v1/events", valid.slice(0, 1000)).then(body<{ applied: number }>))
+      assert.strictEqual(accepted.applied, 1000)
+
+      // The webhook's array of updates, the same way (its messages quote the input, so the issues
+      // are compared by kind and path, and by message with the input put back).
+      const updates = Array.from({ length: 1001 }, (_, i): unknown => ({ update_id: i }))
+      interface DecodeError {
+        readonly issues: ReadonlyArray<{ readonly _tag: string; readonly path: ReadonlyArray<unknown>; readonly message: string }>
+      }
+      const issues = (input: ReadonlyArray<unknown>) =>
+        Effect.gen(function*() {
+          const response = yield* call(() => api.json("/v1/telegram/updates", input))
+          assert.strictEqual(response.status, 400)
+          const { issues } = yield* call(() => body<DecodeError>(response))
+          return issues.map((i) => [i._tag, i.path, i.message.replace(JSON.stringify(input), "<input>")])
+        })
+      const expected = [
+        ["Type", [], "Expected TelegramUpdate, actual <input>"],
+        ["Refinement", [], "Expected an array of at most 1000 item(s), actual <input>"]
+      ]
+      assert.deepStrictEqual(yield* issues(updates), expected)
+      assert.deepStrictEqual(yield* issues(updates.map((u, i) => (i === 1000 ? 5 : u))), expected)
+    }))
+
   it.scoped("unknown routes are a JSON 404", () =>
     Effect.gen(function*() {
       const api = yield* start()

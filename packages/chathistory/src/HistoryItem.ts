@@ -444,23 +444,55 @@ export const compareVersions = (a: HistoryItem, b: HistoryItem): number =>
   (a.seen_via === undefined ? 1 : 0) - (b.seen_via === undefined ? 1 : 0) ||
   (a.edited_at ?? Number.NEGATIVE_INFINITY) - (b.edited_at ?? Number.NEGATIVE_INFINITY) || 0
 
+const editTime = (item: HistoryItem): number => item.edited_at ?? Number.NEGATIVE_INFINITY
+
 /**
- * The item a store keeps when `incoming` arrives for a message it holds as `stored`:
- * `incoming` unless it ranks lower ({@link compareVersions}), keeping the stored topic (the
- * item's position lives there) and the stored `bot_response_id` when `incoming` has none.
+ * The item a store keeps when `incoming` arrives for a message it holds as `stored`, whatever
+ * order the copies arrive in (two bot processes, a webhook retry, a late client):
+ *
+ * - the content (`text`, `attachments`, `edited_at`) of the latest edit: an older edit, or a
+ *   redelivered original, never undoes a newer one. Between two copies of the same edit time
+ *   (Telegram's `edit_date` has whole seconds) the later arrival wins — the only order left —
+ *   unless it is a copy seen only in a reply and the stored one is the message itself;
+ * - the rest (reply target, quote, forward, `seen_via`) of the message itself over a copy seen
+ *   only inside a reply to it (the embedded copy lacks them), else of the copy the content is from;
+ * - the stored topic (the item's position lives there), and the stored `bot_response_id` when
+ *   the kept copy has none.
+ *
  * Undefined when the stored item stays as it is.
  *
  * @since 0.1.0
  * @category ordering
  */
 export const mergeVersions = (stored: HistoryItem, incoming: HistoryItem): HistoryItem | undefined => {
-  if (compareVersions(incoming, stored) < 0) return undefined
-  const topic = stored.topic_id === incoming.topic_id ? {} : { topic_id: stored.topic_id }
-  const response = incoming.bot_response_id === null && stored.bot_response_id !== null
+  const storedDirect = stored.seen_via === undefined
+  const newer = editTime(incoming) - editTime(stored)
+  // Between two copies of one rank the later arrival breaks a tie; otherwise the message itself does.
+  const tie = storedDirect === (incoming.seen_via === undefined) || !storedDirect ? incoming : stored
+  const content = newer > 0 ? incoming : newer < 0 ? stored : tie
+  const structure = storedDirect === (incoming.seen_via === undefined) ? content : storedDirect ? stored : incoming
+  if (structure === stored && content === stored) return undefined
+  const item: HistoryItem = structure === content
+    ? structure
+    : { ...structure, text: content.text, attachments: content.attachments, edited_at: content.edited_at! }
+  const topic = stored.topic_id === item.topic_id ? {} : { topic_id: stored.topic_id }
+  const response = item.bot_response_id === null && stored.bot_response_id !== null
     ? { bot_response_id: stored.bot_response_id }
     : {}
-  return Object.keys(topic).length === 0 && Object.keys(response).length === 0 ? incoming : { ...incoming, ...topic, ...response }
+  return Object.keys(topic).length === 0 && Object.keys(response).length === 0 ? item : { ...item, ...topic, ...response }
 }
+
+/**
+ * Whether `incoming`, an item without a message id, replaces the stored item with the same
+ * `event_id` (a reaction changed: its identity is the actor's reaction to one message): when
+ * it is newer, or of the same time (Telegram's dates have whole seconds) and says something
+ * else — the later arrival wins. A redelivered copy, or an older version arriving late, does not.
+ *
+ * @since 0.1.0
+ * @category ordering
+ */
+export const replacesEventItem = (stored: HistoryItem, incoming: HistoryItem): boolean =>
+  incoming.sent_at > stored.sent_at || (incoming.sent_at === stored.sent_at && incoming.text !== stored.text)
 
 /**
  * Core's message metadata for an item that has a message id: what `@deixis/core`'s

@@ -93,10 +93,13 @@ export const entryKey = (entry: HistoryEntry): string =>
 
 /**
  * Whether an append added an item, replaced the item with the same message id (an edit, a
- * redelivered update), or left the stored item as it was: the incoming copy ranks lower
- * (`HistoryItem.compareVersions`: a copy seen only in a reply, an older edit), or an item
- * without a message id carries an `event_id` already stored. A replaced item keeps its
- * position, its topic, and its `bot_response_id` when the new copy has none.
+ * redelivered update), or left the stored item as it was: the incoming copy adds nothing
+ * (`HistoryItem.mergeVersions`: a copy seen only in a reply, an older edit). An item without
+ * a message id whose `event_id` is stored replaces that item, in its position, when it is
+ * newer (`HistoryItem.replacesEventItem`: a changed reaction); a redelivered or older copy
+ * leaves it unchanged. Edits apply by `edited_at`,
+ * whatever order they arrive in; two of the same second, the later arrival wins. A replaced
+ * item keeps its position, its topic, and its `bot_response_id` when the new copy has none.
  *
  * @since 0.1.0
  * @category models
@@ -120,11 +123,18 @@ export interface HistoryStoreStats {
  */
 export interface HistoryStoreShape {
   /**
-   * Adds an item, or replaces the item of the chat with the same message id when the new copy
-   * ranks at least as high (see {@link AppendResult}); an item without a message id whose
-   * `event_id` is already stored is not added again.
+   * Adds an item, or replaces the item of the chat with the same message id by its merge with
+   * the new copy (see {@link AppendResult}); an item without a message id whose `event_id` is
+   * already stored replaces it only when newer.
    */
   readonly append: (item: HistoryItem) => Effect.Effect<AppendResult, StoreError>
+  /**
+   * Removes the item without a message id stored under `eventId` in chat `chatId` (a reaction
+   * withdrawn), unless it is newer than `at` (a reaction given again after the withdrawal, its
+   * update arriving first). True when an item was removed; a removal of an item never stored
+   * removes nothing and stores nothing.
+   */
+  readonly retract: (chatId: string, eventId: string, at: number) => Effect.Effect<boolean, StoreError>
   /** Appends items in order, atomically (one transaction in a SQL store). */
   readonly appendAll: (items: ReadonlyArray<HistoryItem>) => Effect.Effect<ReadonlyArray<AppendResult>, StoreError>
   /**

@@ -304,6 +304,70 @@ export const historyStoreContract = <E>(
         assert.deepStrictEqual(ids(yield* store.recent(scope, 5)), ["1"])
       }))
 
+    it.effect("an older edit applied after a newer one does not overwrite it", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("older-edit")
+        const scope = { chat_id: chatId, topic_id: null }
+        const at = (minute: number) => base + minute * 60_000
+        const edit = (minute: number, text: string, extra: Partial<HistoryItem> = {}) =>
+          testItem(chatId, "1", { text, edited_at: at(minute), attachments: [{ kind: "photo", name: text }], ...extra })
+        yield* store.append(testItem(chatId, "1", { text: "v1", reply_to_message_id: "0" }))
+        assert.strictEqual(yield* store.append(edit(9, "v3", { reply_to_message_id: "0" })), "replaced")
+        assert.strictEqual(yield* store.append(edit(4, "v2", { reply_to_message_id: "0" })), "unchanged")
+        const kept = Option.getOrThrow(yield* store.lookup(scope, "1")).item
+        assert.deepStrictEqual([kept.text, kept.edited_at, kept.attachments], ["v3", at(9), [{ kind: "photo", name: "v3" }]])
+        // A copy seen in a reply shows a newer edit than the message stored: its content is
+        // taken, the message's own reply target stays; an older edit after it changes nothing.
+        assert.strictEqual(yield* store.append(edit(12, "v4", { seen_via: "reply" })), "replaced")
+        assert.strictEqual(yield* store.append(edit(10, "v3.5", { reply_to_message_id: "0" })), "unchanged")
+        const newer = Option.getOrThrow(yield* store.lookup(scope, "1")).item
+        assert.deepStrictEqual(
+          [newer.text, newer.edited_at, newer.attachments, newer.reply_to_message_id, newer.seen_via],
+          ["v4", at(12), [{ kind: "photo", name: "v4" }], "0", undefined]
+        )
+        // Known only from a reply's copy, then the message itself as of an older edit: its reply
+        // target, not its text.
+        const copy = testItem(chatId, "2", { text: "v2 of 2", edited_at: at(20), seen_via: "reply" })
+        assert.strictEqual(yield* store.append(copy), "appended")
+        assert.strictEqual(yield* store.append(testItem(chatId, "2", { text: "v1 of 2", reply_to_message_id: "0" })), "replaced")
+        const merged = Option.getOrThrow(yield* store.lookup(scope, "2")).item
+        assert.deepStrictEqual(
+          [merged.text, merged.edited_at, merged.reply_to_message_id, merged.seen_via],
+          ["v2 of 2", at(20), "0", undefined]
+        )
+        assert.deepStrictEqual(ids(yield* store.replies(scope, "0", { limit: 5 })), ["1", "2"])
+      }))
+
+    it.effect("an edit of a message not yet observed, then the message itself", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("edit-first")
+        const scope = { chat_id: chatId, topic_id: null }
+        assert.strictEqual(yield* store.append(testItem(chatId, "5", { text: "edited", edited_at: base + 60_000 })), "appended")
+        assert.strictEqual(yield* store.append(testItem(chatId, "5", { text: "original" })), "unchanged")
+        assert.strictEqual(yield* store.append(testItem(chatId, "5", { text: "seen in a reply", seen_via: "reply" })), "unchanged")
+        const item = Option.getOrThrow(yield* store.lookup(scope, "5")).item
+        assert.deepStrictEqual([item.text, item.edited_at, item.seen_via], ["edited", base + 60_000, undefined])
+        assert.deepStrictEqual(ids(yield* store.recent(scope, 5)), ["5"])
+      }))
+
+    it.effect("edits in the same second: the later arrival wins", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("same-second")
+        const scope = { chat_id: chatId, topic_id: null }
+        const edit = (text: string, extra: Partial<HistoryItem> = {}) =>
+          testItem(chatId, "1", { text, edited_at: base + 60_000, ...extra })
+        yield* store.append(testItem(chatId, "1", { text: "v1" }))
+        assert.strictEqual(yield* store.append(edit("first of the second")), "replaced")
+        assert.strictEqual(yield* store.append(edit("second of the second")), "replaced")
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "1")).item.text, "second of the second")
+        // A copy seen in a reply of the same edit time does not replace the message itself.
+        assert.strictEqual(yield* store.append(edit("copy in a reply", { seen_via: "reply" })), "unchanged")
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "1")).item.text, "second of the second")
+      }))
+
     it.effect("an item without a message id is stored once per event_id", () =>
       Effect.gen(function*() {
         const store = yield* HistoryStore.HistoryStore
@@ -315,6 +379,55 @@ export const historyStoreContract = <E>(
         assert.strictEqual(yield* store.append(reaction), "unchanged")
         assert.strictEqual(yield* store.append(testItem(chatId, null, { kind: "inbound_reaction", text: "👎" })), "appended")
         assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "👍", "👎"])
+      }))
+
+    it.effect("an item without a message id is replaced, in its position, by a newer one with its event_id", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("event-replaced")
+        const scope = { chat_id: chatId, topic_id: null }
+        const reaction = (text: string, seconds: number) =>
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text, sent_at: base + seconds * 1000, event_id: "reaction:1:1001" })
+        yield* store.append(testItem(chatId, "1"))
+        assert.strictEqual(yield* store.append(reaction("👍", 10)), "appended")
+        yield* store.append(testItem(chatId, "2"))
+        assert.strictEqual(yield* store.append(reaction("❤️", 20)), "replaced")
+        // Older, or the same again: nothing changes. The same second, something else: the later arrival.
+        assert.strictEqual(yield* store.append(reaction("👎", 15)), "unchanged")
+        assert.strictEqual(yield* store.append(reaction("❤️", 20)), "unchanged")
+        assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "❤️", "message 2"])
+        // Within one batch as one by one.
+        const results = yield* store.appendAll([reaction("🔥", 30), reaction("🎉", 25), testItem(chatId, null, {
+          kind: "inbound_reaction", reply_to_message_id: "2", text: "👀", event_id: "reaction:2:1001"
+        }), testItem(chatId, null, {
+          kind: "inbound_reaction", reply_to_message_id: "2", text: "👏", sent_at: base + 1000, event_id: "reaction:2:1001"
+        })])
+        assert.deepStrictEqual(results, ["replaced", "unchanged", "appended", "replaced"])
+        assert.deepStrictEqual((yield* store.recent(scope, 10)).map((e) => e.item.text), ["message 1", "🔥", "message 2", "👏"])
+        assert.deepStrictEqual((yield* store.replies(scope, "2", { limit: 5 })).map((e) => e.item.text), ["👏"])
+      }))
+
+    it.effect("retract removes the item stored under an event_id unless it is newer; an unknown one removes nothing", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("retract")
+        const scope = { chat_id: chatId, topic_id: null }
+        const reaction = (actor: string, seconds: number) =>
+          testItem(chatId, null, { kind: "inbound_reaction", reply_to_message_id: "1", text: "👍", sent_at: base + seconds * 1000, event_id: `reaction:1:${actor}` })
+        yield* store.append(testItem(chatId, "1"))
+        yield* store.append(reaction("a", 10))
+        yield* store.append(reaction("b", 30))
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:nobody", base + 60_000))
+        assert.isFalse(yield* store.retract("never-seen-chat", "reaction:1:a", base + 60_000))
+        // b reacted again after withdrawing; the withdrawal arrived late.
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:b", base + 20_000))
+        assert.isTrue(yield* store.retract(chatId, "reaction:1:a", base + 20_000))
+        assert.isFalse(yield* store.retract(chatId, "reaction:1:a", base + 20_000))
+        const left = yield* store.recent(scope, 10)
+        assert.deepStrictEqual(left.map((e) => [e.item.message_id, e.item.event_id]), [["1", undefined], [null, "reaction:1:b"]])
+        assert.deepStrictEqual((yield* store.replies(scope, "1", { limit: 5 })).map((e) => e.item.event_id), ["reaction:1:b"])
+        // Given again after the withdrawal: a new item.
+        assert.strictEqual(yield* store.append(reaction("a", 40)), "appended")
       }))
 
     it.effect("appendAll appends in order, atomically, and reports each result", () =>

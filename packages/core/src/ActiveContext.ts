@@ -19,6 +19,7 @@ import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
 import { InvalidRequest } from "./Errors.js"
+import { lengthCheckedFirst } from "./internal/lengthFirst.js"
 import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 
 /**
@@ -27,7 +28,7 @@ import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
  */
 export const ListRequest = Schema.Struct({
   ...RequestScopeFields,
-  allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
+  allowed_kinds: Schema.optional(lengthCheckedFirst(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12)))),
   max_results: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)), { default: () => 5 }),
   include_inactive_debug: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   request_id: Schema.optional(RequestId)

@@ -12,6 +12,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { ActivationReason, Label } from "./ContextObject.js"
 import { InvalidEvent, pathOf } from "./Errors.js"
+import { lengthCheckedFirst as internalLengthCheckedFirst } from "./internal/lengthFirst.js"
 import * as Ids from "./Ids.js"
 import { ChatId, MessageId, ObjectId, OptionalTopicId, PollId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { MediaKind, ObjectKind } from "./ObjectKind.js"
@@ -21,6 +22,23 @@ import { MediaKind, ObjectKind } from "./ObjectKind.js"
  * @category schemas
  */
 export const EventId = Ids.EventId
+
+/**
+ * An array Schema with its `maxItems` bound checked before any element is decoded. A
+ * refinement checks only after its `from` side decoded: an array of thousands of valid
+ * elements would be decoded whole (hundreds of milliseconds on the event loop, for a 1 MiB
+ * body) only to be refused for its length. Everything else is `schema`'s own: the same
+ * failure for an array too long whatever its elements hold (the issue the refinement gives,
+ * wrapped as the refinements around it wrap it), the same decoding and encoding otherwise, and
+ * the same JSON Schema (it stands in for it). `schema` is `Schema.Array(item)` refined, its
+ * bound set with `Schema.maxItems`.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const lengthCheckedFirst: <A, I, R>(
+  schema: Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R>
+) => Schema.Schema<ReadonlyArray<A>, ReadonlyArray<I>, R> = internalLengthCheckedFirst
 
 /**
  * An opaque external reference kept with an object: a URL for links, a file id for media.
@@ -97,8 +115,8 @@ export const MessageObserved = Schema.Struct({
   sender_user_id: Schema.optionalWith(Schema.NullOr(UserId), { default: () => null }),
   direction: Schema.optionalWith(Schema.Literal("inbound", "outbound"), { default: () => "inbound" as const }),
   sent_at: Schema.optional(Timestamp),
-  links: Schema.optionalWith(Schema.Array(LinkRef).pipe(Schema.maxItems(50)), { default: () => [] }),
-  media: Schema.optionalWith(Schema.Array(MediaRef).pipe(Schema.maxItems(50)), { default: () => [] }),
+  links: Schema.optionalWith(lengthCheckedFirst(Schema.Array(LinkRef).pipe(Schema.maxItems(50))), { default: () => [] }),
+  media: Schema.optionalWith(lengthCheckedFirst(Schema.Array(MediaRef).pipe(Schema.maxItems(50))), { default: () => [] }),
   poll: Schema.optional(PollRef),
   media_group_id: Schema.optional(AlbumId),
   is_forum: Schema.optional(Schema.Boolean)
@@ -115,7 +133,13 @@ export type MessageObserved = typeof MessageObserved.Type
  * media are derived again from the new content. An object whose link or file changed is
  * replaced by a new, not yet active one; objects the new content no longer carries are
  * removed, and so is an article fetched from a link that is gone. A message not seen before is
- * recorded as observed. Idempotent by `event_id`, by default `message_edited:<message_id>:<edited_at>`.
+ * recorded as observed.
+ *
+ * Edits apply in `edited_at` order, whatever order they arrive in: one older than the newest
+ * applied to the message is superseded (a duplicate). One of the same time — Telegram's
+ * `edit_date` has whole seconds — is applied: the later arrival wins, the only order left.
+ * Idempotent by `event_id`, by default `message_edited:<message_id>:<edited_at>:<digest>`, the
+ * digest of its links, media and album (two edits of one second are two events).
  *
  * @since 0.1.0
  * @category schemas
@@ -295,15 +319,17 @@ export type ContextEvent = typeof ContextEvent.Type
  */
 export type ContextEventInput = typeof ContextEvent.Encoded
 
+
 /**
- * A batch of events (at most 1,000).
+ * A batch of events (at most 1,000; the length is checked before any event is decoded).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const ContextEventBatch = Schema.Array(ContextEvent).pipe(
-  Schema.maxItems(1000, { message: () => "a batch holds at most 1000 events" })
-).annotations({ identifier: "ContextEventBatch" })
+export const ContextEventBatch = lengthCheckedFirst(
+  Schema.Array(ContextEvent).pipe(Schema.maxItems(1000, { message: () => "a batch holds at most 1000 events" }))
+    .annotations({ identifier: "ContextEventBatch" })
+)
 
 const decodeBatch = Schema.decodeUnknownEither(ContextEventBatch, { errors: "first", onExcessProperty: "ignore" })
 

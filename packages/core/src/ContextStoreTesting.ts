@@ -442,6 +442,77 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(objects.map((o) => [o.object_id, o.ref]), [[`${chat}/7/media.pdf`, "doc"]])
         }))
 
+      it.effect("an older edit applied after a newer one does not overwrite it", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const edit = (at: string, url: string): ContextEventInput => ({
+            type: "message_edited", chat_id: chat, message_id: 1, sender_user_id: 9, sent_at: "2026-11-22T09:00:00Z",
+            edited_at: at, links: [{ url }]
+          })
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 9, links: [{ url: "https://v1.example" }] }])
+          const newer = yield* apply([edit("2026-11-22T09:20:00Z", "https://v3.example")])
+          const older = yield* apply([edit("2026-11-22T09:10:00Z", "https://v2.example")])
+          // Superseded: counted with the duplicates, its id remembered.
+          assert.deepStrictEqual([newer.applied, older.applied, older.duplicates], [1, 0, 1])
+          assert.deepStrictEqual((yield* apply([edit("2026-11-22T09:10:00Z", "https://v2.example")])).duplicates, 1)
+          // A redelivered original changes nothing either.
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 9, links: [{ url: "https://v1.example" }] }])
+          const { objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.ref]), [[`${chat}/1/link`, "https://v3.example"]])
+          // Within one batch too.
+          const other = freshChat()
+          const at = (minutes: number, url: string): ContextEventInput => ({
+            ...edit(`2026-11-22T09:${String(minutes).padStart(2, "0")}:00Z`, url), chat_id: other
+          })
+          yield* apply([at(30, "https://c.example"), at(20, "https://b.example"), at(25, "https://d.example")])
+          assert.deepStrictEqual((yield* snapshot(other)).objects.map((o) => o.ref), ["https://c.example"])
+        }))
+
+      it.effect("an edit of a message not yet observed, then the message itself", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const original: ContextEventInput = {
+            type: "message_observed", chat_id: chat, message_id: 3, sender_user_id: 9, sent_at: "2026-11-22T09:00:00Z",
+            links: [{ url: "https://original.example" }]
+          }
+          const edit: ContextEventInput = {
+            type: "message_edited", chat_id: chat, message_id: 3, sender_user_id: 9, sent_at: "2026-11-22T09:00:00Z",
+            edited_at: "2026-11-22T09:05:00Z", links: [{ url: "https://edited.example" }]
+          }
+          const first = yield* apply([edit])
+          const late = yield* apply([original])
+          assert.deepStrictEqual([first.applied, late.applied, late.duplicates], [1, 0, 1])
+          const { messages, objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(messages.map((m) => [m.message_id, m.sent_at]), [["3", Date.parse("2026-11-22T09:00:00Z")]])
+          assert.deepStrictEqual(objects.map((o) => o.ref), ["https://edited.example"])
+          // An older edit after that changes nothing; a newer one applies.
+          yield* apply([{ ...edit, edited_at: "2026-11-22T09:01:00Z", links: [{ url: "https://older.example" }] }])
+          assert.deepStrictEqual((yield* snapshot(chat)).objects.map((o) => o.ref), ["https://edited.example"])
+          yield* apply([{ ...edit, edited_at: "2026-11-22T09:09:00Z", links: [{ url: "https://newer.example" }] }])
+          assert.deepStrictEqual((yield* snapshot(chat)).objects.map((o) => o.ref), ["https://newer.example"])
+        }))
+
+      it.effect("edits in the same second: the later arrival wins", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const edit = (url: string): ContextEventInput => ({
+            type: "message_edited", chat_id: chat, message_id: 1, sender_user_id: 9, sent_at: "2026-11-22T09:00:00Z",
+            edited_at: "2026-11-22T09:10:00Z", links: [{ url }]
+          })
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 1, sender_user_id: 9 }])
+          const a = yield* apply([edit("https://a.example")])
+          const b = yield* apply([edit("https://b.example")])
+          assert.deepStrictEqual([a.applied, b.applied], [1, 1])
+          assert.deepStrictEqual((yield* snapshot(chat)).objects.map((o) => o.ref), ["https://b.example"])
+          // A redelivered copy of a version already applied is a duplicate, not a new arrival.
+          const again = yield* apply([edit("https://b.example")])
+          assert.deepStrictEqual([again.applied, again.duplicates], [0, 1])
+          // An explicit event id names the version: a new id is a new arrival.
+          yield* apply([{ ...edit("https://c.example"), event_id: "edit-c" }])
+          yield* apply([{ ...edit("https://a.example"), event_id: "edit-a2" }])
+          assert.deepStrictEqual((yield* snapshot(chat)).objects.map((o) => o.ref), ["https://a.example"])
+        }))
+
       it.effect("a chat remembers it is a forum: a message or request without a topic there is in the General topic", () =>
         Effect.gen(function*() {
           const chat = freshChat()

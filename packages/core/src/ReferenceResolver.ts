@@ -20,6 +20,7 @@ import * as Scoring from "./Scoring.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
 import { InvalidRequest } from "./Errors.js"
+import { lengthCheckedFirst } from "./internal/lengthFirst.js"
 import { KindRegistry, unknownInRequest } from "./KindRegistry.js"
 import { TtlPolicy } from "./TtlPolicy.js"
 
@@ -45,7 +46,7 @@ export const ResolveRequest = Schema.Struct({
   ...RequestScopeFields,
   raw_user_text: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(16_384)), { default: () => "" }),
   normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
-  allowed_kinds: Schema.optional(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12))),
+  allowed_kinds: Schema.optional(lengthCheckedFirst(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12)))),
   max_candidates: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10)), { default: () => 3 }),
   request_id: Schema.optional(RequestId),
   record_touch: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({

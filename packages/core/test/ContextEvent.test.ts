@@ -2,7 +2,12 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { ContextStore } from "../src/ContextStore.js"
-import { decodeEvents } from "../src/ContextEvent.js"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as ActiveContext from "../src/ActiveContext.js"
+import * as Schema from "effect/Schema"
+import { ContextEventBatch, decodeEvents } from "../src/ContextEvent.js"
 import { activate, ingest, message, withCore } from "./fixtures.js"
 
 const failure = (input: unknown) => {
@@ -38,6 +43,26 @@ describe("events", () => {
   it("a batch holds at most 1000 events", () => {
     const batch = Array.from({ length: 1001 }, (_, i) => message(i + 1))
     assert.match(failure(batch).message, /at most 1000/)
+  })
+
+  it("a batch over the limit is refused before its events are decoded", () => {
+    const batch: Array<unknown> = Array.from({ length: 1001 }, (_, i) => message(i + 1))
+    const valid = failure(batch)
+    // An event past the bound that would fail decoding with another error is never looked at.
+    batch[1000] = { ...message(1001), chat_id: "" }
+    assert.deepStrictEqual(failure(batch), valid)
+    batch[0] = 5
+    assert.deepStrictEqual(failure(batch), valid)
+    // Within the bound the events decode as before, and the first bad one is named.
+    assert.strictEqual(failure(batch.slice(0, 1000)).path, "[0]")
+    const schema = Schema.decodeUnknownEither(ContextEventBatch)
+    assert.deepStrictEqual(Either.getOrThrow(schema([{ type: "message_observed", chat_id: 1, message_id: 2 }])).map((e) => e.type), ["message_observed"])
+    // The JSON Schema is the refinement's: an array of ContextEvent with maxItems.
+    const json = JSONSchema.make(ContextEventBatch) as unknown as { $defs: Record<string, Record<string, unknown>> }
+    assert.deepStrictEqual(
+      [json.$defs["ContextEventBatch"]?.["type"], json.$defs["ContextEventBatch"]?.["maxItems"], json.$defs["ContextEventBatch"]?.["items"]],
+      ["array", 1000, { $ref: "#/$defs/ContextEvent" }]
+    )
   })
 
   it.effect("a malformed batch changes nothing", () =>
@@ -84,6 +109,29 @@ describe("events", () => {
       const article = objects.find((o) => o.kind === "article")
       assert.deepStrictEqual([article?.ref, article?.title_or_label], ["https://example.com/post", "The post"])
     })))
+
+  it("arrays inside events and requests are refused for their length before their elements are decoded", () => {
+    const links = Array.from({ length: 51 }, (_, i) => ({ url: `https://example.com/${i}` }))
+    const tooMany = failure({ ...message(1), links })
+    assert.strictEqual(tooMany.path, "[0].links")
+    assert.match(tooMany.message, /^Expected an array of at most 50 item\(s\), actual/)
+    const badTail = failure({ ...message(1), links: [...links.slice(0, 50), { url: "" }] })
+    assert.deepStrictEqual([badTail.path, badTail.message.split(", actual")[0]], [tooMany.path, tooMany.message.split(", actual")[0]])
+    // Within the bound, elements decode as before.
+    assert.strictEqual(failure({ ...message(1), links: [{ url: "" }] }).path, "[0].links[0].url")
+    const kinds = Schema.decodeUnknownEither(ActiveContext.ListRequest, { errors: "first" })
+    const request = (allowed_kinds: ReadonlyArray<unknown>) => ({ chat_id: 1, current_message_id: 2, allowed_kinds })
+    const issue = (input: unknown) => Either.getLeft(kinds(input)).pipe(Option.map((e) => ParseResult.ArrayFormatter.formatErrorSync(e)))
+    const over = issue(request(Array.from({ length: 13 }, () => "link")))
+    const shape = (o: typeof over) => Option.getOrThrow(o).map((i) => [i._tag, i.path, i.message.split(", actual")[0]])
+    assert.deepStrictEqual(shape(over), [
+      ["Refinement", ["allowed_kinds"], "Expected an array of at most 12 item(s)"],
+      ["Type", ["allowed_kinds"], "Expected undefined"]
+    ])
+    assert.deepStrictEqual(shape(issue(request([...Array.from({ length: 12 }, () => "link"), 5]))), shape(over))
+    assert.deepStrictEqual(Option.getOrThrow(issue(request([])))[0]?.message, "Expected an array of at least 1 item(s), actual []")
+    assert.isTrue(Either.isRight(kinds(request(["link", "poll"]))))
+  })
 
   it("long labels are cut to one short line without splitting a character", () => {
     const [event] = Either.getOrThrow(decodeEvents(message(1, { links: [{ url: "https://x", title: "😀".repeat(100) + "\nsecond line" }] })))

@@ -616,7 +616,7 @@ describe("DEIXIS_STORE_CACHE_MB", () => {
     }))
 })
 
-// A database written at version 7 (no revision column) upgrades to 8 and keeps reading it.
+// A database written at version 7 (no revision column, no edit times) upgrades to the latest and keeps reading it.
 const upgradeFrom7 = Effect.gen(function*() {
   const db = makeDb(yield* SqlClient.SqlClient)
   assert.deepStrictEqual(yield* migrate(db, undefined, 7), [1, 2, 3, 4, 5, 6, 7])
@@ -630,8 +630,8 @@ const upgradeFrom7 = Effect.gen(function*() {
     T0
   ])
   yield* writeSnapshotRows(db, chat, written)
-  assert.deepStrictEqual(yield* migrate(db, undefined, 8), [8])
-  assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 8), [1, 2, 3, 4, 5, 6, 7, 8])
+  assert.deepStrictEqual(yield* migrate(db, undefined), [8, 9, 10])
+  assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
   const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))
   assert.strictEqual(yield* revision(), 0)
   const store = makeSqlContextStore(db, settings(64))
@@ -644,9 +644,18 @@ const upgradeFrom7 = Effect.gen(function*() {
     { now: T0, ttl: TtlPolicy.defaultPolicy }
   )
   assert.deepStrictEqual(yield* store.pool(query(chat)), yield* reference.pool(query(chat)))
+  // Migration 10: a message stored before it has no edit time; its edits then apply in time order.
+  const edit = (at: string, url: string) => ({
+    type: "message_edited" as const, chat_id: chat, message_id: 5, topic_id: 1, edited_at: at, links: [{ url }]
+  })
+  yield* apply(store, [edit("2026-11-22T10:20:00Z", "https://example.com/newer"), edit("2026-11-22T10:10:00Z", "https://example.com/older")])
+  const editedAt = yield* db.query(`SELECT edited_at FROM deixis_messages WHERE chat_id = ? AND message_id = ?`, [chat, "5"])
+  assert.strictEqual(Number(editedAt[0]!["edited_at"]), Date.parse("2026-11-22T10:20:00Z"))
+  const refs = (yield* store.snapshot(chat)).objects.filter((o) => o.source_message_id === "5").map((o) => o.ref)
+  assert.deepStrictEqual(refs, ["https://example.com/newer"])
 })
 
-describe("migration 8 (chat revisions)", () => {
+describe("migrations 8 (chat revisions) and 9 (edit times)", () => {
   it.scoped("SQLite: a database at version 7 with data upgrades to 8, reads it back, and its first write bumps the revision", () =>
     Effect.flatMap(tempDir, (dir) => upgradeFrom7.pipe(Effect.provide(Sqlite.layerClient({ filename: path.join(dir, "u7.db") })))))
 

@@ -17,7 +17,7 @@ import { type ChatSnapshot, ContextStore, type StoreError } from "@deixis/core/C
 import type { HistoryItem, HistoryItemEncoded } from "@deixis/chathistory/HistoryItem"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import * as Effect from "effect/Effect"
-import type { BotResponse, ChatMigration } from "./UpdateMapper.js"
+import type { BotResponse, ChatMigration, Retraction } from "./UpdateMapper.js"
 
 /**
  * One update and what recording it writes.
@@ -36,6 +36,8 @@ export interface Fixture {
     readonly addressed: boolean
     readonly migration?: ChatMigration
     readonly responses?: ReadonlyArray<BotResponse>
+    /** Reactions withdrawn. */
+    readonly retractions?: ReadonlyArray<Retraction>
     /** A word of the reason the update was skipped, when nothing is recorded. */
     readonly skipped?: string
   }
@@ -933,7 +935,7 @@ const supergroups: ReadonlyArray<Fixture> = [
       history: [{
         ...item({ chat: S, id: 0, date: D + 5, sender: as.bob, kind: "inbound_reaction", reply: "52", text: "👍 :custom_emoji:" }),
         message_id: null,
-        event_id: `telegram:reaction:${S.id}:52:1002:${D + 5}`
+        event_id: `telegram:reaction:${S.id}:52:1002`
       }],
       addressed: false
     }
@@ -949,15 +951,27 @@ const supergroups: ReadonlyArray<Fixture> = [
       history: [{
         ...item({ chat: S, id: 0, date: D + 6, sender: as.news, kind: "inbound_reaction", reply: "61", text: "⭐" }),
         message_id: null,
-        event_id: `telegram:reaction:${S.id}:61:chat${chats.channel.id}:${D + 6}`
+        event_id: `telegram:reaction:${S.id}:61:chat${chats.channel.id}`
       }],
       addressed: false
     }
   },
-  skip("supergroup: a reaction taken back", {
-    update_id: 131,
-    message_reaction: { chat: S, message_id: 52, user: bob, date: D + 7, old_reaction: [{ type: "emoji", emoji: "👍" }], new_reaction: [] }
-  }, "removed"),
+  {
+    name: "supergroup: a reaction taken back withdraws the reaction's item",
+    update: {
+      update_id: 131,
+      message_reaction: {
+        chat: S, message_id: 52, user: bob, date: D + 7,
+        old_reaction: [{ type: "emoji", emoji: "👍" }, { type: "custom_emoji", custom_emoji_id: "5368324170671202286" }], new_reaction: []
+      }
+    },
+    expected: {
+      events: [],
+      history: [],
+      addressed: false,
+      retractions: [{ chat_id: String(S.id), chat_type: "supergroup", event_id: `telegram:reaction:${S.id}:52:1002`, at: (D + 7) * 1000 }]
+    }
+  },
   skip("supergroup: anonymous reaction counts", {
     update_id: 132,
     message_reaction_count: { chat: S, message_id: 52, date: D + 8, reactions: [{ type: { type: "emoji", emoji: "🔥" }, total_count: 4 }] }
@@ -1087,7 +1101,7 @@ const forums: ReadonlyArray<Fixture> = [
       history: [{
         ...item({ chat: F, id: 0, date: D + 9, sender: as.carol, kind: "inbound_reaction", reply: "501", text: "🎉" }),
         message_id: null,
-        event_id: `telegram:reaction:${F.id}:501:1003:${D + 9}`
+        event_id: `telegram:reaction:${F.id}:501:1003`
       }],
       addressed: false
     }

@@ -193,6 +193,7 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
 export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> => {
   const groups = new Set<string>()
   for (const item of mapped.decoded.history) if (item.chat_type === "group") groups.add(item.chat_id)
+  for (const r of mapped.retractions ?? []) if (r.chat_type === "group") groups.add(r.chat_id)
   if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
   return groups.size === 0 ? Effect.succeed(mapped) : Effect.gen(function*() {
     const store = yield* ContextStore
@@ -262,6 +263,10 @@ const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): 
         reply_to_message_id: mapped.scope.reply_to_message_id === null ? null : migratedMessageId(mapped.scope.reply_to_message_id)
       }
     }),
+    ...(mapped.retractions === undefined ? {} : {
+      // The item keeps its event id when its chat moves: only the chat changes.
+      retractions: mapped.retractions.map((r) => ({ ...r, chat_id: chatOf(r.chat_id) ?? r.chat_id }))
+    }),
     ...(mapped.responses === undefined ? {} : {
       responses: mapped.responses.map((r) => {
         const to = chatOf(r.chat_id)
@@ -326,6 +331,13 @@ const storeAll = (
         results.forEach((r, k) => {
           if (r !== "unchanged") written[owners[k]!]!++
         })
+        // After the run's items: a reaction given and withdrawn in one run goes; one withdrawn and
+        // given again stays (the store compares the times).
+        for (let k = 0; k < run.length; k++) {
+          for (const r of run[k]!.retractions ?? []) {
+            if (yield* history.retract(r.chat_id, r.event_id, r.at)) written[k]!++
+          }
+        }
         for (const mapped of run) {
           for (const response of mapped.responses ?? []) {
             yield* history.recordResponse(

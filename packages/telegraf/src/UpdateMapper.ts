@@ -79,6 +79,22 @@ export interface BotResponse {
 }
 
 /**
+ * A reaction withdrawn: the history item stored under `event_id` (the actor's reaction to
+ * one message) goes, unless it is newer than `at` (`HistoryStore.retract`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Retraction {
+  readonly chat_id: string
+  /** The chat's type, to find a group that migrated (see `TelegramRecorder.redirectMigrated`). */
+  readonly chat_type: string | null
+  readonly event_id: string
+  /** When it was withdrawn (epoch ms). */
+  readonly at: number
+}
+
+/**
  * What one update maps to.
  *
  * @since 0.1.0
@@ -100,6 +116,8 @@ export interface MappedUpdate {
   readonly migration?: ChatMigration
   /** Messages the bot's message answers (a sent reply). */
   readonly responses?: ReadonlyArray<BotResponse>
+  /** Reactions withdrawn: their history items go (see {@link Retraction}). */
+  readonly retractions?: ReadonlyArray<Retraction>
   /** The message's scope, for a message-carrying update. */
   readonly scope?: MessageScope
   /**
@@ -786,26 +804,44 @@ const reactionText = (reactions: ReadonlyArray<Tg.Reaction>): string =>
     .map((r) => r.type === "emoji" && r.emoji !== undefined ? r.emoji : r.type === "paid" ? "⭐" : `:${r.type}:`)
     .join(" ")
 
+/**
+ * A `message_reaction` update holds the actor's whole set of reactions to one message now
+ * (`new_reaction`), not what was added. The history item of a reaction is that set, under an
+ * `event_id` naming the actor and the message: a changed set replaces it (the store keeps the
+ * newest by date), an empty one withdraws it (a {@link Retraction}). So history shows what
+ * each person's reaction is, never one they took back; a reaction is no activation of any
+ * object (list_active_context_objects names none), so nothing else is undone.
+ */
 const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
   const decoded = decodeReaction(input, { errors: "first", onExcessProperty: "ignore" })
   if (Either.isLeft(decoded)) return empty(updateId, "message_reaction", `malformed message_reaction: ${firstIssue(decoded.left)}`)
   const r = decoded.right
-  if (r.new_reaction.length === 0) return empty(updateId, "message_reaction", "message_reaction: a reaction removed; nothing to record")
   if (!inDateRange(r.date)) return empty(updateId, "message_reaction", "malformed message_reaction: date out of range")
+  const actor = r.actor_chat !== undefined ? `chat${r.actor_chat.id}` : r.user !== undefined ? String(r.user.id) : "anonymous"
+  // Its identity: the actor's reaction to the message, whichever reaction it is now.
+  const eventId = cut(`telegram:reaction:${r.chat.id}:${r.message_id}:${actor}`, 256)
+  const chatType = r.chat.type === undefined ? null : cut(r.chat.type, 32)
+  if (r.new_reaction.length === 0) {
+    return mapped({
+      update_id: updateId,
+      update_type: "message_reaction",
+      addressed: false,
+      warnings: [],
+      retractions: [{ chat_id: String(r.chat.id), chat_type: chatType, event_id: eventId, at: r.date * 1000 }]
+    }, [], [])
+  }
   const sender = r.actor_chat !== undefined
     ? personOfChat(r.actor_chat)
     : r.user !== undefined
     ? personOfUser(r.user)
     : { display_name: "anonymous" }
-  const actor = r.actor_chat !== undefined ? `chat${r.actor_chat.id}` : r.user !== undefined ? String(r.user.id) : "anonymous"
   const built = HistoryItem.build({
-    // Its identity: a redelivered update is stored once.
-    event_id: cut(`telegram:reaction:${r.chat.id}:${r.message_id}:${actor}:${r.date}`, 256),
+    event_id: eventId,
     kind: "inbound_reaction",
     chat_id: String(r.chat.id),
     // Reaction updates carry no thread: the caller places them by the reacted message.
     topic_id: null,
-    chat_type: r.chat.type === undefined ? null : cut(r.chat.type, 32),
+    chat_type: chatType,
     reply_to_message_id: String(r.message_id),
     sender,
     text: cut(reactionText(r.new_reaction.slice(0, 20)), 512)
@@ -824,9 +860,11 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
  *   nothing, or for a group's upgrade its `migration` (see {@link mapMessage}).
  * - `poll` with `is_closed: true`: one `poll_closed` event by `poll_id`
  *   (`event_id: "telegram:poll_closed:<poll_id>"`); an open poll's update maps to nothing.
- * - `message_reaction`: one `inbound_reaction` history item, `topic_id` null and
- *   `reply_to_message_id` the reacted message (place it by that message), its `event_id`
- *   naming the reaction so a redelivery is stored once.
+ * - `message_reaction`: one `inbound_reaction` history item of the actor's reactions now,
+ *   `topic_id` null and `reply_to_message_id` the reacted message (place it by that message),
+ *   its `event_id` naming the actor and the message (`telegram:reaction:<chat>:<message>:<actor>`)
+ *   so a changed reaction replaces it and a redelivery is stored once; a reaction withdrawn
+ *   (no `new_reaction`): its {@link Retraction}.
  * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates, and
  *   every type not known: nothing, with `skipped`.
  *

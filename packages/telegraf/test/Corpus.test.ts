@@ -22,6 +22,7 @@ describe("TelegramFixtures: each real update maps to exactly what is recorded", 
       assert.strictEqual(mapped.addressed, expected.addressed)
       assert.deepStrictEqual(mapped.migration, expected.migration)
       assert.deepStrictEqual(mapped.responses, expected.responses)
+      assert.deepStrictEqual(mapped.retractions, expected.retractions)
       if (expected.skipped === undefined) assert.isUndefined(mapped.skipped, mapped.skipped)
       else assert.include(mapped.skipped ?? "(not skipped)", expected.skipped)
     })

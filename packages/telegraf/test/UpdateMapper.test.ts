@@ -200,7 +200,19 @@ describe("UpdateMapper: polls, votes, reactions, buttons", () => {
     assert.strictEqual(h.topic_id, null)
     assert.strictEqual(h.text, "👍 :custom_emoji:")
     assertConsumable(mapped)
-    assert.include(mapUpdate(F.reactionRemoved, options).skipped ?? "", "removed")
+    // Its identity is the actor's reaction to the message, not this update: a change replaces it.
+    assert.strictEqual(h.event_id, `telegram:reaction:${F.forum.id}:50:${F.bob.id}`)
+  })
+
+  it("a reaction withdrawn maps to its retraction: no item, nothing skipped", () => {
+    const mapped = mapUpdate(F.reactionRemoved, options)
+    assert.deepStrictEqual([mapped.events, mapped.history, mapped.skipped], [[], [], undefined])
+    assert.deepStrictEqual(mapped.retractions, [{
+      chat_id: String(F.forum.id),
+      chat_type: "supergroup",
+      event_id: `telegram:reaction:${F.forum.id}:50:${F.bob.id}`,
+      at: F.reactionRemoved.message_reaction.date * 1000
+    }])
   })
 })
 

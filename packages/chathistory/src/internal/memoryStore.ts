@@ -2,7 +2,7 @@ import { compareMessageIds, migratedMessageId } from "@deixis/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { HistoryItem, Sender } from "../HistoryItem.js"
-import { mergeVersions } from "../HistoryItem.js"
+import { mergeVersions, replacesEventItem } from "../HistoryItem.js"
 import type {
   AppendResult,
   HistoryEntry,
@@ -195,8 +195,20 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
   }
 
   const evictOldest = (chat: Chat) => {
-    const entry = chat.arrival.shift()
+    let entry = chat.arrival.shift()
+    // A retracted entry left the chat already.
+    while (entry !== undefined && entry.gone) entry = chat.arrival.shift()
     if (entry !== undefined) evictEntry(chat, entry)
+  }
+
+  const retract = (chatId: string, eventId: string, at: number): boolean => {
+    const chat = chats.get(chatId)
+    const entry = chat?.byEvent.get(eventId)
+    if (chat === undefined || entry === undefined || entry.item.sent_at > at) return false
+    evictEntry(chat, entry)
+    // Withdrawn, not evicted.
+    evictedItems--
+    return true
   }
 
   const replace = (chat: Chat, entry: Entry, incoming: HistoryItem): AppendResult => {
@@ -223,8 +235,16 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
     if (id !== null) {
       const existing = chat.byId.get(id)
       if (existing !== undefined) return replace(chat, existing, incoming)
-    } else if (incoming.event_id !== undefined && chat.byEvent.has(incoming.event_id)) {
-      return "unchanged"
+    } else if (incoming.event_id !== undefined) {
+      const existing = chat.byEvent.get(incoming.event_id)
+      if (existing !== undefined) {
+        if (!replacesEventItem(existing.item, incoming)) return "unchanged"
+        // In its position and topic, as a message's edit.
+        chat.removeReply(existing)
+        existing.item = { ...incoming, chat_id: chat.id, topic_id: existing.item.topic_id, sender: chat.sender(incoming.sender) }
+        chat.addReply(existing)
+        return "replaced"
+      }
     }
     const topicId = incoming.topic_id === null ? null : chat.intern(incoming.topic_id)
     const item: HistoryItem = {
@@ -327,6 +347,7 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
   return {
     append: (item) => Effect.sync(() => append(item)),
     appendAll: (items) => Effect.sync(() => items.map(append)),
+    retract: (chatId, eventId, at) => Effect.sync(() => retract(chatId, eventId, at)),
     migrateChat: (from, to) => Effect.sync(() => migrateChat(from, to)),
     lookup: (scope, externalId) => Effect.sync(() => Option.fromNullable(find(scope, externalId))),
     around: (scope, externalId, window) =>

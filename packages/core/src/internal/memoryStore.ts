@@ -98,6 +98,8 @@ class Scope {
 
 class Chat {
   readonly messages = new Map<string, MessageMeta>()
+  /** Message id → the `edited_at` of the newest edit applied to it (see the reducer). */
+  readonly edits = new Map<string, number>()
   readonly objects = new Map<string, ObjRec>()
   readonly byMessage = new Map<string, Array<ObjRec>>()
   readonly owned = new Map<string, Array<ObjRec>>()
@@ -207,6 +209,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     const oldest = chat.all.messages.shift()
     if (oldest === undefined) return
     chat.messages.delete(oldest.message_id)
+    chat.edits.delete(oldest.message_id)
     const scope = chat.topics.get(oldest.topic_id)
     if (scope !== undefined && scope.messages.peek() === oldest) scope.messages.shift()
     totalMessages--
@@ -305,6 +308,11 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     chat: (chatId) => chats.get(chatId)?.info,
     putChat: (info) => {
       chatFor(info.chat_id).info = info
+    },
+    editedAt: (chatId, messageId) => chats.get(chatId)?.edits.get(messageId),
+    putEditedAt: (chatId, messageId, editedAt) => {
+      const chat = chats.get(chatId)
+      if (chat?.messages.has(messageId) === true) chat.edits.set(messageId, editedAt)
     },
     removeObject: (o) => {
       const chat = chats.get(o.chat_id)
@@ -500,6 +508,8 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       chat.topic(m.topic_id).messages.push(m)
       totalMessages++
     }
+    for (const [id, at] of old.edits) chat.edits.set(rekey(id), at)
+    if (existing !== undefined) for (const [id, at] of existing.edits) chat.edits.set(id, at)
     for (const m of legacyMessages) {
       pushMessage({
         ...m,

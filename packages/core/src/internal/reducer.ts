@@ -32,6 +32,13 @@ export interface StateWriter {
   readonly putChat: (info: ChatInfo) => void
   /** Removes a stored object (an edit took away what it stood for). */
   readonly removeObject: (object: ContextObject) => void
+  /**
+   * The `edited_at` of the newest edit applied to a stored message: undefined when none was
+   * (or the message is not stored). Kept with the message and gone with it.
+   */
+  readonly editedAt: (chatId: string, messageId: string) => number | undefined
+  /** Records the `edited_at` of the edit just applied to a stored message. */
+  readonly putEditedAt: (chatId: string, messageId: string, editedAt: number) => void
 }
 
 export type Outcome =
@@ -276,19 +283,54 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
   return applied
 }
 
+// FNV-1a (32 bits) of a string: a short, stable digest for default event ids.
+const fnv1a = (text: string): string => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0).toString(16).padStart(8, "0")
+}
+
+/**
+ * The id of an edit sent without one: the message, the edit's time and a digest of what the
+ * reducer derives from it (links, media, album). Telegram stamps edits in whole seconds, so two
+ * edits of one second differ only by content: each is a new arrival, while a redelivered copy
+ * of either is a duplicate.
+ */
+export const defaultEditId = (e: MessageEdited): string => {
+  let content = e.media_group_id ?? ""
+  for (const l of e.links) content += `\u0001${l.url}\u0000${l.title ?? ""}`
+  for (const m of e.media) content += `\u0002${m.kind}\u0000${m.file_id ?? ""}\u0000${m.label ?? ""}`
+  return `message_edited:${e.message_id}:${e.edited_at}:${fnv1a(content)}`
+}
+
 /**
  * An edit: the message's links and media are derived again. An object whose reference is the
  * same keeps its state (and takes the new label); one whose reference changed starts afresh;
  * one the new content no longer carries goes, with any article fetched from a link now gone.
+ *
+ * Edits apply in `edited_at` order, whatever order they arrive in (two bot processes, a
+ * webhook retry, a late client): an edit older than the newest one applied is superseded and
+ * counted as a duplicate. An edit as old as it (the same second, Telegram's resolution) is
+ * applied: the later arrival wins, the only order left to go by.
  */
 const editMessage = (w: StateWriter, e: MessageEdited, now: number, rules: Rules): Outcome => {
-  const eventId = e.event_id ?? `message_edited:${e.message_id}:${e.edited_at}`
+  const eventId = e.event_id ?? defaultEditId(e)
   if (w.seen(e.chat_id, eventId)) return duplicate
   const stored = w.message(e.chat_id, e.message_id)
   if (stored === undefined) {
     observeMessage(w, e, now, rules)
+    w.putEditedAt(e.chat_id, e.message_id, e.edited_at)
     w.markSeen(e.chat_id, eventId)
     return applied
+  }
+  const newest = w.editedAt(e.chat_id, e.message_id)
+  if (newest !== undefined && e.edited_at < newest) {
+    noteChat(w, e.chat_id, e.is_forum)
+    w.markSeen(e.chat_id, eventId)
+    return duplicate
   }
   noteChat(w, e.chat_id, e.is_forum)
   const wanted = derivedObjects(rules, e, stored.topic_id, stored.sent_at)
@@ -318,6 +360,7 @@ const editMessage = (w: StateWriter, e: MessageEdited, now: number, rules: Rules
       w.putObject(next, undefined)
     }
   }
+  if (newest !== e.edited_at) w.putEditedAt(e.chat_id, e.message_id, e.edited_at)
   w.markSeen(e.chat_id, eventId)
   return applied
 }

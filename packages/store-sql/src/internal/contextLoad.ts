@@ -53,6 +53,8 @@ export interface Loaded {
   /** Chat id → whether it is a forum. */
   readonly forums: Map<string, boolean>
   readonly messages: Map<string, MessageMeta | null>
+  /** Message key → the `edited_at` of the newest edit applied to it (absent: none). */
+  readonly edits: Map<string, number>
   readonly objects: Map<string, ContextObject | null>
   /** Message key → keys of its objects, in the order they were stored. */
   readonly byMessage: Map<string, Array<string>>
@@ -70,6 +72,7 @@ export const nothingLoaded = (): Loaded => ({
   revisions: new Map(),
   forums: new Map(),
   messages: new Map(),
+  edits: new Map(),
   objects: new Map(),
   byMessage: new Map(),
   polls: new Map(),
@@ -81,6 +84,8 @@ export const nothingLoaded = (): Loaded => ({
 
 export interface Changes {
   readonly messages: Array<MessageMeta>
+  /** Message key → the message and the `edited_at` of the edit just applied to it. */
+  readonly edits: Map<string, readonly [chatId: string, messageId: string, editedAt: number]>
   /** Chat id → its new forum flag. */
   readonly forums: Map<string, boolean>
   /** Object key → the object removed (an edit took away what it stood for). */
@@ -121,18 +126,20 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
 
       // Each table is read with one statement over the batch's keys passed in bulk (see rowsTables).
       const messages = new Map<string, MessageMeta | null>()
+      const edits = new Map<string, number>()
       for (const k of w.messages.keys()) messages.set(k, null)
       if (w.messages.size > 0) {
         const rows = yield* bulk(
           [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
           [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
           (from) =>
-            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at, m.edited_at FROM ${from}
            ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
         )
         for (const r of rows) {
           const m = messageOf(str(r["chat_id"]), r)
           messages.set(key(m.chat_id, m.message_id), m)
+          if (r["edited_at"] !== null && r["edited_at"] !== undefined) edits.set(key(m.chat_id, m.message_id), num(r["edited_at"]))
         }
       }
 
@@ -206,7 +213,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }
-      return { nextSeq, revisions, forums, messages, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+      return { nextSeq, revisions, forums, messages, edits, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
     })
   return load
 }

@@ -7,7 +7,7 @@ import type { ContextObject } from "@deixis/core/ContextObject"
 import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
-import { migratedMessageId } from "@deixis/core/Ids"
+import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -33,6 +33,7 @@ import { unitOf } from "./unit.js"
 const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
   const changes: Changes = {
     messages: [],
+    edits: new Map(),
     forums: new Map(),
     removed: new Map(),
     objects: new Map(),
@@ -91,6 +92,16 @@ const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: L
       const fresh = renewed || previous === undefined || previous.topic_id !== o.topic_id || (before?.fresh ?? false)
       changes.objects.set(k, { object: o, fresh })
       if (!s.nextSeq.has(o.chat_id)) missing.chats.add(o.chat_id)
+    },
+    editedAt: (chatId, messageId) => {
+      const k = key(chatId, messageId)
+      if (!s.messages.has(k)) missing.message(chatId, messageId)
+      return s.edits.get(k)
+    },
+    putEditedAt: (chatId, messageId, editedAt) => {
+      const k = key(chatId, messageId)
+      s.edits.set(k, editedAt)
+      changes.edits.set(k, [chatId, messageId, editedAt])
     },
     removeObject: (o) => {
       const k = key(o.chat_id, o.object_id)
@@ -168,6 +179,13 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           (from) =>
             `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
+        )
+      }
+      // After the insert: an edit of a message not seen before stores both.
+      for (const [chatId, messageId, editedAt] of changes.edits.values()) {
+        yield* db.query(
+          `UPDATE deixis_messages SET edited_at = ? WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
+          [editedAt, chatId, positionLength(messageId), messageId]
         )
       }
       for (const part of chunks([...changes.removed.values()], 2)) {
@@ -342,7 +360,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
 
       // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
       const messageRows = yield* db.query(
-        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
+        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at, edited_at FROM deixis_messages WHERE chat_id = ?`,
         [from]
       )
       yield* bulk(
@@ -357,6 +375,14 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${rows} WHERE true ON CONFLICT DO NOTHING`
       )
+      for (const r of messageRows) {
+        if (r["edited_at"] === null || r["edited_at"] === undefined) continue
+        const id = migratedMessageId(str(r["message_id"]))
+        yield* db.query(
+          `UPDATE deixis_messages SET edited_at = ? WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
+          [num(r["edited_at"]), to, positionLength(id), id]
+        )
+      }
       yield* db.query(`DELETE FROM deixis_messages WHERE chat_id = ?`, [from])
 
       // Objects: ids stay; they come before the new chat's own in the order of storage.

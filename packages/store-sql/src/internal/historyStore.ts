@@ -3,7 +3,7 @@
  * order (length, then code points) followed by the per-chat append counter of items without a
  * message id. Every read is one indexed range scan in one chat and topic.
  */
-import { HistoryItem, mergeVersions } from "@deixis/chathistory/HistoryItem"
+import { HistoryItem, mergeVersions, replacesEventItem } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
@@ -152,11 +152,14 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
          ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`)) {
         stored.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
       }
-      const seenEvents = new Set<string>()
+      // Event id → the item stored under it, or the index in `insertRows` of the one this batch adds.
+      const storedEvents = new Map<string, HistoryItem | number>()
       for (const r of yield* bulk([["chat_id", "TEXT"], ["event_id", "TEXT"]], [...events.values()], (from) =>
-        `SELECT h.chat_id, h.event_id FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
-        seenEvents.add(pairKey(str(r["chat_id"]), str(r["event_id"])))
+        `SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
+        storedEvents.set(pairKey(str(r["chat_id"]), str(r["event_id"])), yield* itemOf(r["body"]))
       }
+      const eventUpdates = new Map<string, HistoryItem>()
+      const batchEvents = new Map<string, HistoryItem>()
       const newest = new Map<string, string>()
       for (const r of yield* bulk([["chat_id", "TEXT"], ["topic", "TEXT"]], [...topics.values()], (from) =>
         `SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
@@ -195,11 +198,30 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         }
         if (incoming.event_id !== undefined) {
           const ek = pairKey(incoming.chat_id, incoming.event_id)
-          if (seenEvents.has(ek)) {
-            results.push("unchanged")
+          const known = storedEvents.get(ek)
+          if (known !== undefined) {
+            const before = typeof known === "number" ? batchEvents.get(ek)! : eventUpdates.get(ek) ?? known
+            if (!replacesEventItem(before, incoming)) {
+              results.push("unchanged")
+              continue
+            }
+            // In its position and topic, as a message's edit.
+            const item: HistoryItem = { ...incoming, topic_id: before.topic_id }
+            if (typeof known === "number") {
+              const row = [...insertRows[known]!]
+              row[6] = item.reply_to_message_id
+              row[9] = item.sent_at
+              row[10] = JSON.stringify(item)
+              insertRows[known] = row
+              batchEvents.set(ek, item)
+            } else {
+              eventUpdates.set(ek, item)
+            }
+            results.push("replaced")
             continue
           }
-          seenEvents.add(ek)
+          storedEvents.set(ek, insertRows.length)
+          batchEvents.set(ek, incoming)
         }
         // Right after the newest message its topic holds.
         const anchor = newest.get(pairKey(incoming.chat_id, topic)) ?? ""
@@ -230,6 +252,13 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
           `UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
            FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`
       )
+      yield* bulk(
+        [["chat_id", "TEXT"], ["event_id", "TEXT"], ["reply_to", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
+        [...eventUpdates.values()].map((item) => [item.chat_id, item.event_id!, item.reply_to_message_id, item.sent_at, JSON.stringify(item)]),
+        (from) =>
+          `UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.event_id = k.event_id`
+      )
       return results
     })
 
@@ -240,6 +269,12 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     items.length === 0
       ? Effect.succeed([])
       : db.transaction(appendMany(items)).pipe(Effect.mapError(failStore("appendAll")))
+
+  const retract = (chatId: string, eventId: string, at: number): Effect.Effect<boolean, StoreError> =>
+    db.query(`DELETE FROM deixis_history WHERE chat_id = ? AND event_id = ? AND sent_at <= ? RETURNING 1 AS gone`, [chatId, eventId, at]).pipe(
+      Effect.map((rows) => rows.length > 0),
+      Effect.mapError(failStore("retract"))
+    )
 
   const migrateChat = (from: string, to: string): Effect.Effect<number, StoreError> =>
     from === to ? Effect.succeed(0) : db.transaction(Effect.gen(function*() {
@@ -425,6 +460,6 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     Effect.mapError(failStore("stats"))
   )
 
-  const store: HistoryStoreShape = { append, appendAll, lookup, around, recent, replies, recordResponse, migrateChat, stats }
+  const store: HistoryStoreShape = { append, appendAll, retract, lookup, around, recent, replies, recordResponse, migrateChat, stats }
   return { store, sweep }
 }

@@ -259,6 +259,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // so a bot gives up one that keeps failing. An update pending at the upgrade was received:
     // that is its first attempt.
     statements: (dialect) => [`ALTER TABLE deixis_updates ADD COLUMN attempts ${types(dialect).int} NOT NULL DEFAULT 1`]
+  },
+  {
+    version: 10,
+    name: "message_edited_at",
+    // The `edited_at` of the newest edit applied to a message (null: none), so an older edit
+    // arriving after it is recognised as superseded (core's reducer applies edits in time order).
+    statements: (dialect) => [`ALTER TABLE deixis_messages ADD COLUMN edited_at ${types(dialect).big}`]
   }
 ]
 
