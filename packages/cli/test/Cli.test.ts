@@ -21,7 +21,8 @@ const deixis = (argv: ReadonlyArray<string>, env: Record<string, string>, progre
     const out: Cli.Output = { line: (t) => void lines.push(t), progress: progress ? (t) => void redraws.push(t) : undefined }
     yield* Cli.run(argv, out).pipe(
       Effect.provide(NodeContext.layer),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+      // Keys as the environment spells them: nested configs (`DEIXIS` + `PG_SCHEMA`) join with "_".
+      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)), { pathDelim: "_" }))
     )
     return { lines, redraws }
   })
