@@ -121,7 +121,7 @@ describe("migrations", () => {
         )
       )
       const results = yield* Effect.all([run, run, run, run], { concurrency: "unbounded" })
-      assert.deepStrictEqual(results.flat().sort(), allVersions)
+      assert.deepStrictEqual(results.flat().sort((a, b) => a - b), allVersions)
       const again = yield* run
       assert.deepStrictEqual(again, [])
     }))
