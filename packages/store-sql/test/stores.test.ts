@@ -244,25 +244,29 @@ const upgradeFrom4 = Effect.gen(function*() {
   assert.deepStrictEqual((yield* after.snapshot(chat)).messages.map((m) => m.message_id), ["9", "10", "11", "100"])
 })
 
+/** `upgrade` on PostgreSQL, in a schema of its own (created empty, dropped afterwards). */
+const inFreshPgSchema = <A, E>(upgrade: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  Effect.gen(function*() {
+    const schema = freshSchema()
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
+        Effect.orDie
+      )
+    )
+    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(
+      Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
+    )
+    return yield* upgrade.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
+  })
+
 describe("upgrades", () => {
   it.scoped("SQLite: a database at version 4 with data upgrades to the latest and reads it back", () =>
     Effect.flatMap(tempDir, (dir) =>
       upgradeFrom4.pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "u.db") })))))
 
   it.scoped("PostgreSQL: a database at version 4 with data upgrades to the latest and reads it back", () =>
-    Effect.gen(function*() {
-      const schema = freshSchema()
-      yield* Effect.addFinalizer(() =>
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
-          Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
-          Effect.orDie
-        )
-      )
-      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(
-        Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
-      )
-      yield* upgradeFrom4.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
-    }))
+    inFreshPgSchema(upgradeFrom4))
 })
 
 // An update pending in a database written before migration 9 (no attempts column) is handed out
@@ -290,17 +294,5 @@ describe("migration 9 (update attempts)", () => {
       upgradeFrom8.pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "u8.db") })))))
 
   it.scoped("PostgreSQL: an update pending at version 8 is handed out after the upgrade, its receipt counted as its first attempt", () =>
-    Effect.gen(function*() {
-      const schema = freshSchema()
-      yield* Effect.addFinalizer(() =>
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
-          Effect.provide(SqlStore.layerPgClient({ url: pgUrl })),
-          Effect.orDie
-        )
-      )
-      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(
-        Effect.provide(SqlStore.layerPgClient({ url: pgUrl }))
-      )
-      yield* upgradeFrom8.pipe(Effect.provide(SqlStore.layerPgClient({ url: pgUrl, schema, max_connections: 1 })))
-    }))
+    inFreshPgSchema(upgradeFrom8))
 })
