@@ -388,7 +388,7 @@ describe("UpdateMapper: hostile input", () => {
     fc.assert(fc.property(
       fc.constantFrom(...messages),
       fc.nat(),
-      fc.oneof(fc.jsonValue(), fc.constant(undefined), fc.double(), fc.integer()),
+      fc.oneof(fc.jsonValue(), fc.constant(undefined), fc.constant(Number.NaN), fc.double(), fc.integer()),
       (message, pick, next) => {
         const all = paths(message)
         const input = replaced(message, all[pick % all.length]!, next)

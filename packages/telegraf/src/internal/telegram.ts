@@ -172,7 +172,8 @@ type Check = (v: unknown) => string | undefined
 
 const isObject = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null && !Array.isArray(v)
 const cInt: Check = (v) => (typeof v === "number" && Number.isSafeInteger(v) ? undefined : "expected an integer")
-const cNumber: Check = (v) => (typeof v === "number" && !Number.isNaN(v) ? undefined : "expected a number")
+// As `Schema.Number`: any number, NaN included (JSON never carries one).
+const cNumber: Check = (v) => (typeof v === "number" ? undefined : "expected a number")
 const cString: Check = (v) => (typeof v === "string" ? undefined : "expected a string")
 const cBoolean: Check = (v) => (typeof v === "boolean" ? undefined : "expected a boolean")
 const cUnknown: Check = () => undefined
