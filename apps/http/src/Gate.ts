@@ -101,13 +101,13 @@ const view = (request: HttpServerRequest.HttpServerRequest, maxBodyBytes: number
   const rewrite = body && unsupported === undefined && type !== undefined && !/^application\/json\b/i.test(type)
   const overLimit = declaresTooMuch(request.headers["content-length"], maxBodyBytes)
   if (!body) return request
-  // The platform's JSON reader (an empty body is null), through `parseJson` and its depth bound.
-  const json = Effect.flatMap(Effect.suspend(() => request.text), (text) =>
-    Effect.try({
-      try: () => (text === "" ? null : parseJson(text)),
-      catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
-    }))
   if (unsupported === undefined && !overLimit) {
+    // The platform's JSON reader (an empty body is null), through `parseJson` and its depth bound.
+    const json = Effect.flatMap(Effect.suspend(() => request.text), (text) =>
+      Effect.try({
+        try: () => (text === "" ? null : parseJson(text)),
+        catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
+      }))
     return Object.create(request, {
       json: { value: json },
       ...(rewrite ? { headers: { value: { ...request.headers, "content-type": "application/json" } } } : {})
