@@ -706,8 +706,14 @@ export const mapMessage = (
   options: MapOptions = {},
   updateType = "message",
   updateId: number | null = null
-): MappedUpdate => {
-  if (Json.nestsDeeperThan(input)) return empty(updateId, updateType, `malformed ${updateType}: ${tooDeep}`)
+): MappedUpdate =>
+  // Before anything reads it: a decoder's message prints the value it refused, recursively.
+  Json.nestsDeeperThan(input)
+    ? empty(updateId, updateType, `malformed ${updateType}: ${tooDeep}`)
+    : messageOf(input, options, updateType, updateId)
+
+/** {@link mapMessage} of a message whose depth was checked (with its update, by `mapUpdate`). */
+const messageOf = (input: unknown, options: MapOptions, updateType: string, updateId: number | null): MappedUpdate => {
   const decoded = Tg.parseMessage(input)
   if (!decoded.ok) return empty(updateId, updateType, `malformed ${updateType}: ${decoded.issue}`)
   const m = decoded.message
@@ -882,7 +888,7 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
   const updateId = head.right.update_id
   for (const key of messageKeys) {
     if (update[key] !== undefined) {
-      return mapMessage(update[key], options, key, updateId)
+      return messageOf(update[key], options, key, updateId)
     }
   }
   if (update["poll"] !== undefined) {
