@@ -38,16 +38,14 @@ export const hasBody = (method: string) => method !== "GET" && method !== "HEAD"
 // The message the platform's body readers fail with past the limit.
 const maxBytesExceeded = "maxBytes exceeded"
 
-/** How deeply a request body may nest: core's one bound for untrusted JSON (`Json.maxDepth`). */
-export const maxJsonDepth = Json.maxDepth
-
 /**
- * `JSON.parse`, refusing a value nested deeper than {@link maxJsonDepth} with a SyntaxError
- * (answered 400 as any body that is not JSON). Every entrance reads bodies through it.
+ * `JSON.parse`, refusing a value nested deeper than core's one bound for untrusted JSON
+ * (`Json.maxDepth`) with a SyntaxError (answered 400 as any body that is not JSON). Every
+ * entrance reads bodies through it.
  */
 export const parseJson = (text: string): unknown => {
   const value: unknown = JSON.parse(text)
-  if (Json.nestsDeeperThan(value, maxJsonDepth)) throw new SyntaxError(`nested deeper than ${maxJsonDepth} levels`)
+  if (Json.nestsDeeperThan(value)) throw new SyntaxError(`nested deeper than ${Json.maxDepth} levels`)
   return value
 }
 

@@ -4,7 +4,7 @@
  * the Telegram webhook secret; the listening defaults.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ContextStore, ConversationState } from "@deixis/core"
+import { ContextStore, ConversationState, Json } from "@deixis/core"
 import { HistoryStore } from "@deixis/chathistory"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -14,7 +14,6 @@ import * as Option from "effect/Option"
 import * as fc from "fast-check"
 import { connect } from "node:net"
 import { deflateSync, gzipSync } from "node:zlib"
-import * as Gate from "../src/Gate.js"
 import * as RequestTarget from "../src/RequestTarget.js"
 import * as Routes from "../src/Routes.js"
 import * as Server from "../src/Server.js"
@@ -521,7 +520,7 @@ describe("bodies nested too deeply", () => {
   const bodies = (sample: (typeof samples)[string]): ReadonlyArray<{ readonly name: string; readonly body: string }> => [
     { name: "the whole body", body: nested(100_000) },
     { name: "a field of the sample", body: JSON.stringify({ ...(sample.body as object), x: 0 }).replace("\"x\":0", `"x":${nested(100_000)}`) },
-    { name: "one level past the bound", body: nested(Gate.maxJsonDepth + 1) }
+    { name: "one level past the bound", body: nested(Json.maxDepth + 1) }
   ]
 
   for (const fastPath of [true, false]) {
@@ -536,7 +535,7 @@ describe("bodies nested too deeply", () => {
             assert.strictEqual(response.status, 400, `${route.method} ${route.path}, ${c.name}: ${response.body.slice(0, 200)}`)
             const answer = JSON.parse(response.body)
             if (route.path === "/mcp") assert.strictEqual(answer.error.code, -32700, c.name)
-            else assert.include(answer.message, `nested deeper than ${Gate.maxJsonDepth} levels`, `${route.path}, ${c.name}`)
+            else assert.include(answer.message, `nested deeper than ${Json.maxDepth} levels`, `${route.path}, ${c.name}`)
           }
         }
         const health = yield* Effect.promise(() => api.fetch("/healthz").then((r) => r.status))
@@ -548,8 +547,8 @@ describe("bodies nested too deeply", () => {
   it.scoped("a body nested to the bound is read", () =>
     Effect.gen(function*() {
       const api = yield* start({ token })
-      // The request object is one level, so its extra field may hold maxJsonDepth - 1 more.
-      const body = `{"chat_id":"${chat}","current_message_id":1,"x":${nested(Gate.maxJsonDepth - 1)}}`
+      // The request object is one level, so its extra field may hold Json.maxDepth - 1 more.
+      const body = `{"chat_id":"${chat}","current_message_id":1,"x":${nested(Json.maxDepth - 1)}}`
       for (const fastPath of ["/v1/tools/resolve_reference_target", "/v1/tools/list_active_context_objects"]) {
         const response = yield* Effect.promise(() =>
           raw(portOf(api), { method: "POST", target: fastPath, headers: { ...json, authorization: `Bearer ${token}` }, body })

@@ -319,7 +319,6 @@ export type ContextEvent = typeof ContextEvent.Type
  */
 export type ContextEventInput = typeof ContextEvent.Encoded
 
-
 /**
  * A batch of events (at most 1,000; the length is checked before any event is decoded).
  *
