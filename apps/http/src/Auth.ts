@@ -69,13 +69,8 @@ export type Access = "public" | "token" | "token or telegram secret" | "metrics 
 
 const digest = (s: string) => createHash("sha256").update(s).digest()
 
-/**
- * Whether `given` is the secret, in constant time.
- *
- * @since 0.2.0
- * @category checks
- */
-export const secretMatches = (expected: Redacted.Redacted<string>, given: string): boolean =>
+/** Whether `given` is the secret, in constant time. */
+const secretMatches = (expected: Redacted.Redacted<string>, given: string): boolean =>
   timingSafeEqual(digest(Redacted.value(expected)), digest(given))
 
 const bearerScheme = /^bearer /i
@@ -84,11 +79,8 @@ const bearerScheme = /^bearer /i
  * The token an `Authorization` header presents: what follows `Bearer ` (the scheme in any case,
  * RFC 9110 §11.1, one space), or nothing. (The platform's `HttpApiSecurity.bearer` drops the
  * first seven characters whatever they are: `Basic  <token>` would present the token.)
- *
- * @since 0.2.0
- * @category checks
  */
-export const presentedToken = (header: string | undefined): string =>
+const presentedToken = (header: string | undefined): string =>
   header !== undefined && bearerScheme.test(header) ? header.slice("Bearer ".length) : ""
 
 const matchesAny = (secrets: ReadonlyArray<Option.Option<Redacted.Redacted<string>>>, given: string) => {

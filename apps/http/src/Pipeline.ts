@@ -38,6 +38,8 @@ import * as Schema from "effect/Schema"
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { isIP } from "node:net"
 import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import type { ReadableStream as WebReadableStream } from "node:stream/web"
 import * as Auth from "./Auth.js"
 import { FastPath } from "./FastPath.js"
 import * as Metrics from "./Metrics.js"
@@ -316,10 +318,11 @@ interface Exchange {
 }
 
 /**
- * Ends the exchange: its one metric record, and how its connection goes on. An answer given
- * while the body is still arriving keeps Node from closing the connection at once (which would
- * reset it under a client still sending); the connection is half-closed after the answer, the
- * rest of the body is read and dropped, and it is closed for good after `lingerMs`.
+ * An answer's headers, for how its connection goes on. An answer given while the body is still
+ * arriving keeps Node from closing the connection at once (which would reset it under a client
+ * still sending): the connection is half-closed after the answer, the rest of the body is read
+ * and dropped, and it is closed for good after `lingerMs`. During a stop, every answer ends its
+ * connection.
  */
 const headersFor = (exchange: Exchange, headers: OutgoingHttpHeaders): OutgoingHttpHeaders => {
   if (bodyPending(exchange.request)) {
@@ -353,7 +356,7 @@ const fail = (exchange: Exchange, failure: Failure) =>
   write(exchange, failure.status, { "content-type": json, ...failure.headers }, JSON.stringify(failure.body))
 
 /** An answer of the Effect app: buffered, or streamed (server-sent events) as it comes. */
-const fromApp = (exchange: Exchange, answer: Response) => {
+const fromApp = async (exchange: Exchange, answer: Response): Promise<void> => {
   const headers: OutgoingHttpHeaders = {}
   answer.headers.forEach((value, key) => {
     headers[key] = value
@@ -361,10 +364,10 @@ const fromApp = (exchange: Exchange, answer: Response) => {
   if (answer.body !== null && headers["content-type"] === "text/event-stream") {
     exchange.response.writeHead(answer.status, headersFor(exchange, headers))
     exchange.response.once("close", () => record(exchange, answer.status))
-    Readable.fromWeb(answer.body as import("node:stream/web").ReadableStream).pipe(exchange.response)
-    return
+    // A stream that fails or a client that goes away ends the other side too.
+    return pipeline(Readable.fromWeb(answer.body as WebReadableStream), exchange.response).catch(() => {})
   }
-  void answer.arrayBuffer().then((body) => write(exchange, answer.status, headers, new Uint8Array(body)))
+  write(exchange, answer.status, headers, new Uint8Array(await answer.arrayBuffer()))
 }
 
 // The hop-by-hop and framing fields of the Node request, which the web request does not carry.
@@ -410,12 +413,12 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
       const loopbackHost = makeLoopbackHost()
 
       // The route answers, its body read and parsed.
-      const dispatch = (exchange: Exchange, url: string, route: Routes.Route, text: string | undefined, json: unknown) => {
+      const dispatch = (exchange: Exchange, url: string, route: Routes.Route, text: string | undefined, payload: unknown) => {
         const answer = fast?.get(route.path)
         if (answer !== undefined) {
-          return answer(json, (answered) => {
+          return answer(payload, (answered) => {
             if (answered === undefined) fail(exchange, failures.internal)
-            else write(exchange, answered.status, { "content-type": "application/json" }, answered.body)
+            else write(exchange, answered.status, { "content-type": json }, answered.body)
           })
         }
         const app = exchange.server.app
@@ -428,13 +431,10 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
             if (!exchange.response.writableFinished) abort.abort()
           })
         }
-        app(toWeb(exchange, url, route, text, abort?.signal)).then(
-          (answered) => fromApp(exchange, answered),
-          (error) => {
-            run(Effect.logError("request failed", error))
-            if (!exchange.response.headersSent) fail(exchange, failures.internal)
-          }
-        )
+        app(toWeb(exchange, url, route, text, abort?.signal)).then((answered) => fromApp(exchange, answered)).catch((error: unknown) => {
+          run(Effect.logError("request failed", error))
+          if (!exchange.response.headersSent) fail(exchange, failures.internal)
+        })
       }
 
       // The body, read under the limit; past it the rest is dropped, not buffered (see `headersFor`).
@@ -455,6 +455,7 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
             chunks.push(chunk)
           }
         })
+        // A read that breaks (the client went away mid-body) is a body not accepted.
         request.once("error", () => {
           if (done) return
           done = true
@@ -464,15 +465,20 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
           if (done) return
           done = true
           const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
-          if (route.body === "text") return dispatch(exchange, url, route, text, undefined)
           let value: unknown
           try {
-            // An empty body is null, as the platform reads it.
-            value = text === "" ? null : parseJson(text)
+            // An empty body is null, as the platform reads it; /mcp's JSON-RPC edge parses its own text.
+            value = route.body === "text" || text === "" ? null : parseJson(text)
           } catch (error) {
             return fail(exchange, failures.invalidJson(error))
           }
-          dispatch(exchange, url, route, text, value)
+          // A throw here would escape the listener and end the process: a bug answers 500.
+          try {
+            dispatch(exchange, url, route, text, value)
+          } catch (error) {
+            run(Effect.logError("request failed", error))
+            if (!response.headersSent) fail(exchange, failures.internal)
+          }
         })
       }
 

@@ -145,15 +145,6 @@ for (const route of table) router.on(route.method, route.path as FindMyWay.PathI
 export const find = (method: string, url: string): Route | undefined =>
   (router.find(method as HttpMethod, url) ?? (method === "HEAD" ? router.find("GET", url) : undefined))?.handler
 
-/**
- * The label under which a request is counted: its route's template, or `unmatched`. Bounded:
- * one value per route plus one.
- *
- * @since 0.2.0
- * @category routes
- */
-export const label = (method: string, url: string): string => find(method, url)?.path ?? "unmatched"
-
 const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 
 /**

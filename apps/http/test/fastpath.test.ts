@@ -111,6 +111,25 @@ const eventsCorpus: ReadonlyArray<Case> = [
   { name: "query string", path: eventsPath + "?x=1", body: JSON.stringify([message(7)]), status: 200 }
 ].map((c) => ({ path: eventsPath, headers: json, ...c }))
 
+// POST /v1/telegram/updates: raw updates through the shared recorder, one or an array.
+const telegramPath = "/v1/telegram/updates"
+const update = (id: number, extra: Record<string, unknown> = {}) => ({
+  update_id: id,
+  message: {
+    message_id: id, date: 1_700_000_000 + id, chat: { id: -3003, type: "supergroup", title: "fast" },
+    from: { id: 42, is_bot: false, first_name: "A" }, text: `message ${id}`, ...extra
+  }
+})
+const telegramCorpus: ReadonlyArray<Case> = [
+  { name: "one update", body: JSON.stringify(update(1)) },
+  { name: "a batch, one a reply with a link", body: JSON.stringify([update(2), update(3, { reply_to_message: update(2).message, entities: [{ type: "url", offset: 0, length: 9 }], text: "https://x" })]) },
+  { name: "an update it cannot use (skipped)", body: JSON.stringify({ update_id: 4, message: { message_id: 4 } }) },
+  { name: "not an update", body: "42", status: 400 },
+  { name: "over 1,000 updates", body: JSON.stringify(Array.from({ length: 1001 }, () => ({}))), status: 400 },
+  { name: "malformed JSON", body: "{\"update_id\":", status: 400 },
+  { name: "missing token", headers: { "content-type": "application/json" }, body: JSON.stringify(update(5)), status: 401 }
+].map((c) => ({ path: telegramPath, headers: json, status: 200, ...c }))
+
 interface Answer {
   readonly status: number
   readonly contentType: string | null
@@ -137,7 +156,7 @@ const pipelineAlone = (pipeline: Pipeline.PipelineShape) =>
     (alone) => Effect.sync(alone.close)
   )
 
-describe("the fast path (the tool routes and POST /v1/events)", () => {
+describe("the fast path (the tool routes, POST /v1/events and POST /v1/telegram/updates)", () => {
   it.effect("its routes are the ones the route table flags fast, each an endpoint of the API with a payload", () =>
     Effect.gen(function*() {
       const api = yield* start({ fastPath: true })
@@ -160,7 +179,7 @@ describe("the fast path (the tool routes and POST /v1/events)", () => {
 
       // Each case goes to each side twice (the fast side: through the service, then to the
       // pipeline alone over the same stores), so a write's second answer is compared too.
-      for (const c of [...corpus, ...eventsCorpus]) {
+      for (const c of [...corpus, ...eventsCorpus, ...telegramCorpus]) {
         const expected = yield* send(slow.url, c)
         assert.strictEqual(expected.status, c.status, `${c.path} ${c.name}: the Effect stack`)
         const viaService = yield* send(fast.url, c)
