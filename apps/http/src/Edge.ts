@@ -5,7 +5,7 @@
  * - `Expect: 100-continue` reaches the pipeline too, which answers 100 when it reads the body,
  *   after authentication, not as soon as the headers are in.
  * - The Effect app the platform serves (`HttpServer.serve`) is handed to the pipeline as the
- *   platform's web handler (`HttpApp.toWebHandlerRuntime`).
+ *   platform's handlers of it: over the Node request, and as its web handler.
  * - A stop closes the listening socket, closes idle connections and those whose request has not
  *   fully arrived (nothing of theirs was accepted), lets requests being handled finish and
  *   answer with `connection: close`, and after `shutdownTimeoutMs` closes whatever is left.
@@ -111,8 +111,9 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
                 // Idle, mid-headers, or a body still arriving: nothing of it was accepted.
                 socket.destroy()
               } else {
-                // Being handled: it finishes, and then its connection ends (its headers may be
-                // out already, keep-alive and all).
+                // Being handled: it finishes, answering with connection: close unless its
+                // headers are out already, and then its connection ends.
+                if (!exchange.response.headersSent) exchange.response.setHeader("connection", "close")
                 exchange.response.once("finish", () => socket.end())
               }
             }
@@ -125,7 +126,10 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           serve: (app, middleware) =>
             Effect.gen(function*() {
               const runtime = yield* Effect.runtime<never>()
-              state.app = HttpApp.toWebHandlerRuntime(runtime)(app as HttpApp.Default<never, never>, middleware)
+              const node = yield* (middleware === undefined
+                ? NodeHttpServer.makeHandler(app)
+                : NodeHttpServer.makeHandler(app, middleware as never))
+              state.app = { node, web: HttpApp.toWebHandlerRuntime(runtime)(app as HttpApp.Default<never, never>, middleware) }
               yield* Effect.addFinalizer(() => Effect.sync(() => (state.app = undefined)))
             })
         })

@@ -15,10 +15,12 @@
  *    `Expect: 100-continue` answered only now — under the limit (413 past it) and, for a JSON
  *    route, parsed, nested at most `Json.maxDepth` levels (400 otherwise).
  * 8. A fast route is answered by its endpoint (`FastPath.ts`); any other by the Effect app
- *    (HttpApi and the routes outside it), served as the platform's web handler
- *    (`HttpApp.toWebHandlerRuntime`) with the body already read.
+ *    (HttpApi and the routes outside it): over the Node request for a route without a body,
+ *    as the platform's web handler (`HttpApp.toWebHandlerRuntime`) given the body already read
+ *    for a route with one.
  *
- * Each answer is counted once in the request metrics, labelled by route template. An answer
+ * Each answer is counted once in the request metrics, labelled by route template, and written
+ * here (but the bodiless routes' answers, which the platform writes over the Node request). An answer
  * given before the request's body has arrived ends the connection after it, and the rest of the
  * body is read and dropped for a bounded time (lingering), so that a client still sending reads
  * the answer instead of a reset. The Effect app is interrupted when its client goes away only
@@ -62,12 +64,17 @@ export interface PipelineOptions {
 }
 
 /**
- * The Effect app (HttpApi and the routes outside it) as the platform's web handler.
+ * The Effect app (HttpApi and the routes outside it) as the platform serves it: over the Node
+ * request (`NodeHttpServer.makeHandler`), for a route without a body, and as its web handler
+ * (`HttpApp.toWebHandlerRuntime`), given the body the pipeline read, for a route with one.
  *
  * @since 0.2.0
  * @category models
  */
-export type App = (request: Request) => Promise<Response>
+export interface App {
+  readonly node: (request: IncomingMessage, response: ServerResponse) => void
+  readonly web: (request: Request) => Promise<Response>
+}
 
 /**
  * What the server tells the pipeline about itself (`Edge.ts`).
@@ -423,15 +430,22 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
         }
         const app = exchange.server.app
         if (app === undefined) return fail(exchange, failures.unavailable("the service is starting"))
+        if (text === undefined) {
+          // No body to hand over: the platform answers over the Node request itself, routing on
+          // the canonical target the pipeline decided on (and interrupting when the client goes).
+          exchange.request.url = url
+          exchange.response.once("finish", () => record(exchange, exchange.response.statusCode))
+          return app.node(exchange.request, exchange.response)
+        }
         // Interrupted when the client goes away, unless it writes: an accepted write finishes.
-        const writes = text !== undefined && route !== Routes.service.mcp
+        const writes = route !== Routes.service.mcp
         const abort = writes ? undefined : new AbortController()
         if (abort !== undefined) {
           exchange.response.once("close", () => {
             if (!exchange.response.writableFinished) abort.abort()
           })
         }
-        app(toWeb(exchange, url, route, text, abort?.signal)).then((answered) => fromApp(exchange, answered)).catch((error: unknown) => {
+        app.web(toWeb(exchange, url, route, text, abort?.signal)).then((answered) => fromApp(exchange, answered)).catch((error: unknown) => {
           run(Effect.logError("request failed", error))
           if (!exchange.response.headersSent) fail(exchange, failures.internal)
         })
