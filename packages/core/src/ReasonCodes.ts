@@ -24,7 +24,7 @@ export const ResolveReason = Schema.Literal(
   "quote_match",
   "bot_created",
   "owned_by_sender",
-  "owned_by_others",
+  "ownership_mismatch",
   "open_poll",
   "future_reminder",
   "touched_in_interaction",

@@ -68,7 +68,7 @@ export const features = [
   "quote_match",
   "bot_created",
   "owned_by_sender",
-  "owned_by_others",
+  "ownership_mismatch",
   "open_poll",
   "future_reminder",
   "touched_in_interaction",
@@ -131,7 +131,7 @@ export const config: Config.Config<ScoringSettings> = Config.all({
     quote_match: weight("QUOTE_MATCH", 40),
     bot_created: weight("BOT_CREATED", 25),
     owned_by_sender: weight("OWNED_BY_SENDER", 25),
-    owned_by_others: weight("OWNED_BY_OTHERS", 25),
+    ownership_mismatch: weight("OWNERSHIP_MISMATCH", -40),
     open_poll: weight("OPEN_POLL", 20),
     future_reminder: weight("FUTURE_REMINDER", 20),
     touched_in_interaction: weight("TOUCHED_IN_INTERACTION", 15),
@@ -418,15 +418,21 @@ export const make = (
     if (hints.ownership_hint === "bot_created" && o.created_by_bot) v[F.bot_created] = w.bot_created
     if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
       // Without an ownership hint, only objects count as owned: the sender's own chatter does
-      // not; `any` says ownership does not matter at all, `others` that the sender's do not.
+      // not; `any` says ownership does not matter at all, `others` that the sender's are not meant.
       if (hints.ownership_hint === "mine") v[F.owned_by_sender] = w.owned_by_sender
       else if (
         hints.ownership_hint !== "any" && hints.ownership_hint !== "others" && o.kind !== "message" && o.kind !== "bot_message"
       ) {
         v[F.owned_by_sender] = settings.owned_ambient
       }
-    } else if (hints.ownership_hint === "others") {
-      v[F.owned_by_others] = w.owned_by_others
+    }
+    // An ownership hint says whose object is meant, as a kind hint says which kind: an object of
+    // someone else is still a candidate (a reply target stays one), but far behind.
+    if (
+      (hints.ownership_hint === "mine" || hints.ownership_hint === "others" || hints.ownership_hint === "bot_created") &&
+      !ownedAsHinted(o, hints, request.sender_user_id)
+    ) {
+      v[F.ownership_mismatch] = w.ownership_mismatch
     }
     if (o.poll?.state === "open") v[F.open_poll] = w.open_poll
     if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) v[F.future_reminder] = w.future_reminder
