@@ -458,7 +458,13 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, rules: 
   } else if (object.kind === "reminder" && e.due_at !== undefined) {
     object = { ...object, reminder: { due_at: e.due_at, status: "scheduled" } }
   }
-  if (e.title_or_label !== undefined && object.title_or_label === undefined) {
+  // A title the activation brings fills an object without a label, and replaces one that only
+  // repeats its URL (a fetched page's title says more than its address).
+  if (
+    e.title_or_label !== undefined &&
+    (object.title_or_label === undefined ||
+      (object.ref !== undefined && object.title_or_label === rules.kinds.label(object.kind, { url: object.ref })))
+  ) {
     object = { ...object, title_or_label: e.title_or_label }
   }
   w.putObject(rules.policy.activate(object, e.reason, at), previous)
