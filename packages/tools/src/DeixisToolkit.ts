@@ -427,6 +427,7 @@ export const summarize = {
 } as const
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+const isEnvelope = Schema.is(Envelope.Envelope)
 
 // @effect/ai reports arguments that fail the parameters Schema as a `MalformedOutput` of
 // `<tool>.handle`; to a model (or an MCP client) that is a call to correct, so it gets its own code.
@@ -439,14 +440,16 @@ const invalidParametersOf = (error: Record<string, unknown>): string | undefined
 }
 
 /**
- * The error envelope of a failure: the error's tag as `code`, its message, and its other
- * fields as `data` (a conflict's `current_revision`, a rejection's `path`). Arguments that do
+ * The error envelope of a failure (a tool's failure, already an envelope, as it is): the error's
+ * tag as `code`, its message, and its other fields as `data` (a conflict's `current_revision`, a rejection's `path`). Arguments that do
  * not decode are `InvalidParameters`, naming the tool and the failing path.
  *
  * @since 0.1.0
  * @category envelopes
  */
 export const errorEnvelope = (error: unknown): Envelope.Envelope => {
+  // A tool's own failure is already its envelope: a second wrapping would hide it as `[object Object]`.
+  if (isEnvelope(error)) return error
   if (ParseResult.isParseError(error)) return Envelope.failure("InvalidResult", ParseResult.TreeFormatter.formatErrorSync(error))
   if (isRecord(error)) {
     const tool = invalidParametersOf(error)
