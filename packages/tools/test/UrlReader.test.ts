@@ -10,7 +10,12 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Logger from "effect/Logger"
 import * as Metric from "effect/Metric"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
 import * as http from "node:http"
+import * as https from "node:https"
+import * as os from "node:os"
+import * as path from "node:path"
 import type * as net from "node:net"
 import * as zlib from "node:zlib"
 import * as UrlReader from "../src/UrlReader.js"
@@ -183,6 +188,34 @@ describe("read_url reads within its bounds", () => {
       assert.include(page.text, "Cakes")
       for (const absent of ["track()", "color: red", "Home", "© Town", "x.png", "/fair"]) assert.notInclude(page.text, absent)
       assert.deepStrictEqual([page.status, page.content_type, page.charset, page.cut, page.truncated_bytes], [200, "text/html", "utf-8", null, false])
+    }))
+
+  it.scoped("https: a server whose certificate is not trusted is refused (tls_failed), nothing read", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-tls-"))),
+        (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+      )
+      // A self-signed certificate for news.example: no CA the reader trusts signed it.
+      execFileSync("openssl", [
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=news.example",
+        "-addext", "subjectAltName=DNS:news.example", "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem")
+      ], { stdio: "ignore" })
+      let served = 0
+      const server = yield* Effect.acquireRelease(
+        Effect.async<https.Server>((resume) => {
+          const s = https.createServer({ key: fs.readFileSync(path.join(dir, "key.pem")), cert: fs.readFileSync(path.join(dir, "cert.pem")) }, (_, res) => {
+            served++
+            res.writeHead(200, { "content-type": "text/plain" }).end("secret")
+          })
+          s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
+        }),
+        (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
+      )
+      const port = (server.address() as net.AddressInfo).port
+      const error = yield* failure(reader({ "news.example": ["127.0.0.1"] }).read(`https://news.example:${port}/`))
+      assert.strictEqual(error.reason, "tls_failed", error.message)
+      assert.strictEqual(served, 0)
     }))
 
   it.scoped("text/plain is read as it is", () =>
