@@ -15,7 +15,12 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
-import { StoreConfig } from "@deixis/store-sql"
+import { SqlStore, StoreConfig } from "@deixis/store-sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
@@ -392,9 +397,37 @@ describe("apps/telegram: LLM mode", () => {
     }).pipe(Effect.scoped), 20_000)
 })
 
-// The four situations of issue 27 through the bot's own LLM loop: the model asks the tools,
-// which are pinned to the current message; the answers come from the bot's real store.
-describe("apps/telegram: LLM mode resolves what the user pointed at", () => {
+const sqliteStores = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-llm-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => SqlStore.layerSqlite({ filename: path.join(dir, "deixis.db"), sweep_interval: 0 })
+))
+const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgStores = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => `deixis_bot_llm_${Date.now().toString(36)}_${process.pid}`),
+    (schema) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl, max_connections: 1 })),
+        Effect.orDie
+      )
+  ),
+  (schema) => SqlStore.layerPg({ url: pgUrl, schema, max_connections: 4, sweep_interval: 0 })
+))
+const storeChoices: ReadonlyArray<readonly [string, Layer.Layer<StoreConfig.Stores, unknown>]> = [
+  ["memory", StoreConfig.layerMemory],
+  ["sqlite", sqliteStores],
+  ["postgres", pgStores]
+]
+
+// The four situations of issue 27 through the bot's own LLM loop, on every store: the model asks
+// the tools, which are pinned to the current message; the answers come from the bot's real store.
+for (const [storeName, stores] of storeChoices) describe(`apps/telegram: LLM mode resolves what the user pointed at, ${storeName}`, () => {
+  const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+    Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(stores)))
+
   let guard = UrlReaderTesting.loopbackOnly()
   afterEach(() => {
     // Whatever the model asked to read, no socket went beyond loopback.
