@@ -67,7 +67,7 @@ export const reasonOf: { readonly [A in Action]: ActivationReason } = {
  * @category rules
  */
 export const rules =
-  "What you do becomes context for follow-ups: after you write a summary, fetch a URL, or inspect, describe or transcribe a media item, call record_context_action once (summary_written, url_fetched with the url, media_*), naming the message that carries it; successful resolve_reference_target calls are recorded for you."
+  "What you do becomes context for follow-ups: after you write a summary, fetch a URL, or inspect, describe or transcribe a media item, call record_context_action once (summary_written, url_fetched with the url, media_*), naming the message that carries it; successful resolve_reference_target calls and read_url reads are recorded for you."
 
 /**
  * The parameters of `record_context_action`.
