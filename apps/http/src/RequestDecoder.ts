@@ -13,7 +13,7 @@
  *
  * @since 0.2.0
  */
-import { ActiveContext, Ids, ObjectKind } from "@deixis/core"
+import { ActiveContext, Ids, ObjectKind, Quote } from "@deixis/core"
 import * as Schema from "effect/Schema"
 import { ResolveRequest } from "./Api.js"
 
@@ -58,6 +58,9 @@ const kinds = (value: unknown): ReadonlyArray<string> | NO => {
   return value.slice()
 }
 const rawText = (value: unknown): string | NO => (typeof value === "string" && value.length <= 16_384 ? value : NO)
+// `Quote.QuoteText`: 1 to `Quote.maxQuoteLength` UTF-16 code units.
+const quoteText = (value: unknown): string | NO =>
+  typeof value === "string" && value.length >= 1 && value.length <= Quote.maxQuoteLength ? value : NO
 
 /** One field: how its value decodes, and its default when it is absent (if it has one). */
 interface Field {
@@ -102,7 +105,7 @@ const hints = struct([
   { key: "positional_hint", decode: literal("replied_message", "latest", "previous", "above", "current_topic_recent") },
   { key: "ordinal_hint", decode: literal("first", "second", "last") },
   { key: "target_kind_hint", decode: targetKindHint },
-  { key: "ownership_hint", decode: literal("mine", "bot_created", "any") },
+  { key: "ownership_hint", decode: literal("mine", "others", "bot_created", "any") },
   { key: "recency_hint", decode: literal("latest", "recent", "currently_active") }
 ])
 
@@ -121,6 +124,8 @@ const resolve = struct([
   { key: "normalized_reference_hints", decode: hints, default: () => ({}) },
   { key: "allowed_kinds", decode: kinds },
   { key: "max_candidates", decode: int(1, 10), default: () => 3 },
+  { key: "quote_text", decode: quoteText },
+  { key: "quote_position", decode: int(0, 65_535) },
   { key: "request_id", decode: idString },
   { key: "record_touch", decode: boolean, default: () => false },
   { key: "include_diagnostics", decode: boolean, default: () => false }

@@ -105,7 +105,8 @@ describe("apps/http with real clients", () => {
         "get_message_thread_context",
         "get_conversation_state",
         "update_conversation_state",
-        "record_context_action"
+        "record_context_action",
+        "read_url"
       ])
       for (const tool of tools.tools) {
         assert.strictEqual(tool.inputSchema.type, "object")
