@@ -1,6 +1,6 @@
 /**
- * A fast, validating decoder for the two tool requests the fast path answers
- * (`ReferenceResolver.ResolveRequest`, `ActiveContext.ListRequest`), for the shapes clients send:
+ * A fast, validating decoder for the two tool requests the fast path answers (`Api.ResolveRequest`,
+ * `ActiveContext.ListRequest`), for the shapes clients send:
  * a JSON object of the known fields, ids as strings or safe integers, hints as literals.
  *
  * It never decides alone that a request is invalid: it either returns exactly what the Schema's
@@ -13,8 +13,9 @@
  *
  * @since 0.2.0
  */
-import { ActiveContext, Ids, ObjectKind, Quote, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, Ids, ObjectKind, Quote } from "@deixis/core"
 import * as Schema from "effect/Schema"
+import { ResolveRequest } from "./Api.js"
 
 /** No fast answer: decode with the Schema. */
 const NO: unique symbol = Symbol("no fast answer")
@@ -126,7 +127,8 @@ const resolve = struct([
   { key: "quote_text", decode: quoteText },
   { key: "quote_position", decode: int(0, 65_535) },
   { key: "request_id", decode: idString },
-  { key: "record_touch", decode: boolean, default: () => false }
+  { key: "record_touch", decode: boolean, default: () => false },
+  { key: "include_diagnostics", decode: boolean, default: () => false }
 ])
 
 const list = struct([
@@ -151,12 +153,12 @@ const fast = <A>(decode: (input: unknown) => Record<string, unknown> | NO): Fast
 }
 
 /**
- * `ReferenceResolver.ResolveRequest`'s decode, for the common shapes.
+ * `Api.ResolveRequest`'s decode, for the common shapes.
  *
  * @since 0.2.0
  * @category decoders
  */
-export const resolveRequest: FastDecoder<ReferenceResolver.ResolveRequest> = fast(resolve)
+export const resolveRequest: FastDecoder<typeof ResolveRequest.Type> = fast(resolve)
 
 /**
  * `ActiveContext.ListRequest`'s decode, for the common shapes.
@@ -165,3 +167,16 @@ export const resolveRequest: FastDecoder<ReferenceResolver.ResolveRequest> = fas
  * @category decoders
  */
 export const listRequest: FastDecoder<ActiveContext.ListRequest> = fast(list)
+
+const bySchema = new Map<Schema.Schema.Any, FastDecoder<unknown>>([
+  [ResolveRequest, resolveRequest],
+  [ActiveContext.ListRequest, listRequest]
+])
+
+/**
+ * The fast decoder of a payload Schema, if there is one.
+ *
+ * @since 0.2.0
+ * @category decoders
+ */
+export const forSchema = (schema: Schema.Schema.Any): FastDecoder<unknown> | undefined => bySchema.get(schema)

@@ -223,6 +223,8 @@ export const record = (
     const actor = { chat_id: chat, actor_user_id: params.actor_user_id ?? null }
     const done = (event: ObjectActivated, objectId: string | null, kind: string) =>
       Effect.flatMap(ContextIngest, (ingest) => ingest.apply([event])).pipe(
+        // Refused by ingest's own checks: the tool's error, naming what was refused.
+        Effect.catchTag("InvalidEvent", (refused) => Effect.fail(new InvalidRequest({ path: refused.path, message: refused.message }))),
         Effect.flatMap((applied) =>
           applied.skipped.length > 0
             ? Effect.fail(new InvalidRequest({ path: applied.skipped[0]!.path, message: applied.skipped[0]!.message }))
