@@ -10,6 +10,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { ChatTitle } from "./ChatInfo.js"
 import { ActivationReason, Label } from "./ContextObject.js"
 import { InvalidEvent, pathOf } from "./Errors.js"
 import { lengthCheckedFirst as internalLengthCheckedFirst } from "./internal/lengthFirst.js"
@@ -101,6 +102,8 @@ export const AlbumId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(
  *   `album_id`, so a request ambiguous only between one album's members resolves to the album.
  * - `is_forum`: whether the chat is a forum, remembered per chat when given (Telegram's
  *   `chat.is_forum`); absent leaves what is known unchanged.
+ * - `chat_title`: the chat's title (a group's title, a private chat's name), remembered per
+ *   chat for its chat list (`ContextStore.chats`); absent leaves it unchanged.
  *
  * @since 0.1.0
  * @category schemas
@@ -119,7 +122,8 @@ export const MessageObserved = Schema.Struct({
   media: Schema.optionalWith(lengthCheckedFirst(Schema.Array(MediaRef).pipe(Schema.maxItems(50))), { default: () => [] }),
   poll: Schema.optional(PollRef),
   media_group_id: Schema.optional(AlbumId),
-  is_forum: Schema.optional(Schema.Boolean)
+  is_forum: Schema.optional(Schema.Boolean),
+  chat_title: Schema.optional(ChatTitle)
 }).annotations({ identifier: "MessageObserved" })
 
 /**
