@@ -47,6 +47,7 @@ describe("UpdateMapper: messages", () => {
       direction: "inbound",
       sent_at: "2026-02-13T16:26:40.000Z",
       is_forum: true,
+      chat_title: "Team",
       links: [{ url: "https://example.com/rust" }, { url: "https://example.com/spec", title: "spec" }]
     })
     const h = item(mapped)

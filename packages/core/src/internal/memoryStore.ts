@@ -164,7 +164,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
   const polls = new Map<string, { readonly chat_id: string; readonly object_id: string }>()
   const pendingCloses = new Map<string, { readonly event_id: string; readonly at: number }>()
   // Migrations by the chat they left: kept apart from the chats, which LRU eviction may drop.
-  const migrations = new Map<string, { readonly to: string; readonly at: number }>()
+  const migrations = new Map<string, { readonly to: string; readonly at: number; readonly title: string | null }>()
   let lastUsed: Chat | undefined
   let totalMessages = 0
   const counters = { evicted_chats: 0, evicted_messages: 0, evicted_objects: 0, swept_objects: 0 }
@@ -507,7 +507,8 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
 
   const migrateChat = (from: string, to: string, at: number): MigrationResult => {
     if (from === to || migrations.has(from)) return { migrated: false, moved: 0 }
-    migrations.set(from, { to, at })
+    // The chat that left keeps its title (as a SQL store's chat row does).
+    migrations.set(from, { to, at, title: chats.get(from)?.info?.title ?? null })
     if (migrations.size > maxPolls) {
       const first = migrations.keys().next()
       if (!first.done) migrations.delete(first.value)
@@ -606,7 +607,9 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
   const chatInfo = (chatId: string): ChatInfo => {
     const migration = migrations.get(chatId)
     const base = chats.get(chatId)?.info ?? unknownChat(chatId)
-    return migration === undefined ? base : { ...base, migrated_to: migration.to, migrated_at: migration.at }
+    return migration === undefined
+      ? base
+      : { ...base, title: base.title ?? migration.title, migrated_to: migration.to, migrated_at: migration.at }
   }
 
   const listChats = (q: ChatQuery): ChatPage => {
