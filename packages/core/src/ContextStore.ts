@@ -276,8 +276,7 @@ export const makeMemory = (options: Partial<MemoryStoreOptions> = {}): ContextSt
 
 /**
  * Sweeps every `interval`, and says at Info what left the store since the last sweep: objects
- * past their retention, and what the caps evicted meanwhile (nothing is logged when nothing
- * left).
+ * past their retention, and what the caps evicted meanwhile (at Debug only when nothing left).
  */
 const scheduledSweep = (store: ContextStoreShape, interval: number) =>
   interval <= 0 ? Effect.void : Effect.gen(function*() {
@@ -292,9 +291,9 @@ const scheduledSweep = (store: ContextStoreShape, interval: number) =>
         evicted_objects: after.evicted_objects - before.evicted_objects
       }
       before = after
-      if (removed.swept_objects + removed.evicted_chats + removed.evicted_messages + removed.evicted_objects > 0) {
-        yield* Effect.logInfo("memory context store removed entries").pipe(Effect.annotateLogs(removed))
-      }
+      yield* removed.swept_objects + removed.evicted_chats + removed.evicted_messages + removed.evicted_objects > 0
+        ? Effect.logInfo("memory context store removed entries").pipe(Effect.annotateLogs(removed))
+        : Effect.logDebug("memory context store removed nothing")
     }).pipe(Effect.catchAll((e) => Effect.logWarning("memory context store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))))
     yield* once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(interval))), Effect.forkScoped)
   })

@@ -310,7 +310,7 @@ export const schemaVersion: number = migrations.reduce((max, m) => Math.max(max,
  * The sweep, every `interval` while the layer lives: first one line at Info with the retention
  * in force, then, for each sweep that removed something, one line at Info with what it removed
  * per table (`store sweep removed rows objects=0 messages=120 history_items=118 …`). A sweep
- * that removed nothing says nothing; one that failed is retried at the next tick.
+ * that removed nothing says so at Debug only; one that failed is retried at the next tick.
  */
 const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptions) =>
   settings.sweep_interval <= 0 ? Effect.void : Effect.logInfo("store retention").pipe(
@@ -327,7 +327,7 @@ const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptio
         Effect.flatMap((r) =>
           Object.values(r).some((n) => n > 0)
             ? Effect.logInfo("store sweep removed rows").pipe(Effect.annotateLogs({ ...r }))
-            : Effect.void
+            : Effect.logDebug("store sweep removed nothing")
         ),
         Effect.catchAll((e) => Effect.logWarning("store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))),
         Effect.repeat(Schedule.spaced(Duration.millis(settings.sweep_interval))),

@@ -13,6 +13,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as path from "node:path"
@@ -164,23 +165,27 @@ describe("the default retention keeps what was recorded, however old", () => {
 })
 
 describe("the scheduled sweep's log", () => {
-  it.scoped("the retention in force at start, then each sweep that removed rows, per table, at Info; nothing when nothing went", () =>
+  it.scoped("the retention in force at start, then each sweep that removed rows, per table, at Info; only a Debug line when nothing went", () =>
     Effect.gen(function*() {
       const lines: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
       const capture = Logger.make(({ annotations, logLevel, message }) => {
         lines.push({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) })
       })
       yield* TestClock.setTime(T0)
-      const stores = yield* Layer.build(
+      // Debug too: the sweep fiber inherits the level of the fiber that built the layer.
+      const stores = yield* Logger.withMinimumLogLevel(LogLevel.Debug)(Layer.build(
         Sqlite.layer({
           filename: path.join(makeTempDir(), "deixis.db"),
           sweep_interval: 60_000,
           message_retention: 30 * day,
           history_retention: 30 * day
         }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, capture)))
-      )
+      ))
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(lines, [{
+      const info = () => lines.filter((l) => l.level === "INFO")
+      // The first sweep ran and removed nothing: said at Debug only.
+      assert.deepStrictEqual(lines.filter((l) => l.level === "DEBUG").map((l) => l.message), [["store sweep removed nothing"]])
+      assert.deepStrictEqual(info(), [{
         level: "INFO",
         message: ["store retention"],
         annotations: { objects: "off", messages: "30d", history_items: "30d", event_ids: "7d", sweep_interval: "1m" }
@@ -188,7 +193,7 @@ describe("the scheduled sweep's log", () => {
       // A year-old import into a store that keeps 30 days of messages: the next sweep removes them.
       yield* yearOld("logged", T0).pipe(Effect.provide(stores))
       yield* TestClock.adjust("60 seconds")
-      assert.deepStrictEqual(lines.slice(1), [{
+      assert.deepStrictEqual(info().slice(1), [{
         level: "INFO",
         message: ["store sweep removed rows"],
         annotations: { objects: 0, messages: perDay, event_ids: 0, poll_ids: 0, poll_closes: 0, history_items: perDay }
@@ -196,7 +201,8 @@ describe("the scheduled sweep's log", () => {
       // The objects stay (their retention is off), and a sweep that removes nothing says nothing.
       assert.isAbove((yield* Effect.flatMap(ContextStore, (s) => s.snapshot("logged")).pipe(Effect.provide(stores))).objects.length, 0)
       yield* TestClock.adjust("60 seconds")
-      assert.strictEqual(lines.length, 2)
+      assert.strictEqual(info().length, 2)
+      assert.strictEqual(lines.filter((l) => l.level === "DEBUG").length, 2)
     }))
 })
 
