@@ -93,10 +93,10 @@ export const config: Config.Config<StoreChoice> = configWith(
   )
 )
 
-const memoryStores = (context: Partial<ContextStore.MemoryStoreOptions>) =>
+const memoryStores = (sweep: { readonly sweep_interval?: number }) =>
   Layer.mergeAll(
-    ContextStore.layerMemoryConfig(context),
-    HistoryStore.layerMemoryConfig(),
+    ContextStore.layerMemoryConfig(sweep),
+    HistoryStore.layerMemoryConfig(sweep),
     ConversationState.layerMemory,
     ReminderStore.layerMemory,
     UpdateInbox.layerMemory
