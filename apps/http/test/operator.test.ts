@@ -4,37 +4,15 @@
  * that store, sweeping every second.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { deixis } from "deixis-test-support/process"
 import * as Effect from "effect/Effect"
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
 import { exited, freePort, launch, type Launched, ready } from "./process.js"
 
-const cli = join(import.meta.dirname, "..", "..", "..", "packages", "cli", "src", "bin.ts")
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
 const exportFile = join(import.meta.dirname, "fixtures", "year-old-export.json")
 const chat = "-1001987654321"
-
-/** This process's environment without deixis keys: each run says what it sets. */
-const clean = () => Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("DEIXIS_")))
-
-/** `deixis <args>` as a child process (from the sources, as the root `pnpm deixis` runs it built). */
-const deixis = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--conditions=@deixis/source", "--import", tsx, cli, ...args], {
-      env: { ...clean(), ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
 
 /** The log lines of `message` the service wrote so far. */
 const logged = (service: Launched, message: string) =>

@@ -3,54 +3,17 @@
  * runs the apps, and once through the root script `pnpm deixis`), its exit code, stdout and
  * stderr, on a SQLite file.
  */
-import { spawn } from "node:child_process"
+import { deixis, deixisCommand, run } from "deixis-test-support/process"
 import * as fs from "node:fs"
-import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
-import { pathToFileURL } from "node:url"
 import { assert, describe, it } from "vitest"
 
-const root = path.join(import.meta.dirname, "..", "..", "..")
-const bin = path.join(import.meta.dirname, "..", "src", "bin.ts")
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
 const fixtures = path.join(import.meta.dirname, "fixtures")
 
-interface Ran {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** The environment of a run: this one's, without colour settings or deixis keys it did not ask for. */
-const environment = (env: Record<string, string>): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && k !== "NO_COLOR" && k !== "FORCE_COLOR" && !k.startsWith("DEIXIS_")) out[k] = v
-  }
-  return { ...out, ...env }
-}
-
-const collect = (command: string, args: ReadonlyArray<string>, env: Record<string, string>, cwd: string) =>
-  new Promise<Ran>((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: environment(env), stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
-
-/** `deixis <args>` as a child process, from the sources. */
-const deixis = (args: ReadonlyArray<string>, env: Record<string, string>, cwd = root) =>
-  collect(process.execPath, ["--conditions=@deixis/source", "--import", tsx, bin, ...args], env, cwd)
-
 /** The same on a pseudo-terminal (util-linux `script`): stdout and stderr are a TTY. */
-const onTerminal = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const command = [process.execPath, "--conditions=@deixis/source", "--import", tsx, bin, ...args].map((a) => `'${a}'`).join(" ")
-  return collect("script", ["-qec", command, "/dev/null"], env, root)
-}
+const onTerminal = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  run("script", ["-qec", deixisCommand(args).map((a) => `'${a}'`).join(" "), "/dev/null"], env)
 
 const store = () => ({ DEIXIS_STORE: `sqlite:${path.join(fs.mkdtempSync(path.join(os.tmpdir(), "deixis-cli-process-")), "d.sqlite")}` })
 const lines = (text: string) => text.split("\n").filter((l) => l !== "")
@@ -162,11 +125,11 @@ describe("deixis as a child process", () => {
   it("`pnpm deixis` runs the command from the checkout: builds what it needs, reads paths from where pnpm was typed, prints only the command's output", async () => {
     const env = store()
     // `-w`: the workspace root's script from a directory inside it; `-s`: without pnpm's own lines.
-    const ran = await collect("npx", ["-y", "pnpm@10.34.9", "-w", "-s", "deixis", "import", "group.json"], env, fixtures)
+    const ran = await run("npx", ["-y", "pnpm@10.34.9", "-w", "-s", "deixis", "import", "group.json"], env, fixtures)
     assert.strictEqual(ran.code, 0, ran.stderr)
     assert.match(lines(ran.stdout)[0]!, /^imported 10 messages \(3 service\) of Hiking Club/)
     assert.notMatch(ran.stdout, /turbo|Tasks:/)
-    const failed = await collect("npx", ["-y", "pnpm@10.34.9", "-w", "-s", "deixis", "export", "nonexistent"], env, fixtures)
+    const failed = await run("npx", ["-y", "pnpm@10.34.9", "-w", "-s", "deixis", "export", "nonexistent"], env, fixtures)
     assert.notStrictEqual(failed.code, 0)
     assert.include(failed.stderr, `no chat "nonexistent"`)
   }, 600_000)
