@@ -84,8 +84,7 @@ export interface Summary {
   readonly elapsed_ms: number
   /** For each of the options' `horizons`, the messages (service messages aside) sent at or before it. */
   readonly sent_before: ReadonlyArray<number>
-  /** When the oldest and the newest message (service messages aside) were sent; null without any. */
-  readonly oldest_at: number | null
+  /** When the newest message (service messages aside) was sent; null without any. */
   readonly newest_at: number | null
 }
 
@@ -128,7 +127,7 @@ export const importFile = (
     const counts = { messages: 0, service: 0, recorded: 0, applied: 0, duplicates: 0, batches: 0 }
     const horizons = options.horizons ?? []
     const sentBefore = horizons.map(() => 0)
-    const span = { oldest_at: null as number | null, newest_at: null as number | null }
+    let newestAt: number | null = null
     let bytes = 0
 
     const flush = Effect.suspend(() => {
@@ -201,8 +200,7 @@ export const importFile = (
               } else {
                 const at = TelegramExport.sentAt(message.right)
                 for (let i = 0; i < horizons.length; i++) if (at <= horizons[i]!) sentBefore[i]!++
-                if (span.oldest_at === null || at < span.oldest_at) span.oldest_at = at
-                if (span.newest_at === null || at > span.newest_at) span.newest_at = at
+                if (newestAt === null || at > newestAt) newestAt = at
               }
               batch.push(TelegramExport.toUpdate(head!, message.right, state))
               // An album is never cut by a write: its first message is marked when the second is read.
@@ -236,6 +234,6 @@ export const importFile = (
       topics: state.topics.size,
       elapsed_ms: Date.now() - started,
       sent_before: sentBefore,
-      ...span
+      newest_at: newestAt
     }
   })

@@ -11,7 +11,7 @@
 import type { HistoryStoreShape } from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { defaultsOf, millis, positiveInt, retention } from "@deixis/core/ConfigKeys"
-import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
+import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
 import { httpStatus } from "@deixis/core/Errors"
 import { ReminderStore } from "@deixis/core/ReminderStore"
@@ -319,7 +319,7 @@ const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptio
       messages: describeRetention(settings.message_retention),
       history_items: describeRetention(settings.history_retention),
       event_ids: describeRetention(settings.event_retention),
-      sweep_interval: describeRetention(settings.sweep_interval)
+      sweep_interval: Duration.format(Duration.millis(settings.sweep_interval))
     }),
     Effect.zipRight(
       Clock.currentTimeMillis.pipe(
@@ -350,9 +350,8 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
         Effect.zipWith(context.sweepTables(now), history.sweep(now), (swept, history_items) => ({ ...swept, history_items }))
     }
     yield* scheduledSweep(retention.sweep, settings)
-    const contextPort: ContextStoreShape = context
     return {
-      context: contextPort,
+      context,
       history: history.store,
       state: makeSqlStateStore(db),
       reminders: makeSqlReminderStore(db),
@@ -404,8 +403,7 @@ export const layerContextStore = (
       const sql = yield* SqlClient.SqlClient
       const store = makeSqlContextStore(makeDb(sql), settings, yield* sqliteChanges(sql))
       yield* scheduledSweep((now) => Effect.map(store.sweepTables(now), (swept) => ({ ...nothingSwept, ...swept })), settings)
-      const port: ContextStoreShape = store
-      return port
+      return store
     })
   )
 

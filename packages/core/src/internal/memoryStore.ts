@@ -117,8 +117,8 @@ class Chat {
   private newestStale = false
   constructor(readonly id: string) {}
   noteMessage(m: MessageMeta) {
-    const newest = this.newestMessage
     if (this.newestStale) return
+    const newest = this.newestMessage
     if (newest === undefined || newest.message_id === m.message_id || compareMessageIds(m.message_id, newest.message_id) > 0) {
       this.newestMessage = m
     }

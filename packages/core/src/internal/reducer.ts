@@ -155,10 +155,10 @@ export const applyEvent = (
 }
 
 /**
- * Remembers what a message says of its chat (whether it is a forum) and returns whether the
- * chat is a forum as far as is known now.
+ * Remembers what a message says of its chat (whether it is a forum, its title) and returns
+ * whether the chat is a forum as far as is known now.
  */
-const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined, title?: string | undefined): boolean => {
+const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined, title: string | undefined): boolean => {
   const known = w.chat(chatId)
   const forumChanged = isForum !== undefined && (known?.is_forum ?? false) !== isForum
   const titleChanged = title !== undefined && (known?.title ?? null) !== title
