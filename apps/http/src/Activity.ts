@@ -1,9 +1,8 @@
 /**
- * What this process recorded, for the inspector: the chats and topics with recent traffic
- * (the newest 200, since the process started) and a live feed of each message recorded, which
- * `GET /v1/inspect/live` streams as server-sent events. Both bounded: the list by count, the
- * feed by a sliding buffer per subscriber (a slow reader loses the oldest, never holds memory)
- * and by the number of readers.
+ * What this process records, for the inspector: a live feed of each message recorded, which
+ * `GET /v1/inspect/live` streams as server-sent events, bounded by a sliding buffer per
+ * subscriber (a slow reader loses the oldest, never holds memory) and by the number of readers.
+ * (The inspector's chat list is the store's: `ContextStore.chats`.)
  *
  * @since 0.2.0
  */
@@ -29,26 +28,11 @@ export interface LiveEvent {
 }
 
 /**
- * A chat or topic with recent traffic.
- *
- * @since 0.2.0
- * @category models
- */
-export interface ChatActivity {
-  readonly chat_id: string
-  readonly topic_id: string | null
-  readonly last_at: number
-  readonly messages: number
-}
-
-/**
  * @since 0.2.0
  * @category models
  */
 export interface ActivityShape {
   readonly note: (events: ReadonlyArray<LiveEvent>) => Effect.Effect<void>
-  /** Newest first. */
-  readonly recent: Effect.Effect<ReadonlyArray<ChatActivity>>
   /** Whether another reader may subscribe now. */
   readonly available: Effect.Effect<boolean>
   /** A subscription to the feed for the scope; none when `limits.readers` are already reading. */
@@ -61,8 +45,8 @@ export interface ActivityShape {
  */
 export class Activity extends Context.Tag("@deixis/http/Activity")<Activity, ActivityShape>() {}
 
-/** How many chats and topics are remembered, how many live readers at once, and each reader's buffer. */
-export const limits = { chats: 200, readers: 32, buffer: 256 } as const
+/** How many live readers at once, and each reader's buffer. */
+export const limits = { readers: 32, buffer: 256 } as const
 
 /**
  * The activity of this process, in memory.
@@ -74,22 +58,9 @@ export const layer: Layer.Layer<Activity> = Layer.scoped(
   Activity,
   Effect.gen(function*() {
     const hub = yield* Effect.acquireRelease(PubSub.sliding<LiveEvent>(limits.buffer), PubSub.shutdown)
-    // Insertion order is recency order: a chat seen again is moved to the end.
-    const chats = new Map<string, ChatActivity>()
     let readers = 0
     return {
-      note: (events) =>
-        events.length === 0 ? Effect.void : Effect.suspend(() => {
-          for (const e of events) {
-            const key = `${e.chat_id}\u0000${e.topic_id ?? ""}`
-            const before = chats.get(key)
-            chats.delete(key)
-            chats.set(key, { chat_id: e.chat_id, topic_id: e.topic_id, last_at: e.at, messages: (before?.messages ?? 0) + 1 })
-            if (chats.size > limits.chats) chats.delete(chats.keys().next().value!)
-          }
-          return PubSub.publishAll(hub, events)
-        }),
-      recent: Effect.sync(() => [...chats.values()].reverse()),
+      note: (events) => events.length === 0 ? Effect.void : PubSub.publishAll(hub, events),
       available: Effect.sync(() => readers < limits.readers),
       subscribe: Effect.suspend(() => {
         if (readers >= limits.readers) return Effect.succeed(undefined)

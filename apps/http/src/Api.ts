@@ -3,7 +3,7 @@
  * client and the OpenAPI document all derive. JSON field names are the specs' snake_case.
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { ActiveContext, ContextEvent, ConversationState, ContextStore, Errors, Ids, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, ChatInfo, ContextEvent, ConversationState, ContextStore, Errors, Ids, ReferenceResolver } from "@deixis/core"
 import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
@@ -264,24 +264,33 @@ export class Chats extends HttpApiGroup.make("chats")
 {}
 
 /**
- * A chat or topic with recent traffic in this process (the inspector's list).
+ * One page of the store's chats (the inspector's list): newest message first; `next` is the
+ * cursor of the following page (`after`), null on the last.
  *
  * @since 0.2.0
  * @category schemas
  */
-export const ChatActivity = Schema.Struct({
-  chat_id: Schema.String,
-  topic_id: Schema.NullOr(Schema.String),
-  last_at: Schema.Number.annotations({ description: "When its newest message was recorded (ms since the epoch)" }),
-  messages: Schema.Number.annotations({ description: "Messages recorded since this process started" })
-}).annotations({ identifier: "ChatActivity" })
+export const ChatList = Schema.Struct({
+  chats: Schema.Array(ChatInfo.ChatSummary),
+  next: Schema.NullOr(ChatInfo.ChatCursorFromString)
+}).annotations({ identifier: "ChatList" })
 
 // The inspector's data: authenticated like every group (the page itself is a public static shell).
 export class Inspect extends HttpApiGroup.make("inspect")
   .add(
     HttpApiEndpoint.get("chats", "/v1/inspect/chats")
-      .addSuccess(Schema.Struct({ chats: Schema.Array(ChatActivity) }))
-      .annotate(OpenApi.Summary, "The chats and topics with recent traffic recorded by this process, newest first (at most 200)")
+      .setUrlParams(Schema.Struct({
+        search: Schema.optional(Schema.String.pipe(Schema.maxLength(ChatInfo.maxTitleLength)).annotations({
+          description: "A part of a chat's title (any case) or id"
+        })),
+        limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, ChatInfo.maxChatPage)).annotations({
+          description: "Chats per page (default 50)"
+        })),
+        after: Schema.optional(ChatInfo.ChatCursorFromString)
+      }))
+      .addSuccess(ChatList)
+      .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+      .annotate(OpenApi.Summary, "The chats the store holds (title, newest message, counts), newest first, a page at a time; searchable")
   )
   .add(
     HttpApiEndpoint.get("thresholds", "/v1/inspect/thresholds")

@@ -288,9 +288,11 @@ const sse = (text: string) => encoder.encode(text)
 export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
   Effect.gen(function*() {
     const activity = yield* Activity.Activity
+    const store = yield* ContextStore.ContextStore
     const { settings } = yield* Scoring.Scoring
     return handlers
-      .handle("chats", () => Effect.map(activity.recent, (chats) => ({ chats })))
+      .handle("chats", ({ urlParams }) =>
+        store.chats({ search: urlParams.search, limit: urlParams.limit ?? 50, after: urlParams.after }))
       .handle("thresholds", () =>
         Effect.succeed({
           min_score: settings.min_score,

@@ -37,13 +37,36 @@ const readEvents = async (response: Response, done: (events: ReadonlyArray<strin
 }
 
 describe("the inspector's data routes", () => {
-  it.scoped("GET /v1/inspect/chats lists the chats and topics with recorded traffic, newest first; 401 without the token", () =>
+  it.scoped("GET /v1/inspect/chats lists the store's chats (title, newest message, counts), newest first, by pages and by search; 401 without the token", () =>
     Effect.gen(function*() {
       const api = yield* start({ token })
       yield* call(() => api.json("/v1/telegram/updates", [update(1, "a"), update(2, "b")]))
-      yield* call(() => api.json("/v1/events", [{ type: "message_observed", chat_id: "other", message_id: 9 }]))
-      const listed = yield* call(() => api.fetch("/v1/inspect/chats").then((r) => r.json() as Promise<{ chats: Array<Record<string, unknown>> }>))
-      assert.deepStrictEqual(listed.chats.map((c) => [c["chat_id"], c["topic_id"], c["messages"]]), [["other", null, 1], ["-100777", "3", 2]])
+      yield* call(() =>
+        api.json("/v1/events", [
+          { type: "message_observed", chat_id: "other", message_id: 9, chat_title: "Side room", sent_at: "2023-11-14T22:13:00Z" }
+        ])
+      )
+      type Page = { chats: Array<Record<string, unknown>>; next: string | null }
+      const page = (query: string) => call(() => api.fetch(`/v1/inspect/chats${query}`).then((r) => r.json() as Promise<Page>))
+      const all = yield* page("")
+      assert.deepStrictEqual(all, {
+        chats: [
+          { chat_id: "-100777", title: "Ops", is_forum: true, last_message_at: "2023-11-14T22:13:22.000Z", messages: 2, objects: 0 },
+          { chat_id: "other", title: "Side room", is_forum: false, last_message_at: "2023-11-14T22:13:00.000Z", messages: 1, objects: 0 }
+        ],
+        next: null
+      })
+      const first = yield* page("?limit=1")
+      assert.deepStrictEqual([first.chats.map((c) => c["chat_id"]), first.next], [["-100777"], "1700000002000:-100777"])
+      const second = yield* page(`?limit=1&after=${encodeURIComponent(first.next!)}`)
+      assert.deepStrictEqual([second.chats.map((c) => c["chat_id"]), second.next], [["other"], null])
+      assert.deepStrictEqual((yield* page("?search=SIDE")).chats.map((c) => c["chat_id"]), ["other"])
+      assert.deepStrictEqual((yield* page("?search=777")).chats.map((c) => c["chat_id"]), ["-100777"])
+      // A cursor that no page gave, or a limit out of range: refused, naming the parameter.
+      const badCursor = yield* call(() => api.fetch("/v1/inspect/chats?after=yesterday"))
+      assert.strictEqual(badCursor.status, 400)
+      assert.include(yield* call(() => badCursor.text()), "after")
+      assert.strictEqual((yield* call(() => api.fetch("/v1/inspect/chats?limit=0"))).status, 400)
       const anonymous = yield* call(() => fetch(`${api.url}/v1/inspect/chats`))
       assert.strictEqual(anonymous.status, 401)
     }))

@@ -41,7 +41,13 @@ export const list = (token: string, request: Record<string, unknown>) =>
 export const resolve = (token: string, request: Record<string, unknown>) =>
   call(token, "/v1/tools/resolve_reference_target", { ...request, include_diagnostics: true })
 
-export const chats = (token: string) => call(token, "/v1/inspect/chats")
+/** A page of the store's chats: `search` a title or id, `after` the previous page's `next`. */
+export const chats = (token: string, page: { search: string; limit: number; after: string | null }) => {
+  const query = new URLSearchParams({ limit: String(page.limit) })
+  if (page.search !== "") query.set("search", page.search)
+  if (page.after !== null) query.set("after", page.after)
+  return call(token, `/v1/inspect/chats?${query}`)
+}
 
 export const thresholds = (token: string) => call(token, "/v1/inspect/thresholds")
 

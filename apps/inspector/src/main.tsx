@@ -6,6 +6,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import * as Api from "./api"
+import { Chats } from "./Chats"
 import { type Change, diff, duration, inWords, timeLeft } from "./logic"
 import "./style.css"
 
@@ -311,14 +312,13 @@ function App() {
       setError(null)
     }, refuse)
 
-  const [active, setActive] = useState<Array<Item>>([])
+  // Bumped by live traffic: the chat list reads its first page again.
+  const [chatsRead, setChatsRead] = useState(0)
   const [lastLive, setLastLive] = useState<Item | null>(null)
   const [connected, setConnected] = useState(false)
   const [thresholds, setThresholds] = useState<Item | null>(null)
-  const refreshChats = (t: string) => Api.chats(t).then((b: Item) => setActive(b.chats), refuse)
   useEffect(() => {
     if (token === null) return
-    void refreshChats(token)
     Api.thresholds(token).then(setThresholds, refuse)
   }, [token])
 
@@ -329,7 +329,7 @@ function App() {
     const abort = new AbortController()
     void Api.live(token, (event: Item) => {
       setLastLive(event)
-      void refreshChats(token)
+      setChatsRead((n) => n + 1)
       if (open !== null && event.chat_id === open.chat && (open.topic === "" || event.topic_id === open.topic)) void load(open, token)
     }, abort.signal, (e) => setError(e.message), () => {
       setConnected(true)
@@ -393,21 +393,13 @@ function App() {
         <button type="submit">Open</button>
         <label class="inline"><input type="checkbox" checked={live} onChange={(e) => setLive(e.currentTarget.checked)} /> Live</label>
       </form>
-      {active.length > 0 && (
-        <section class="card" aria-labelledby="active-title">
-          <h2 id="active-title">Chats with recent activity</h2>
-          <ul class="chats">
-            {active.map((c) => (
-              <li key={`${c.chat_id}/${c.topic_id ?? ""}`}>
-                <button type="button" class="link" onClick={() => openTopic({ chat: c.chat_id, topic: c.topic_id ?? "" })}>
-                  {c.chat_id}{c.topic_id === null ? "" : ` · topic ${c.topic_id}`}
-                </button>{" "}
-                <span class="muted">{c.messages} messages · last {time(c.last_at)}</span>
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
+      <Chats token={token} refresh={chatsRead} onError={refuse} onPick={(c) => {
+        setChat(c.chat_id)
+        setTopic("")
+        // A forum's messages are in its topics: its id goes into the form for a topic to be named.
+        if (c.is_forum) document.getElementById("topic")?.focus()
+        else openTopic({ chat: c.chat_id, topic: "" })
+      }} />
       {live && <p class="muted" aria-live="polite">Live{!connected ? ": connecting…" : lastLive === null ? ": connected, waiting for traffic" : `: last message #${lastLive.message_id} in ${lastLive.chat_id} at ${time(lastLive.at)}`}</p>}
       {recent.length > 0 && (
         <nav aria-label="recently opened" class="recent">

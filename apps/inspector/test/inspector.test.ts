@@ -48,11 +48,18 @@ describe("the inspector in a real Chromium", () => {
     page.on("request", (request) => requested.push(request.url()))
     await page.goto(`${service.url}/inspect`)
     await connect(page, token)
-    // Chats with recent activity: the seeded topic is listed; open it from there. The timeline
-    // shows its messages with the reply arrow, the edit and the album.
-    const active = page.locator("section[aria-labelledby=active-title]")
-    await active.getByRole("button", { name: `${chat} · topic ${topic}` }).click()
-    expect(await active.textContent()).toMatch(/\d+ messages · last /)
+    // The store's chats: the seeded forum is found by its title; picking a forum puts its id in
+    // the form for a topic to be named. The timeline shows its messages with the reply arrow,
+    // the edit and the album.
+    const chats = page.locator("section[aria-labelledby=chats-title]")
+    await chats.getByLabel("Search by title or id").fill("ops")
+    await chats.getByRole("button", { name: "Search" }).click()
+    await chats.locator(`li[data-chat-id="${chat}"]`).waitFor()
+    expect(await chats.locator(`li[data-chat-id="${chat}"]`).textContent()).toMatch(/^Ops -\d+ · forum · \d+ messages · \d+ objects · last message /)
+    await chats.getByRole("button", { name: "Ops" }).click()
+    expect(await page.getByLabel("Chat id").inputValue()).toBe(String(chat))
+    await page.getByLabel("Topic id (forums)").fill(String(topic))
+    await page.getByRole("button", { name: "Open", exact: true }).click()
     await page.getByText("is this one still current?").waitFor()
     const timeline = page.locator("section[aria-labelledby=timeline-title]")
     expect(await timeline.getByLabel("reply to message 101").count()).toBe(1)
@@ -84,6 +91,45 @@ describe("the inspector in a real Chromium", () => {
 
     // The token was sent as a header, never in a URL.
     expect(requested.some((url) => url.includes(token))).toBe(false)
+    await page.close()
+  })
+
+  it("the chat list reads the store: newest first, a page at a time, searchable; a chat that is no forum opens on a click", async () => {
+    // 25 more chats, one message each, a minute apart (Room 25 the newest).
+    const rooms = Array.from({ length: 25 }, (_, i) => ({
+      type: "message_observed",
+      chat_id: `room-${i + 1}`,
+      message_id: 1,
+      chat_title: `Room ${String(i + 1).padStart(2, "0")}`,
+      sent_at: new Date(Date.parse("2025-11-01T10:00:00Z") + i * 60_000).toISOString()
+    }))
+    expect((await service.post("/v1/events", rooms)).ok).toBe(true)
+    const page = await browser.newPage()
+    await page.goto(`${service.url}/inspect`)
+    await connect(page, token)
+    const chats = page.locator("section[aria-labelledby=chats-title]")
+    const listed = () => chats.locator("li").evaluateAll((items) => items.map((li) => li.getAttribute("data-chat-id")))
+    await chats.locator("li").nth(19).waitFor()
+    // The seeded forum spoke today: first; then the rooms, newest first, 20 to a page.
+    expect(await listed()).toEqual([String(chat), ...Array.from({ length: 19 }, (_, i) => `room-${25 - i}`)])
+    await chats.getByRole("button", { name: "More chats" }).click()
+    await chats.locator("li").nth(25).waitFor()
+    expect((await listed()).slice(20)).toEqual(["room-6", "room-5", "room-4", "room-3", "room-2", "room-1"])
+    expect(await chats.getByRole("button", { name: "More chats" }).count()).toBe(0)
+    // Search: by title in any case, by a part of the id; nothing found is said.
+    await chats.getByLabel("Search by title or id").fill("ROOM 07")
+    await chats.getByRole("button", { name: "Search" }).click()
+    await page.waitForFunction(() => document.querySelectorAll("section[aria-labelledby=chats-title] li").length === 1)
+    expect(await listed()).toEqual(["room-7"])
+    await chats.getByLabel("Search by title or id").fill("no such chat")
+    await chats.getByRole("button", { name: "Search" }).click()
+    await chats.getByText("No chat matches “no such chat”.").waitFor()
+    // A chat that is no forum opens at once.
+    await chats.getByLabel("Search by title or id").fill("room-12")
+    await chats.getByRole("button", { name: "Search" }).click()
+    await chats.getByRole("button", { name: "Room 12" }).click()
+    await page.locator("section[aria-labelledby=timeline-title]").waitFor()
+    expect(await page.getByLabel("Chat id").inputValue()).toBe("room-12")
     await page.close()
   })
 

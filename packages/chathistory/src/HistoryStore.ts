@@ -16,11 +16,12 @@
  * @since 0.1.0
  */
 import type { StoreError } from "@deixis/core/ContextStore"
-import { positiveInt, defaultsOf } from "@deixis/core/ConfigKeys"
+import { defaultsOf, millis, positiveInt } from "@deixis/core/ConfigKeys"
 import { compareMessageIds, isValidId, MessageId } from "@deixis/core/Ids"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -223,6 +224,11 @@ export interface MemoryOptions {
   readonly max_chats: number
   readonly max_items_per_chat: number
   readonly max_items_total: number
+  /**
+   * How often the layer says at Info what its caps evicted since it last said (at Debug when
+   * nothing was); 0: never. The context store's sweep interval.
+   */
+  readonly sweep_interval: number
 }
 
 /**
@@ -234,7 +240,8 @@ export interface MemoryOptions {
 export const memoryConfig: Config.Config<MemoryOptions> = Config.all({
   max_chats: positiveInt("HISTORY_STORE_MAX_CHATS", 10_000),
   max_items_per_chat: positiveInt("HISTORY_STORE_MAX_ITEMS_PER_CHAT", 5_000),
-  max_items_total: positiveInt("HISTORY_STORE_MAX_ITEMS_TOTAL", 2_000_000)
+  max_items_total: positiveInt("HISTORY_STORE_MAX_ITEMS_TOTAL", 2_000_000),
+  sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute")
 }).pipe(Config.nested("DEIXIS"))
 
 /**
@@ -254,15 +261,39 @@ export const memoryDefaults: MemoryOptions = defaultsOf(memoryConfig)
 export const makeMemory = (options: Partial<MemoryOptions> = {}): HistoryStoreShape =>
   makeMemoryStore({ ...memoryDefaults, ...options })
 
+/** Every `interval`, says at Info what the caps evicted since the last time (nothing: at Debug). */
+const reportEvictions = (store: HistoryStoreShape, interval: number) =>
+  interval <= 0 ? Effect.void : Effect.gen(function*() {
+    let before = yield* Effect.orDie(store.stats)
+    const once = Effect.gen(function*() {
+      const after = yield* store.stats
+      const evicted = {
+        evicted_chats: after.evicted_chats - before.evicted_chats,
+        evicted_items: after.evicted_items - before.evicted_items
+      }
+      before = after
+      yield* evicted.evicted_chats + evicted.evicted_items > 0
+        ? Effect.logInfo("memory history store evicted entries").pipe(Effect.annotateLogs(evicted))
+        : Effect.logDebug("memory history store evicted nothing")
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("memory history store report failed").pipe(Effect.annotateLogs({ error: e.message }))))
+    yield* once.pipe(Effect.delay(Duration.millis(interval)), Effect.forever, Effect.forkScoped)
+  })
+
 /**
  * The in-memory adapter: per-topic arrays in position order, id and reply indexes per chat,
- * bounded by its caps.
+ * bounded by its caps; what they evict is said at Info every `sweep_interval`.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerMemory = (options: Partial<MemoryOptions> = {}): Layer.Layer<HistoryStore> =>
-  Layer.sync(HistoryStore, () => makeMemory(options))
+  Layer.scoped(
+    HistoryStore,
+    Effect.suspend(() => {
+      const store = makeMemory(options)
+      return Effect.as(reportEvictions(store, options.sweep_interval ?? memoryDefaults.sweep_interval), store)
+    })
+  )
 
 /**
  * The in-memory adapter configured from `DEIXIS_HISTORY_STORE_*` keys.

@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import * as HistoryStore from "../src/HistoryStore.js"
 import { historyStoreContract, testItem } from "../src/HistoryStoreTesting.js"
 
@@ -74,12 +77,36 @@ describe("HistoryStore memory adapter", () => {
       assert.strictEqual((yield* store.stats).evicted_items, 4900)
     }))
 
+  it.scoped("what the caps evicted is said at Info every sweep interval; nothing evicted, nothing said at Info", () =>
+    Effect.gen(function*() {
+      const lines: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
+      const capture = Logger.make(({ annotations, logLevel, message }) => {
+        lines.push({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) })
+      })
+      const built = yield* Layer.build(
+        HistoryStore.layerMemory({ max_items_per_chat: 2, sweep_interval: 60_000 }).pipe(
+          Layer.provide(Logger.replace(Logger.defaultLogger, capture))
+        )
+      )
+      const store = Context.get(built, HistoryStore.HistoryStore)
+      for (const id of ["1", "2", "3", "4", "5"]) yield* store.append(testItem("c", id))
+      yield* TestClock.adjust("60 seconds")
+      assert.deepStrictEqual(lines, [{
+        level: "INFO",
+        message: ["memory history store evicted entries"],
+        annotations: { evicted_chats: 0, evicted_items: 3 }
+      }])
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(lines.length, 1)
+    }))
+
   it.effect("the memory config reads DEIXIS_HISTORY_STORE_* keys over the defaults", () =>
     Effect.gen(function*() {
       assert.deepStrictEqual(HistoryStore.memoryDefaults, {
         max_chats: 10_000,
         max_items_per_chat: 5_000,
-        max_items_total: 2_000_000
+        max_items_total: 2_000_000,
+        sweep_interval: 60_000
       })
       const read = yield* Effect.withConfigProvider(
         HistoryStore.memoryConfig,

@@ -40,6 +40,12 @@ export interface ImportOptions {
   readonly onProgress?: ((progress: Progress) => void) | undefined
   /** The largest message read, in characters (default 16 MiB): a bound on memory. */
   readonly maxMessageSize?: number | undefined
+  /**
+   * Times (ms since the epoch) to count messages against: the summary's `sent_before` says, for
+   * each, how many of the messages (service messages aside) were sent at or before it — what a
+   * retention measured from sending removes of them.
+   */
+  readonly horizons?: ReadonlyArray<number> | undefined
 }
 
 /**
@@ -76,6 +82,10 @@ export interface Summary {
   readonly duplicates: number
   readonly batches: number
   readonly elapsed_ms: number
+  /** For each of the options' `horizons`, the messages (service messages aside) sent at or before it. */
+  readonly sent_before: ReadonlyArray<number>
+  /** When the newest message (service messages aside) was sent; null without any. */
+  readonly newest_at: number | null
 }
 
 const defaultBatch = 500
@@ -115,6 +125,9 @@ export const importFile = (
     let head: TelegramExport.ChatHead | null = null
     let batch: Array<Record<string, unknown>> = []
     const counts = { messages: 0, service: 0, recorded: 0, applied: 0, duplicates: 0, batches: 0 }
+    const horizons = options.horizons ?? []
+    const sentBefore = horizons.map(() => 0)
+    let newestAt: number | null = null
     let bytes = 0
 
     const flush = Effect.suspend(() => {
@@ -182,7 +195,13 @@ export const importFile = (
               const message = TelegramExport.decode(raw, number)
               if (Either.isLeft(message)) return yield* message.left
               counts.messages++
-              if (message.right.type === "service") counts.service++
+              if (message.right.type === "service") {
+                counts.service++
+              } else {
+                const at = TelegramExport.sentAt(message.right)
+                for (let i = 0; i < horizons.length; i++) if (at <= horizons[i]!) sentBefore[i]!++
+                if (newestAt === null || at > newestAt) newestAt = at
+              }
               batch.push(TelegramExport.toUpdate(head!, message.right, state))
               // An album is never cut by a write: its first message is marked when the second is read.
               if (batch.length >= batchSize && state.album === null) yield* flush
@@ -213,6 +232,8 @@ export const importFile = (
       name: chat.name,
       ...counts,
       topics: state.topics.size,
-      elapsed_ms: Date.now() - started
+      elapsed_ms: Date.now() - started,
+      sent_before: sentBefore,
+      newest_at: newestAt
     }
   })

@@ -267,6 +267,15 @@ export const initialState = (forum = false): MapState => ({ forum, topics: new S
 const seconds = (m: ExportMessage): number =>
   m.date_unixtime !== undefined ? Number(m.date_unixtime) : Math.floor(Date.parse(m.date! + (/Z|[+-]\d\d:?\d\d$/.test(m.date!) ? "" : "Z")) / 1000)
 
+/**
+ * When a decoded message was sent, in milliseconds since the epoch (the Bot API's whole
+ * seconds, as its update says).
+ *
+ * @since 0.2.0
+ * @category mapping
+ */
+export const sentAt = (m: ExportMessage): number => seconds(m) * 1000
+
 /** A peer id of the export (`user123`, `channel123`, `chat123`) as the Bot API's sender. */
 const peerOf = (peer: string | undefined, name: string | null | undefined): Record<string, unknown> | undefined => {
   const match = peer === undefined ? null : /^(user|channel|chat)(\d{1,16})$/.exec(peer)

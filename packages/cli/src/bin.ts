@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `deixis` executable: a failure an operator can act on (a bad export, a store that does
- * not answer, a configuration error) is one line on stderr and exit code 1, not a stack trace.
+ * not answer, a configuration error, an unknown chat) is one line on stderr and exit code 1,
+ * not a stack trace. Stdout holds the command's output alone (logs go to stderr), and colour
+ * only reaches a terminal (see `Cli.colourFor`).
  *
  * @since 0.1.0
  */
@@ -9,6 +11,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Cli from "./Cli.js"
 
 Cli.run(process.argv.slice(2)).pipe(
@@ -20,5 +23,7 @@ Cli.run(process.argv.slice(2)).pipe(
     })
   ),
   Effect.provide(NodeContext.layer),
+  // An export or a stats line is read by programs: log lines never mix into it.
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.defaultLogger))),
   NodeRuntime.runMain({ disableErrorReporting: true })
 )

@@ -25,5 +25,13 @@ export {
    * @since 0.1.0
    * @category config
    */
-  positiveInt
+  positiveInt,
+  /**
+   * A retention key: a duration (`"30 days"`), or `off` / `0` (kept without a time limit),
+   * read as milliseconds with 0 for off.
+   *
+   * @since 0.2.0
+   * @category config
+   */
+  retention
 } from "./internal/config.js"

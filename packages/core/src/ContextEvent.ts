@@ -10,6 +10,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { ChatTitle } from "./ChatInfo.js"
 import { ActivationReason, Label } from "./ContextObject.js"
 import { InvalidEvent, pathOf } from "./Errors.js"
 import { lengthCheckedFirst as internalLengthCheckedFirst } from "./internal/lengthFirst.js"
@@ -109,6 +110,8 @@ export const AlbumId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(
  * - `quote`: the part of the replied message this reply quotes (Telegram's `quote`); the
  *   replied message's links and media it selects (`Quote.selects`) remember this message in
  *   their `quoted_in`, so a resolution for this message prefers them.
+ * - `chat_title`: the chat's title (a group's title, a private chat's name), remembered per
+ *   chat for its chat list (`ContextStore.chats`); absent leaves it unchanged.
  *
  * @since 0.1.0
  * @category schemas
@@ -128,7 +131,8 @@ export const MessageObserved = Schema.Struct({
   poll: Schema.optional(PollRef),
   media_group_id: Schema.optional(AlbumId),
   is_forum: Schema.optional(Schema.Boolean),
-  quote: Schema.optional(Quote)
+  quote: Schema.optional(Quote),
+  chat_title: Schema.optional(ChatTitle)
 }).annotations({ identifier: "MessageObserved" })
 
 /**

@@ -10,13 +10,13 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import { defaultsOf, millis, positiveInt } from "./internal/config.js"
+import { defaultsOf, millis, positiveInt, retention } from "./internal/config.js"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { ChatInfo, MigrationResult } from "./ChatInfo.js"
+import type { ChatInfo, ChatPage, ChatQuery, MigrationResult } from "./ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "./ContextEvent.js"
 import type { ContextObject, MessageMeta } from "./ContextObject.js"
 import { httpStatus } from "./Errors.js"
@@ -189,8 +189,16 @@ export interface ContextStoreShape {
     depth: number
   ) => Effect.Effect<ReadonlyArray<MessageMeta>, StoreError>
   readonly snapshot: (chatId: string) => Effect.Effect<ChatSnapshot, StoreError>
-  /** What is known of a chat: whether it is a forum, and where it migrated. */
+  /** What is known of a chat: whether it is a forum, its title, and where it migrated. */
   readonly chat: (chatId: string) => Effect.Effect<ChatInfo, StoreError>
+  /**
+   * One page of the chats the store holds (`ChatInfo.ChatSummary`: id, title, when its newest
+   * message was sent, counts), newest `last_message_at` first, chats without messages last, ties
+   * by chat id; filtered by `search` (a title ignoring case, or a part of the id). Pages follow
+   * each other by `next` (keyset: a chat written between two pages may move, never repeats on
+   * the page it moved from).
+   */
+  readonly chats: (query: ChatQuery) => Effect.Effect<ChatPage, StoreError>
   /**
    * Moves every message, object, poll-id mapping and applied event id of chat `from` to chat
    * `to` (a Telegram group upgraded to a supergroup), atomically, once: message ids become
@@ -199,7 +207,7 @@ export interface ContextStoreShape {
    * (`chat(from).migrated_to`); calling it again moves nothing and returns `migrated: false`.
    */
   readonly migrateChat: (from: string, to: string, at: number) => Effect.Effect<MigrationResult, StoreError>
-  /** Removes objects inactive for longer than the retention; returns how many. */
+  /** Removes objects inactive for longer than the retention (none when it is off); returns how many. */
   readonly sweep: (now: number) => Effect.Effect<number, StoreError>
   readonly stats: Effect.Effect<StoreStats, StoreError>
 }
@@ -226,9 +234,12 @@ export interface MemoryStoreOptions {
   readonly max_objects_per_chat: number
   readonly max_messages_total: number
   readonly max_event_ids_per_chat: number
-  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  /**
+   * How long an object is kept after it stops being active (or, never activated, after it was
+   * created); 0: kept (until a cap evicts it).
+   */
   readonly object_retention: number
-  /** How often the layer sweeps; 0 turns the scheduled sweep off. */
+  /** How often the layer sweeps (and reports what was removed); 0 turns the scheduled sweep off. */
   readonly sweep_interval: number
 }
 
@@ -244,7 +255,7 @@ export const memoryConfig: Config.Config<MemoryStoreOptions> = Config.all({
   max_objects_per_chat: positiveInt("STORE_MAX_OBJECTS_PER_CHAT", 20_000),
   max_messages_total: positiveInt("STORE_MAX_MESSAGES_TOTAL", 2_000_000),
   max_event_ids_per_chat: positiveInt("STORE_MAX_EVENT_IDS_PER_CHAT", 10_000),
-  object_retention: millis("STORE_OBJECT_RETENTION", "7 days"),
+  object_retention: retention("STORE_OBJECT_RETENTION", "off"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute")
 }).pipe(Config.nested("DEIXIS"))
 
@@ -263,16 +274,29 @@ export const memoryDefaults: MemoryStoreOptions = defaultsOf(memoryConfig)
 export const makeMemory = (options: Partial<MemoryStoreOptions> = {}): ContextStoreShape =>
   makeMemoryStore({ ...memoryDefaults, ...options })
 
+/**
+ * Sweeps every `interval`, and says at Info what left the store since the last sweep: objects
+ * past their retention, and what the caps evicted meanwhile (at Debug only when nothing left).
+ */
 const scheduledSweep = (store: ContextStoreShape, interval: number) =>
-  interval <= 0
-    ? Effect.void
-    : Clock.currentTimeMillis.pipe(
-      Effect.flatMap(store.sweep),
-      Effect.flatMap((n) => n > 0 ? Effect.logDebug("context store swept").pipe(Effect.annotateLogs({ swept: n })) : Effect.void),
-      Effect.repeat(Schedule.spaced(Duration.millis(interval))),
-      Effect.forkScoped,
-      Effect.asVoid
-    )
+  interval <= 0 ? Effect.void : Effect.gen(function*() {
+    let before = yield* Effect.orDie(store.stats)
+    const once = Effect.gen(function*() {
+      const swept = yield* store.sweep(yield* Clock.currentTimeMillis)
+      const after = yield* store.stats
+      const removed = {
+        swept_objects: swept,
+        evicted_chats: after.evicted_chats - before.evicted_chats,
+        evicted_messages: after.evicted_messages - before.evicted_messages,
+        evicted_objects: after.evicted_objects - before.evicted_objects
+      }
+      before = after
+      yield* removed.swept_objects + removed.evicted_chats + removed.evicted_messages + removed.evicted_objects > 0
+        ? Effect.logInfo("memory context store removed entries").pipe(Effect.annotateLogs(removed))
+        : Effect.logDebug("memory context store removed nothing")
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("memory context store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))))
+    yield* once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(interval))), Effect.forkScoped)
+  })
 
 /**
  * The in-memory adapter, indexed by chat, topic, kind, source message, creator and

@@ -2,8 +2,9 @@
  * The ContextStore contract suite. Every adapter (memory, SQLite, PostgreSQL) runs these very
  * cases: `contextStoreContract("sqlite", layerSqlite(...))` inside a vitest file.
  *
- * Each case works in chats of its own, so one store may serve the whole suite; the store must
- * use the default retention (7 days) for the sweep case.
+ * Each case works in chats of its own (the chat list's cases search for theirs), so one store
+ * may serve the whole suite; the store must be configured with an object retention of
+ * {@link contractObjectRetention} (7 days) for the sweep cases.
  *
  * @since 0.1.0
  */
@@ -49,6 +50,15 @@ const query = (chat: string, overrides: Partial<PoolQuery> = {}): PoolQuery => (
 
 const pool = (q: PoolQuery) => Effect.flatMap(ContextStore, (store) => store.pool(q))
 const snapshot = (chat: string) => Effect.flatMap(ContextStore, (store) => store.snapshot(chat))
+
+/**
+ * The object retention the store under test is configured with (`object_retention`): the sweep
+ * cases expect objects inactive for longer to go, and others to stay.
+ *
+ * @since 0.2.0
+ * @category testing
+ */
+export const contractObjectRetention = 7 * 24 * 60 * minute
 
 /**
  * What the suite runs under: the TTL settings of the policy events are applied with (today's
@@ -517,7 +527,7 @@ export const contextStoreContract = <E>(
         Effect.gen(function*() {
           const chat = freshChat()
           const store = yield* ContextStore
-          assert.deepStrictEqual(yield* store.chat(chat), { chat_id: chat, is_forum: false, migrated_to: null, migrated_at: null })
+          assert.deepStrictEqual(yield* store.chat(chat), { chat_id: chat, is_forum: false, title: null, migrated_to: null, migrated_at: null })
           yield* apply([
             { type: "message_observed", chat_id: chat, message_id: 1, topic_id: 500, is_forum: true, links: [{ url: "https://t500" }] },
             { type: "message_observed", chat_id: chat, message_id: 2, links: [{ url: "https://general" }] },
@@ -615,7 +625,7 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(first, { migrated: true, moved: 4 })
           assert.deepStrictEqual(yield* store.migrateChat(from, to, at + minute), { migrated: false, moved: 0 })
           assert.deepStrictEqual(yield* snapshot(from), { messages: [], objects: [] })
-          assert.deepStrictEqual(yield* store.chat(from), { chat_id: from, is_forum: false, migrated_to: to, migrated_at: at })
+          assert.deepStrictEqual(yield* store.chat(from), { chat_id: from, is_forum: false, title: null, migrated_to: to, migrated_at: at })
           const snap = yield* snapshot(to)
           assert.deepStrictEqual(snap.messages.map((m) => [m.message_id, m.reply_to_message_id, m.chat_id]), [
             ["~1", null, to], ["~2", "~1", to], ["1", null, to]
@@ -654,6 +664,74 @@ export const contextStoreContract = <E>(
           assert.isFalse(isActive(kept, due + settings.reminder_grace))
           yield* store.sweep(due + settings.reminder_grace)
           assert.isTrue(Option.isSome(yield* store.object(chat, id)))
+        }))
+
+      it.effect("the chat list gives each chat's title, newest message time and counts, newest first, page by page", () =>
+        Effect.gen(function*() {
+          const prefix = freshChat()
+          const [a, b, c] = [`${prefix}-a`, `${prefix}-b`, `${prefix}-c`]
+          yield* apply([
+            { type: "message_observed", chat_id: a, message_id: 1, chat_title: "Book Club", sent_at: "2026-11-22T08:00:00Z", links: [{ url: "https://a" }] },
+            { type: "message_observed", chat_id: a, message_id: 2, chat_title: "Book Club", sent_at: "2026-11-22T09:00:00Z", is_forum: true },
+            { type: "message_observed", chat_id: b, message_id: 7, chat_title: "Hiking", sent_at: "2026-11-22T09:30:00Z" },
+            { type: "message_observed", chat_id: c, message_id: 3, sent_at: "2026-11-22T07:00:00Z" }
+          ])
+          const store = yield* ContextStore
+          const first = yield* store.chats({ search: prefix, limit: 2 })
+          assert.deepStrictEqual(first.chats, [
+            { chat_id: b, title: "Hiking", is_forum: false, last_message_at: Date.parse("2026-11-22T09:30:00Z"), messages: 1, objects: 0 },
+            { chat_id: a, title: "Book Club", is_forum: true, last_message_at: Date.parse("2026-11-22T09:00:00Z"), messages: 2, objects: 1 }
+          ])
+          assert.deepStrictEqual(first.next, { last_message_at: Date.parse("2026-11-22T09:00:00Z"), chat_id: a })
+          const second = yield* store.chats({ search: prefix, limit: 2, after: first.next! })
+          assert.deepStrictEqual(second.chats.map((x) => [x.chat_id, x.title, x.messages]), [[c, null, 1]])
+          assert.isNull(second.next)
+          // The whole list at once gives the same chats in the same order.
+          const all = yield* store.chats({ search: prefix, limit: 50 })
+          assert.deepStrictEqual(all.chats.map((x) => x.chat_id), [b, a, c])
+          assert.isNull(all.next)
+        }))
+
+      it.effect("the chat list finds a title ignoring case (any script) and an id by any part of it", () =>
+        Effect.gen(function*() {
+          const prefix = freshChat()
+          const [ru, en] = [`${prefix}-ru`, `${prefix}-en`]
+          yield* apply([
+            { type: "message_observed", chat_id: ru, message_id: 1, chat_title: `Книжный клуб ${prefix}` },
+            { type: "message_observed", chat_id: en, message_id: 1, chat_title: `Trail Runners ${prefix}` }
+          ])
+          const store = yield* ContextStore
+          const ids = (search: string) => Effect.map(store.chats({ search, limit: 10 }), (p) => p.chats.map((x) => x.chat_id))
+          assert.deepStrictEqual(yield* ids(`КНИЖНЫЙ КЛУБ ${prefix.toUpperCase()}`), [ru])
+          assert.deepStrictEqual(yield* ids(`trail runners ${prefix}`), [en])
+          assert.deepStrictEqual(yield* ids(`${prefix}-e`), [en])
+          // Characters LIKE would read as patterns are plain text.
+          assert.deepStrictEqual(yield* ids(`${prefix}%`), [])
+          assert.deepStrictEqual(yield* ids(`${prefix}_en`), [])
+        }))
+
+      it.effect("a chat's title is the newest an event carried; an event without one leaves it", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          const store = yield* ContextStore
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 1, chat_title: "Old name" }])
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 2, chat_title: "New name" }])
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 3 }])
+          assert.strictEqual((yield* store.chat(chat)).title, "New name")
+          assert.deepStrictEqual((yield* store.chats({ search: chat, limit: 5 })).chats.map((x) => x.title), ["New name"])
+        }))
+
+      it.effect("a chat holding neither messages nor objects is not listed", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          // Skipped (no such object): its id is remembered, nothing else.
+          yield* apply([{ type: "object_activated", event_id: "x", chat_id: chat, reason: "summarized", object_id: `${chat}/1/link` }])
+          const objectsOnly = `${chat}-objects`
+          yield* apply([{ type: "object_activated", event_id: "s", chat_id: objectsOnly, reason: "summarized", source_message_id: 9, kind: "summary", created_by_bot: true }])
+          const page = yield* Effect.flatMap(ContextStore, (s) => s.chats({ search: chat, limit: 5 }))
+          assert.deepStrictEqual(page.chats, [
+            { chat_id: objectsOnly, title: null, is_forum: false, last_message_at: null, messages: 0, objects: 1 }
+          ])
         }))
 
       it.effect("never crosses chats, and orders messages by position", () =>

@@ -2,16 +2,18 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import { ContextEventBatch } from "../src/ContextEvent.js"
 import * as ContextStore from "../src/ContextStore.js"
-import { contextStoreContract, replacedTtl } from "../src/ContextStoreTesting.js"
+import { contextStoreContract, contractObjectRetention, replacedTtl } from "../src/ContextStoreTesting.js"
 import * as TtlPolicy from "../src/TtlPolicy.js"
 
-contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }))
+const contract = ContextStore.layerMemory({ sweep_interval: 0, object_retention: contractObjectRetention })
+contextStoreContract("memory", contract)
 // The same cases under a replaced TTL policy: the store keeps what the policy wrote.
-contextStoreContract("memory", ContextStore.layerMemory({ sweep_interval: 0 }), { ttl: replacedTtl })
+contextStoreContract("memory", contract, { ttl: replacedTtl })
 
 const T0 = Date.parse("2026-11-22T10:00:00Z")
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
@@ -85,7 +87,7 @@ describe("the memory ContextStore's bounds", () => {
   it.scoped("the layer sweeps on its schedule", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
-      const context = yield* Layer.build(ContextStore.layerMemory({ sweep_interval: 60_000 }))
+      const context = yield* Layer.build(ContextStore.layerMemory({ sweep_interval: 60_000, object_retention: 7 * 24 * 3_600_000 }))
       const store = Context.get(context, ContextStore.ContextStore)
       // Never activated, created just under 7 days (the retention) before now.
       const createdAt = T0 - 7 * 24 * 3_600_000 + 30_000
@@ -95,5 +97,41 @@ describe("the memory ContextStore's bounds", () => {
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual((yield* store.stats).swept_objects, 1)
       assert.deepStrictEqual((yield* store.snapshot("c")).objects, [])
+    }))
+
+  it.scoped("by default objects are kept however old: the retention is off", () =>
+    Effect.gen(function*() {
+      const store = ContextStore.makeMemory()
+      yield* store.apply(messages("old", 1, 3), { now: T0 - 400 * 24 * 3_600_000, ttl: TtlPolicy.defaultPolicy })
+      assert.strictEqual(yield* store.sweep(T0), 0)
+      assert.strictEqual((yield* store.snapshot("old")).objects.length, 3)
+    }))
+
+  it.scoped("each scheduled sweep says at Info what left the store: objects past retention, and what the caps evicted", () =>
+    Effect.gen(function*() {
+      const lines: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
+      const capture = Logger.make(({ annotations, logLevel, message }) => {
+        lines.push({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) })
+      })
+      yield* TestClock.setTime(T0)
+      const context = yield* Layer.build(
+        ContextStore.layerMemory({ sweep_interval: 60_000, object_retention: 24 * 3_600_000, max_messages_per_chat: 2 }).pipe(
+          Layer.provide(Logger.replace(Logger.defaultLogger, capture))
+        )
+      )
+      const store = Context.get(context, ContextStore.ContextStore)
+      yield* TestClock.adjust("1 second")
+      // Nothing left the store yet: nothing is said.
+      assert.deepStrictEqual(lines, [])
+      // Three messages in a chat capped at two (one evicted), their links two days old (swept).
+      yield* store.apply(messages("c", 1, 3), { now: T0 - 2 * 24 * 3_600_000, ttl: TtlPolicy.defaultPolicy })
+      yield* TestClock.adjust("60 seconds")
+      assert.deepStrictEqual(lines, [{
+        level: "INFO",
+        message: ["memory context store removed entries"],
+        annotations: { swept_objects: 3, evicted_chats: 0, evicted_messages: 1, evicted_objects: 0 }
+      }])
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(lines.length, 1)
     }))
 })

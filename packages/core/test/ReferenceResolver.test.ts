@@ -303,7 +303,9 @@ describe("resolve_reference_target", () => {
           assert.isFalse(result.candidates.some((c) => c.kind === "media.image"))
           assert.isFalse(result.diagnostics.scored.some((s) => s.object_id === "1/1/media.image"))
           assert.isTrue(result.diagnostics.scored.some((s) => s.object_id === "1/1/message"))
-        })
+        }),
+        // The sweep removes the object: a 7-day object retention (the default keeps objects).
+        { store: { object_retention: minutes(60 * 24 * 7) } }
       ))
 
     it.effect("empty hints and no reply target: rely on recency + activity + scope only", () =>

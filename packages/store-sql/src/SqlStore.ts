@@ -10,8 +10,8 @@
  */
 import type { HistoryStoreShape } from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
-import { defaultsOf, millis, positiveInt } from "@deixis/core/ConfigKeys"
-import { ContextStore, type ContextStoreShape, StoreError } from "@deixis/core/ContextStore"
+import { defaultsOf, millis, positiveInt, retention } from "@deixis/core/ConfigKeys"
+import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
 import { httpStatus } from "@deixis/core/Errors"
 import { ReminderStore } from "@deixis/core/ReminderStore"
@@ -61,19 +61,27 @@ export class SqlStoreError extends Schema.TaggedError<SqlStoreError>("@deixis/st
 // -----------------------------------------------------------------------------
 
 /**
- * Retention and sweep settings shared by both engines (durations in milliseconds).
+ * Retention and sweep settings shared by both engines (durations in milliseconds; a retention
+ * of 0 is off: kept without a time limit).
+ *
+ * The model: what deixis recorded of a conversation — messages, history items, the objects
+ * they carry — is kept by default, whatever its age (an imported year-old chat stays readable);
+ * an operator who must not keep it longer (a privacy policy) sets a retention, measured from
+ * when each message was sent, which is what such a policy speaks of. Only bookkeeping has a
+ * time limit by default: applied event ids and early poll closes (`event_retention`). Every
+ * sweep that removes something says so at Info, per table.
  *
  * @since 0.1.0
  * @category models
  */
 export interface RetentionOptions {
-  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  /** How long an object is kept after it stops being active (or, never activated, after it was created); 0: kept. */
   readonly object_retention: number
-  /** How long a message's metadata (reply chains, positions) is kept after it was sent. */
+  /** How long a message's metadata (reply chains, positions) is kept after it was sent; 0: kept. */
   readonly message_retention: number
-  /** How long applied event ids, poll ids and early poll closes are remembered. */
+  /** How long applied event ids and early poll closes are remembered (and poll ids, when objects have a retention). */
   readonly event_retention: number
-  /** How long a history item is kept after it was sent. */
+  /** How long a history item is kept after it was sent; 0: kept. */
   readonly history_retention: number
   /** How often the layer sweeps; 0 turns the scheduled sweep off. */
   readonly sweep_interval: number
@@ -127,18 +135,18 @@ export interface PgOptions extends Partial<RetentionOptions> {
 
 /**
  * Retention settings from `DEIXIS_*` keys, each default written once, here:
- * `STORE_OBJECT_RETENTION` 7 days, `STORE_MESSAGE_RETENTION` 30 days,
- * `STORE_EVENT_RETENTION` 7 days, `HISTORY_STORE_RETENTION` 30 days,
+ * `STORE_OBJECT_RETENTION` off, `STORE_MESSAGE_RETENTION` off, `STORE_EVENT_RETENTION` 7 days,
+ * `HISTORY_STORE_RETENTION` off (a retention key takes a duration, or `off`),
  * `STORE_SWEEP_INTERVAL` 1 minute, `STORE_SWEEP_BATCH` 1000, `STORE_CACHE_MB` 64.
  *
  * @since 0.1.0
  * @category config
  */
 export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
-  object_retention: millis("STORE_OBJECT_RETENTION", "7 days"),
-  message_retention: millis("STORE_MESSAGE_RETENTION", "30 days"),
+  object_retention: retention("STORE_OBJECT_RETENTION", "off"),
+  message_retention: retention("STORE_MESSAGE_RETENTION", "off"),
   event_retention: millis("STORE_EVENT_RETENTION", "7 days"),
-  history_retention: millis("HISTORY_STORE_RETENTION", "30 days"),
+  history_retention: retention("HISTORY_STORE_RETENTION", "off"),
   sweep_interval: millis("STORE_SWEEP_INTERVAL", "1 minute"),
   sweep_batch: positiveInt("STORE_SWEEP_BATCH", 1000),
   cache_mb: Config.integer("STORE_CACHE_MB").pipe(
@@ -201,15 +209,41 @@ export const retentionDefaults: RetentionOptions = defaultsOf(retentionConfig)
 // -----------------------------------------------------------------------------
 
 /**
- * What one sweep removed.
+ * What one sweep removed, per table: `objects` (`deixis_objects`), `messages`
+ * (`deixis_messages`), `history_items` (`deixis_history`), `event_ids` (`deixis_events`),
+ * `poll_ids` (`deixis_polls`) and `poll_closes` (`deixis_poll_closes`).
  *
  * @since 0.1.0
  * @category models
  */
 export interface SweepResult {
   readonly objects: number
+  /** @since 0.2.0 */
+  readonly messages: number
   readonly history_items: number
+  /** @since 0.2.0 */
+  readonly event_ids: number
+  /** @since 0.2.0 */
+  readonly poll_ids: number
+  /** @since 0.2.0 */
+  readonly poll_closes: number
 }
+
+/**
+ * A sweep that removed nothing.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const nothingSwept: SweepResult = { objects: 0, messages: 0, history_items: 0, event_ids: 0, poll_ids: 0, poll_closes: 0 }
+
+/**
+ * A retention as the logs and the CLI write it: `off`, or a duration (`30d`).
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const describeRetention = (ms: number): string => (ms <= 0 ? "off" : Duration.format(Duration.millis(ms)))
 
 /**
  * @since 0.1.0
@@ -218,7 +252,8 @@ export interface SweepResult {
 export interface RetentionShape {
   /**
    * Removes, in batches of `sweep_batch` rows, objects past the object retention, messages,
-   * event ids and poll mappings past theirs, and history items past the history retention.
+   * event ids and poll mappings past theirs, and history items past the history retention
+   * (a retention that is off removes nothing).
    */
   readonly sweep: (now: number) => Effect.Effect<SweepResult, StoreError>
 }
@@ -271,22 +306,36 @@ export const migrateSchema = (
  */
 export const schemaVersion: number = migrations.reduce((max, m) => Math.max(max, m.version), 0)
 
-const scheduledSweep = (sweep: RetentionShape["sweep"], interval: number) =>
-  interval <= 0
-    ? Effect.void
-    : Clock.currentTimeMillis.pipe(
-      Effect.flatMap(sweep),
-      Effect.flatMap((r) =>
-        r.objects + r.history_items > 0
-          ? Effect.logDebug("sql store swept").pipe(Effect.annotateLogs({ objects: r.objects, history_items: r.history_items }))
-          : Effect.void
-      ),
-      // A failed sweep is retried at the next tick; the store keeps serving.
-      Effect.catchAll((e) => Effect.logWarning("sql store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))),
-      Effect.repeat(Schedule.spaced(Duration.millis(interval))),
-      Effect.forkScoped,
-      Effect.asVoid
-    )
+/**
+ * The sweep, every `interval` while the layer lives: first one line at Info with the retention
+ * in force, then, for each sweep that removed something, one line at Info with what it removed
+ * per table (`store sweep removed rows objects=0 messages=120 history_items=118 …`). A sweep
+ * that removed nothing says so at Debug only; one that failed is retried at the next tick.
+ */
+const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptions) =>
+  settings.sweep_interval <= 0 ? Effect.void : Effect.logInfo("store retention").pipe(
+    Effect.annotateLogs({
+      objects: describeRetention(settings.object_retention),
+      messages: describeRetention(settings.message_retention),
+      history_items: describeRetention(settings.history_retention),
+      event_ids: describeRetention(settings.event_retention),
+      sweep_interval: Duration.format(Duration.millis(settings.sweep_interval))
+    }),
+    Effect.zipRight(
+      Clock.currentTimeMillis.pipe(
+        Effect.flatMap(sweep),
+        Effect.flatMap((r) =>
+          Object.values(r).some((n) => n > 0)
+            ? Effect.logInfo("store sweep removed rows").pipe(Effect.annotateLogs({ ...r }))
+            : Effect.logDebug("store sweep removed nothing")
+        ),
+        Effect.catchAll((e) => Effect.logWarning("store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))),
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.sweep_interval))),
+        Effect.forkScoped
+      )
+    ),
+    Effect.asVoid
+  )
 
 const buildStores = (options: Partial<RetentionOptions>, schema: string | undefined) =>
   Effect.gen(function*() {
@@ -294,13 +343,13 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
     yield* migrateSchema(schema)
     const sql = yield* SqlClient.SqlClient
     const db = makeDb(sql)
-    const context: ContextStoreShape = makeSqlContextStore(db, settings, yield* sqliteChanges(sql))
+    const context = makeSqlContextStore(db, settings, yield* sqliteChanges(sql))
     const history = makeSqlHistoryStore(db, settings)
     const retention: RetentionShape = {
       sweep: (now) =>
-        Effect.all({ objects: context.sweep(now), history_items: history.sweep(now) }, { concurrency: 1 })
+        Effect.zipWith(context.sweepTables(now), history.sweep(now), (swept, history_items) => ({ ...swept, history_items }))
     }
-    yield* scheduledSweep(retention.sweep, settings.sweep_interval)
+    yield* scheduledSweep(retention.sweep, settings)
     return {
       context,
       history: history.store,
@@ -353,7 +402,7 @@ export const layerContextStore = (
       yield* migrateSchema(options.schema)
       const sql = yield* SqlClient.SqlClient
       const store = makeSqlContextStore(makeDb(sql), settings, yield* sqliteChanges(sql))
-      yield* scheduledSweep((now) => Effect.map(store.sweep(now), (objects) => ({ objects, history_items: 0 })), settings.sweep_interval)
+      yield* scheduledSweep((now) => Effect.map(store.sweepTables(now), (swept) => ({ ...nothingSwept, ...swept })), settings)
       return store
     })
   )
@@ -374,10 +423,7 @@ export const layerHistoryStore = (
       const settings = { ...retentionDefaults, ...options }
       yield* migrateSchema(options.schema)
       const history = makeSqlHistoryStore(makeDb(yield* SqlClient.SqlClient), settings)
-      yield* scheduledSweep(
-        (now) => Effect.map(history.sweep(now), (items) => ({ objects: 0, history_items: items })),
-        settings.sweep_interval
-      )
+      yield* scheduledSweep((now) => Effect.map(history.sweep(now), (items) => ({ ...nothingSwept, history_items: items })), settings)
       const store: HistoryStoreShape = history.store
       return store
     })

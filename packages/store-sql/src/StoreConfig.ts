@@ -93,19 +93,37 @@ export const config: Config.Config<StoreChoice> = configWith(
   )
 )
 
+const memoryStores = (sweep: { readonly sweep_interval?: number }) =>
+  Layer.mergeAll(
+    ContextStore.layerMemoryConfig(sweep),
+    HistoryStore.layerMemoryConfig(sweep),
+    ConversationState.layerMemory,
+    ReminderStore.layerMemory,
+    UpdateInbox.layerMemory
+  )
+
 /**
  * Every store in memory, with the memory adapters' `DEIXIS_*` settings.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<Stores, ConfigError.ConfigError> = Layer.mergeAll(
-  ContextStore.layerMemoryConfig(),
-  HistoryStore.layerMemoryConfig(),
-  ConversationState.layerMemory,
-  ReminderStore.layerMemory,
-  UpdateInbox.layerMemory
-)
+export const layerMemory: Layer.Layer<Stores, ConfigError.ConfigError> = memoryStores({})
+
+/**
+ * Options of {@link layer}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LayerOptions {
+  /**
+   * Whether the stores sweep on their schedule (`DEIXIS_STORE_SWEEP_INTERVAL`) while the layer
+   * lives; default true. A short-lived command that is not a sweep (an import, an export) passes
+   * false: what it reads or writes is never removed under it.
+   */
+  readonly scheduledSweep?: boolean | undefined
+}
 
 /**
  * The stores a choice names, configured from `DEIXIS_*` keys (retention, pool size, schema…).
@@ -114,10 +132,14 @@ export const layerMemory: Layer.Layer<Stores, ConfigError.ConfigError> = Layer.m
  * @since 0.1.0
  * @category layers
  */
-export const layer = (choice: StoreChoice): Layer.Layer<Stores, ConfigError.ConfigError | SqlStore.SqlStoreError> => {
+export const layer = (
+  choice: StoreChoice,
+  options: LayerOptions = {}
+): Layer.Layer<Stores, ConfigError.ConfigError | SqlStore.SqlStoreError> => {
+  const sweep = options.scheduledSweep === false ? { sweep_interval: 0 } : {}
   switch (choice._tag) {
     case "memory":
-      return layerMemory
+      return memoryStores(sweep)
     case "sqlite":
       return Layer.unwrapEffect(
         Effect.as(
@@ -128,11 +150,11 @@ export const layer = (choice: StoreChoice): Layer.Layer<Stores, ConfigError.Conf
                 message: `cannot create the directory of ${choice.filename}: ${e instanceof Error ? e.message : String(e)}`
               })
           }),
-          SqlStore.layerSqliteConfig({ filename: choice.filename })
+          SqlStore.layerSqliteConfig({ filename: choice.filename, ...sweep })
         )
       )
     case "postgres":
-      return SqlStore.layerPgConfig({ url: choice.url })
+      return SqlStore.layerPgConfig({ url: choice.url, ...sweep })
   }
 }
 

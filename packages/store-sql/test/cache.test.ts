@@ -146,7 +146,7 @@ for (const engine of ["sqlite", "pg"] as const) {
         assert.isTrue(after.entries.some((e) => e.object.source_message_id === "1" && e.object.active_until !== null))
 
         // a's retention sweep removes the objects and messages: b sees that too.
-        const swept = yield* storeOn(dbA, { ...settings(64), object_retention: 0, message_retention: 0 })
+        const swept = yield* storeOn(dbA, { ...settings(64), object_retention: 1, message_retention: 1 })
         yield* swept.sweep(T0 + 400 * 24 * 3600 * 1000)
         const empty = yield* b.pool(query(chat))
         assert.deepStrictEqual(shape(empty), shape(yield* fresh.pool(query(chat))))
@@ -630,7 +630,7 @@ const upgradeFrom7 = Effect.gen(function*() {
     T0
   ])
   yield* writeSnapshotRows(db, chat, written)
-  assert.deepStrictEqual(yield* migrate(db, undefined), [8, 9, 10])
+  assert.deepStrictEqual(yield* migrate(db, undefined), migrations.map((m) => m.version).filter((v) => v > 7))
   assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
   const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))
   assert.strictEqual(yield* revision(), 0)

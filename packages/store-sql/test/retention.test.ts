@@ -1,17 +1,25 @@
 /**
- * Retention: a bot ingesting the same volume every day, swept daily, holds a bounded number
- * of rows — every table's count levels off instead of growing with the days.
+ * Retention: by default what deixis recorded is kept whatever its age (a year-old import stays);
+ * with retentions set, a bot ingesting the same volume every day, swept daily, holds a bounded
+ * number of rows — every table's count levels off instead of growing with the days; and every
+ * scheduled sweep that removed something says what, per table, at Info.
  */
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { ContextEventBatch, type ContextEventInput } from "@deixis/core/ContextEvent"
 import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
+import * as TestClock from "effect/TestClock"
+import * as path from "node:path"
+import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { pgLayerWithClient, sqliteLayerWithClient } from "./helpers.js"
+import { makeTempDir, pgLayerWithClient, sqliteLayerWithClient } from "./helpers.js"
 
 const day = 24 * 3600 * 1000
 const T0 = Date.parse("2026-01-01T00:00:00Z")
@@ -55,6 +63,49 @@ const dayEvents = (chat: string, d: number): Array<ContextEventInput> => {
   }
   return out
 }
+
+const item = (chat: string, id: number, sentAt: number) => ({
+  channel: "telegram" as const,
+  kind: "inbound_user" as const,
+  chat_id: chat,
+  topic_id: null,
+  chat_type: "group",
+  message_id: String(id),
+  reply_to_message_id: null,
+  bot_response_id: null,
+  sent_at: sentAt,
+  sender: { user_id: "1", username: null, nickname: "A", is_bot: false, display_ref: "A" },
+  text: "hi",
+  quote: null,
+  attachments: []
+})
+
+/** A chat whose whole past was imported at `now`: every message sent a year before. */
+const yearOld = (chat: string, now: number) =>
+  Effect.gen(function*() {
+    const sentAt = now - 365 * day
+    const events = dayEvents(chat, 0).map((e) => e.type === "message_observed" ? { ...e, sent_at: new Date(sentAt).toISOString() } : e)
+    yield* Effect.flatMap(ContextStore, (s) => s.apply(decode(events), { now, ttl: TtlPolicy.defaultPolicy }))
+    yield* Effect.flatMap(HistoryStore, (h) => h.appendAll(Array.from({ length: perDay }, (_, i) => item(chat, i + 1, sentAt))))
+  })
+
+const countRows = (chat: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.forEach(tables, (table) =>
+      Effect.map(sql<{ n: unknown }>`SELECT count(*) AS n FROM ${sql(table)} WHERE chat_id = ${chat}`, (rows) => Number(rows[0]?.n))))
+
+/** With the default retention, a year-old chat is whole after sweeps a day apart: nothing of it goes. */
+const keptByDefault = (chat: string) =>
+  Effect.gen(function*() {
+    yield* yearOld(chat, T0)
+    const before = yield* countRows(chat)
+    const sweeper = yield* SqlStore.Retention
+    const first = yield* sweeper.sweep(T0 + 60_000)
+    const second = yield* sweeper.sweep(T0 + day)
+    assert.deepStrictEqual([first, second], [SqlStore.nothingSwept, SqlStore.nothingSwept])
+    assert.deepStrictEqual(yield* countRows(chat), before)
+    assert.isTrue(before.every((n, i) => tables[i] === "deixis_events" || n > 0), JSON.stringify(before))
+  })
 
 const simulate = (chat: string) =>
   Effect.gen(function*() {
@@ -103,6 +154,57 @@ const levelsOff = (counts: ReadonlyArray<ReadonlyArray<number>>) => {
     assert.isAtMost(series[0]!, 4 * counts[0]![t]!, `${tables[t]} holds a few days, not all ${total}`)
   }
 }
+
+describe("the default retention keeps what was recorded, however old", () => {
+  layer(sqliteLayerWithClient())("sqlite", (it) => {
+    it.effect("a year-old chat, imported now, is whole after two sweeps", () => keptByDefault("kept-sqlite"))
+  })
+  layer(pgLayerWithClient())("postgres", (it) => {
+    it.effect("a year-old chat, imported now, is whole after two sweeps", () => keptByDefault("kept-pg"))
+  })
+})
+
+describe("the scheduled sweep's log", () => {
+  it.scoped("the retention in force at start, then each sweep that removed rows, per table, at Info; only a Debug line when nothing went", () =>
+    Effect.gen(function*() {
+      const lines: Array<{ level: string; message: unknown; annotations: Record<string, unknown> }> = []
+      const capture = Logger.make(({ annotations, logLevel, message }) => {
+        lines.push({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) })
+      })
+      yield* TestClock.setTime(T0)
+      // Debug too: the sweep fiber inherits the level of the fiber that built the layer.
+      const stores = yield* Logger.withMinimumLogLevel(LogLevel.Debug)(Layer.build(
+        Sqlite.layer({
+          filename: path.join(makeTempDir(), "deixis.db"),
+          sweep_interval: 60_000,
+          message_retention: 30 * day,
+          history_retention: 30 * day
+        }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, capture)))
+      ))
+      yield* TestClock.adjust("1 second")
+      const info = () => lines.filter((l) => l.level === "INFO")
+      // The first sweep ran and removed nothing: said at Debug only.
+      assert.deepStrictEqual(lines.filter((l) => l.level === "DEBUG").map((l) => l.message), [["store sweep removed nothing"]])
+      assert.deepStrictEqual(info(), [{
+        level: "INFO",
+        message: ["store retention"],
+        annotations: { objects: "off", messages: "30d", history_items: "30d", event_ids: "7d", sweep_interval: "1m" }
+      }])
+      // A year-old import into a store that keeps 30 days of messages: the next sweep removes them.
+      yield* yearOld("logged", T0).pipe(Effect.provide(stores))
+      yield* TestClock.adjust("60 seconds")
+      assert.deepStrictEqual(info().slice(1), [{
+        level: "INFO",
+        message: ["store sweep removed rows"],
+        annotations: { objects: 0, messages: perDay, event_ids: 0, poll_ids: 0, poll_closes: 0, history_items: perDay }
+      }])
+      // The objects stay (their retention is off), and a sweep that removes nothing says nothing.
+      assert.isAbove((yield* Effect.flatMap(ContextStore, (s) => s.snapshot("logged")).pipe(Effect.provide(stores))).objects.length, 0)
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(info().length, 2)
+      assert.strictEqual(lines.filter((l) => l.level === "DEBUG").length, 2)
+    }))
+})
 
 describe("retention", () => {
   layer(sqliteLayerWithClient(retention))("sqlite", (it) => {

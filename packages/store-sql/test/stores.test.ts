@@ -154,10 +154,11 @@ describe("settings", () => {
         filename: "deixis.db",
         busy_timeout: 5000,
         synchronous: "full",
-        object_retention: 7 * 24 * 3600 * 1000,
-        message_retention: 30 * 24 * 3600 * 1000,
+        // Kept without a time limit (0): only bookkeeping (event ids) has one by default.
+        object_retention: 0,
+        message_retention: 0,
         event_retention: 7 * 24 * 3600 * 1000,
-        history_retention: 30 * 24 * 3600 * 1000,
+        history_retention: 0,
         sweep_interval: 60_000,
         sweep_batch: 1000,
         cache_mb: 64
@@ -167,10 +168,20 @@ describe("settings", () => {
         env(new Map([
           ["DEIXIS_PG_SCHEMA", "bots"],
           ["DEIXIS_PG_MAX_CONNECTIONS", "3"],
-          ["DEIXIS_STORE_OBJECT_RETENTION", "2 days"]
+          ["DEIXIS_STORE_OBJECT_RETENTION", "2 days"],
+          ["DEIXIS_STORE_MESSAGE_RETENTION", "off"],
+          ["DEIXIS_HISTORY_STORE_RETENTION", "30 days"]
         ]))
       )
-      assert.deepStrictEqual([set.schema, set.max_connections, set.object_retention], ["bots", 3, 2 * 24 * 3600 * 1000])
+      assert.deepStrictEqual(
+        [set.schema, set.max_connections, set.object_retention, set.message_retention, set.history_retention],
+        ["bots", 3, 2 * 24 * 3600 * 1000, 0, 30 * 24 * 3600 * 1000]
+      )
+      const unclear = yield* Effect.flip(
+        Effect.withConfigProvider(SqlStore.pgConfig, env(new Map([["DEIXIS_STORE_MESSAGE_RETENTION", "forever"]])))
+      )
+      assert.include(String(unclear), "STORE_MESSAGE_RETENTION")
+      assert.include(String(unclear), "or off")
       const refused = yield* Effect.flip(
         Effect.withConfigProvider(SqlStore.pgConfig, env(new Map([["DEIXIS_STORE_SWEEP_BATCH", "0"]])))
       )

@@ -104,7 +104,7 @@ const as = {
 // -----------------------------------------------------------------------------
 
 interface Where {
-  readonly chat: { readonly id: number; readonly type: string }
+  readonly chat: { readonly id: number; readonly type: string; readonly title?: string; readonly first_name?: string }
   readonly id: number
   readonly date?: number
   readonly topic?: string | null
@@ -129,6 +129,7 @@ const event = (
   direction: w.outbound === true ? "outbound" : "inbound",
   sent_at: iso(w.date ?? D),
   is_forum: w.is_forum ?? false,
+  chat_title: w.chat.title ?? w.chat.first_name,
   ...(w.edited === undefined ? {} : { edited_at: iso(w.edited) }),
   ...w.extra
 } as ContextEventInput)

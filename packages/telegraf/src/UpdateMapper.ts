@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { generalTopicId as coreGeneralTopicId } from "@deixis/core/ChatInfo"
+import { generalTopicId as coreGeneralTopicId, maxTitleLength } from "@deixis/core/ChatInfo"
 import { capLabel } from "@deixis/core/ContextObject"
 import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
 import { formatTimestamp, isValidId } from "@deixis/core/Ids"
@@ -252,7 +252,8 @@ const wireEvent = (e: ContextEvent): ContextEventInput => {
     sender_user_id: e.sender_user_id,
     direction: e.direction,
     ...(e.sent_at === undefined ? {} : { sent_at: formatTimestamp(e.sent_at) }),
-    ...(e.is_forum === undefined ? {} : { is_forum: e.is_forum })
+    ...(e.is_forum === undefined ? {} : { is_forum: e.is_forum }),
+    ...(e.chat_title === undefined ? {} : { chat_title: e.chat_title })
   }
   if (e.type === "message_edited") out["edited_at"] = formatTimestamp(e.edited_at)
   if (e.links.length > 0) out["links"] = e.links
@@ -326,6 +327,12 @@ export const threadIdFor = (topicId: string | null): number | undefined => {
   if (topicId === null || topicId === generalTopicId) return undefined
   const n = Number(topicId)
   return Number.isSafeInteger(n) ? n : undefined
+}
+
+/** A chat's title as core keeps it (`chat_title`): a group's title, a private chat's name. */
+const titleOfChat = (chat: Tg.Chat): string | undefined => {
+  const title = chat.title ?? [chat.first_name, chat.last_name].filter((s) => s !== undefined).join(" ")
+  return title === "" ? undefined : cut(title, maxTitleLength)
 }
 
 const personOfChat = (chat: Tg.Chat): PeopleRef.Person => ({
@@ -608,6 +615,7 @@ const mapOne = (
       warnings.push("poll id unusable; poll not recorded")
     }
   }
+  const chatTitle = titleOfChat(m.chat)
   const observed: MessageObserved = {
     type: "message_observed",
     chat_id: chatId,
@@ -618,6 +626,7 @@ const mapOne = (
     direction: outbound ? "outbound" : "inbound",
     sent_at: m.date * 1000,
     is_forum: m.chat.is_forum === true,
+    ...(chatTitle === undefined ? {} : { chat_title: chatTitle }),
     links,
     media: media.slice(0, maxLinks),
     ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),

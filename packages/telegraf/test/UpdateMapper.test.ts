@@ -47,6 +47,7 @@ describe("UpdateMapper: messages", () => {
       direction: "inbound",
       sent_at: "2026-02-13T16:26:40.000Z",
       is_forum: true,
+      chat_title: "Team",
       // Spans in UTF-16 code units: the emoji before them counts two.
       links: [
         { url: "https://example.com/rust", span: { offset: 7, length: 24 } },

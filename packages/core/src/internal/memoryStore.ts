@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { ChatInfo, MigrationResult } from "../ChatInfo.js"
-import { effectiveTopic, unknownChat } from "../ChatInfo.js"
+import type { ChatInfo, ChatPage, ChatQuery, ChatSummary, MigrationResult } from "../ChatInfo.js"
+import { compareChats, effectiveTopic, matchesSearch, maxChatPage, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { compareActivity, isActive, messageObject, standsIn } from "../ContextObject.js"
@@ -112,7 +112,30 @@ class Chat {
   readonly strings = new Map<string, string>()
   info: ChatInfo | undefined = undefined
   gone = 0
+  /** The newest message by position, for the chat list; undefined and stale once it was evicted. */
+  private newestMessage: MessageMeta | undefined = undefined
+  private newestStale = false
   constructor(readonly id: string) {}
+  noteMessage(m: MessageMeta) {
+    if (this.newestStale) return
+    const newest = this.newestMessage
+    if (newest === undefined || newest.message_id === m.message_id || compareMessageIds(m.message_id, newest.message_id) > 0) {
+      this.newestMessage = m
+    }
+  }
+  forgetMessage(m: MessageMeta) {
+    if (this.newestMessage?.message_id === m.message_id) {
+      this.newestMessage = undefined
+      this.newestStale = true
+    }
+  }
+  newest(): MessageMeta | undefined {
+    if (this.newestStale) {
+      this.newestStale = false
+      for (const m of this.messages.values()) this.noteMessage(m)
+    }
+    return this.newestMessage
+  }
   intern(s: string): string {
     const known = this.strings.get(s)
     if (known !== undefined) return known
@@ -141,7 +164,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
   const polls = new Map<string, { readonly chat_id: string; readonly object_id: string }>()
   const pendingCloses = new Map<string, { readonly event_id: string; readonly at: number }>()
   // Migrations by the chat they left: kept apart from the chats, which LRU eviction may drop.
-  const migrations = new Map<string, { readonly to: string; readonly at: number }>()
+  const migrations = new Map<string, { readonly to: string; readonly at: number; readonly title: string | null }>()
   let lastUsed: Chat | undefined
   let totalMessages = 0
   const counters = { evicted_chats: 0, evicted_messages: 0, evicted_objects: 0, swept_objects: 0 }
@@ -209,6 +232,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     const oldest = chat.all.messages.shift()
     if (oldest === undefined) return
     chat.messages.delete(oldest.message_id)
+    chat.forgetMessage(oldest)
     chat.edits.delete(oldest.message_id)
     const scope = chat.topics.get(oldest.topic_id)
     if (scope !== undefined && scope.messages.peek() === oldest) scope.messages.shift()
@@ -235,6 +259,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
         sent_at: m.sent_at
       }
       chat.messages.set(stored.message_id, stored)
+      chat.noteMessage(stored)
       chat.all.messages.push(stored)
       chat.topic(stored.topic_id).messages.push(stored)
       totalMessages++
@@ -464,7 +489,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       for (const rec of chat.objects.values()) {
         const o = rec.o
         const since = o.active_until ?? o.created_at
-        if (!isActive(o, now) && since + settings.object_retention <= now) {
+        if (settings.object_retention > 0 && !isActive(o, now) && since + settings.object_retention <= now) {
           removeObject(chat, rec)
           removed++
         }
@@ -482,7 +507,8 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
 
   const migrateChat = (from: string, to: string, at: number): MigrationResult => {
     if (from === to || migrations.has(from)) return { migrated: false, moved: 0 }
-    migrations.set(from, { to, at })
+    // The chat that left keeps its title (as a SQL store's chat row does).
+    migrations.set(from, { to, at, title: chats.get(from)?.info?.title ?? null })
     if (migrations.size > maxPolls) {
       const first = migrations.keys().next()
       if (!first.done) migrations.delete(first.value)
@@ -504,6 +530,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     const legacyMessages = [...old.messages.values()].sort((a, b) => compareMessageIds(a.message_id, b.message_id))
     const pushMessage = (m: MessageMeta) => {
       chat.messages.set(m.message_id, m)
+      chat.noteMessage(m)
       chat.all.messages.push(m)
       chat.topic(m.topic_id).messages.push(m)
       totalMessages++
@@ -580,7 +607,36 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
   const chatInfo = (chatId: string): ChatInfo => {
     const migration = migrations.get(chatId)
     const base = chats.get(chatId)?.info ?? unknownChat(chatId)
-    return migration === undefined ? base : { ...base, migrated_to: migration.to, migrated_at: migration.at }
+    return migration === undefined
+      ? base
+      : { ...base, title: base.title ?? migration.title, migrated_to: migration.to, migrated_at: migration.at }
+  }
+
+  const listChats = (q: ChatQuery): ChatPage => {
+    const limit = Math.max(1, Math.min(maxChatPage, Math.floor(q.limit)))
+    const page: Array<ChatSummary> = []
+    // Read in place: listing never counts as using a chat (the LRU order is left as it is).
+    for (const chat of chats.values()) {
+      const title = chat.info?.title ?? null
+      if ((chat.messages.size === 0 && chat.objects.size === 0) || !matchesSearch(chat.id, title, q.search)) continue
+      const summary: ChatSummary = {
+        chat_id: chat.id,
+        title,
+        is_forum: chat.info?.is_forum ?? false,
+        last_message_at: chat.newest()?.sent_at ?? null,
+        messages: chat.messages.size,
+        objects: chat.objects.size
+      }
+      if (q.after === undefined || compareChats(summary, q.after) > 0) page.push(summary)
+    }
+    page.sort(compareChats)
+    const more = page.length > limit
+    const chatsOut = page.slice(0, limit)
+    const last = chatsOut[chatsOut.length - 1]
+    return {
+      chats: chatsOut,
+      next: more && last !== undefined ? { last_message_at: last.last_message_at, chat_id: last.chat_id } : null
+    }
   }
 
   const stats = (): StoreStats => {
@@ -609,6 +665,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       }),
     snapshot: (chatId) => Effect.sync(() => snapshot(chatId)),
     chat: (chatId) => Effect.sync(() => chatInfo(chatId)),
+    chats: (query) => Effect.sync(() => listChats(query)),
     migrateChat: (from, to, at) => Effect.sync(() => migrateChat(from, to, at)),
     sweep: (now) => Effect.sync(() => sweep(now)),
     stats: Effect.sync(stats)

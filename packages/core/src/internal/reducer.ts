@@ -157,13 +157,19 @@ export const applyEvent = (
 }
 
 /**
- * Remembers what a message says of its chat (whether it is a forum) and returns whether the
- * chat is a forum as far as is known now.
+ * Remembers what a message says of its chat (whether it is a forum, its title) and returns
+ * whether the chat is a forum as far as is known now.
  */
-const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined): boolean => {
+const noteChat = (w: StateWriter, chatId: string, isForum: boolean | undefined, title: string | undefined): boolean => {
   const known = w.chat(chatId)
-  if (isForum !== undefined && (known?.is_forum ?? false) !== isForum) {
-    w.putChat({ ...(known ?? unknownChat(chatId)), is_forum: isForum })
+  const forumChanged = isForum !== undefined && (known?.is_forum ?? false) !== isForum
+  const titleChanged = title !== undefined && (known?.title ?? null) !== title
+  if (forumChanged || titleChanged) {
+    w.putChat({
+      ...(known ?? unknownChat(chatId)),
+      ...(forumChanged ? { is_forum: isForum } : {}),
+      ...(titleChanged ? { title } : {})
+    })
   }
   return isForum ?? known?.is_forum ?? false
 }
@@ -245,10 +251,10 @@ const claimPoll = (w: StateWriter, pollId: string, chatId: string, objectId: str
 
 const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now: number, rules: Rules): Outcome => {
   if (w.message(e.chat_id, e.message_id) !== undefined) {
-    noteChat(w, e.chat_id, e.is_forum)
+    noteChat(w, e.chat_id, e.is_forum, e.chat_title)
     return duplicate
   }
-  const topicId = effectiveTopic(e.topic_id, noteChat(w, e.chat_id, e.is_forum))
+  const topicId = effectiveTopic(e.topic_id, noteChat(w, e.chat_id, e.is_forum, e.chat_title))
   const sentAt = e.sent_at ?? now
   const fromBot = e.direction === "outbound"
   const message: MessageMeta = {
@@ -346,11 +352,11 @@ const editMessage = (w: StateWriter, e: MessageEdited, now: number, rules: Rules
   }
   const newest = w.editedAt(e.chat_id, e.message_id)
   if (newest !== undefined && e.edited_at < newest) {
-    noteChat(w, e.chat_id, e.is_forum)
+    noteChat(w, e.chat_id, e.is_forum, e.chat_title)
     w.markSeen(e.chat_id, eventId)
     return duplicate
   }
-  noteChat(w, e.chat_id, e.is_forum)
+  noteChat(w, e.chat_id, e.is_forum, e.chat_title)
   const wanted = derivedObjects(rules, e, stored.topic_id, stored.sent_at)
   const wantedIds = new Set(wanted.map((o) => o.object_id))
   const current = w.objectsOfMessage(e.chat_id, e.message_id)

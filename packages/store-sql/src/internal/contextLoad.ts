@@ -7,7 +7,7 @@ import { positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { bool, chunks, marks, num, type Row, str, tuples } from "./db.js"
+import { bool, chunks, marks, num, type Row, str, strOrNull, tuples } from "./db.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 
 export interface PollRef {
@@ -52,6 +52,8 @@ export interface Loaded {
   readonly revisions: Map<string, number>
   /** Chat id → whether it is a forum. */
   readonly forums: Map<string, boolean>
+  /** Chat id → its title (null: none known). */
+  readonly titles: Map<string, string | null>
   readonly messages: Map<string, MessageMeta | null>
   /** Message key → the `edited_at` of the newest edit applied to it (absent: none). */
   readonly edits: Map<string, number>
@@ -71,6 +73,7 @@ export const nothingLoaded = (): Loaded => ({
   nextSeq: new Map(),
   revisions: new Map(),
   forums: new Map(),
+  titles: new Map(),
   messages: new Map(),
   edits: new Map(),
   objects: new Map(),
@@ -88,6 +91,8 @@ export interface Changes {
   readonly edits: Map<string, readonly [chatId: string, messageId: string, editedAt: number]>
   /** Chat id → its new forum flag. */
   readonly forums: Map<string, boolean>
+  /** Chat id → its new title. */
+  readonly titles: Map<string, string>
   /** Object key → the object removed (an edit took away what it stood for). */
   readonly removed: Map<string, ContextObject>
   /** Object key → the object and whether it takes a new sequence number (new, or moved topic). */
@@ -104,6 +109,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
       const nextSeq = new Map<string, number>()
       const revisions = new Map<string, number>()
       const forums = new Map<string, boolean>()
+      const titles = new Map<string, string | null>()
       for (const part of chunks(chats, 3)) {
         // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
         // the same chats run one after the other instead of interleaving their reads and writes.
@@ -112,7 +118,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           part.flatMap((c) => [c, 1, now])
         )
         const rows = yield* db.query(
-          `SELECT chat_id, next_seq, is_forum, revision FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
+          `SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
             pg ? " FOR UPDATE" : ""
           }`,
           part
@@ -121,6 +127,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
           revisions.set(str(r["chat_id"]), num(r["revision"]))
           forums.set(str(r["chat_id"]), bool(r["is_forum"]))
+          titles.set(str(r["chat_id"]), strOrNull(r["title"]))
         }
       }
 
@@ -213,7 +220,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }
-      return { nextSeq, revisions, forums, messages, edits, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
+      return { nextSeq, revisions, forums, titles, messages, edits, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
     })
   return load
 }

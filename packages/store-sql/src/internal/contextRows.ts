@@ -12,9 +12,9 @@ import * as Schema from "effect/Schema"
 import { bool, chunks, type ColumnType, type Db, describe, marks, num, type Row, rowsTables, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
 
 export interface ContextSettings {
-  /** How long an object is kept after it stops being active (or, never activated, after it was created). */
+  /** How long an object is kept after it stops being active (or, never activated, after it was created); 0: kept. */
   readonly object_retention: number
-  /** How long a message's metadata is kept after it was sent. */
+  /** How long a message's metadata is kept after it was sent; 0: kept. */
   readonly message_retention: number
   /** How long an applied event id (and a poll id, a pending poll close) is remembered. */
   readonly event_retention: number

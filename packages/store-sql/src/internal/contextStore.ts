@@ -13,16 +13,25 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { ChangeProbe } from "./changes.js"
 import { bool, type Db, num, strOrNull } from "./db.js"
+import { listChats } from "./chatDirectory.js"
 import { makeContextCache } from "./contextCache.js"
 import { makePool } from "./contextPool.js"
 import { type ContextSettings, failStore, makeContextSql, messageOf } from "./contextRows.js"
-import { makeSweep } from "./contextSweep.js"
+import { type ContextSwept, makeSweep } from "./contextSweep.js"
 import { makeWrite } from "./contextWrite.js"
 import { storable, storableObjectId } from "./ids.js"
 
 export type { ContextSettings } from "./contextRows.js"
 
-export const makeSqlContextStore = (db: Db, settings: ContextSettings, changes?: ChangeProbe): ContextStoreShape => {
+/**
+ * The store, and its sweep's count per table (`sweepTables`; the port's `sweep` counts objects
+ * only).
+ */
+export const makeSqlContextStore = (
+  db: Db,
+  settings: ContextSettings,
+  changes?: ChangeProbe
+): ContextStoreShape & { readonly sweepTables: (now: number) => Effect.Effect<ContextSwept, StoreError> } => {
   const ctx = makeContextSql(db)
   const { C, objectOf } = ctx
   // The hot part of each active chat, kept by this store alone (see contextCache).
@@ -102,15 +111,17 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings, changes?:
   const chat = (chatId: string): Effect.Effect<ChatInfo, StoreError> =>
     db.query(
       `SELECT (SELECT is_forum FROM deixis_chats WHERE chat_id = ?) AS is_forum,
+              (SELECT title FROM deixis_chats WHERE chat_id = ?) AS title,
               (SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?) AS to_chat,
               (SELECT migrated_at FROM deixis_chat_migrations WHERE chat_id = ?) AS migrated_at`,
-      [chatId, chatId, chatId]
+      [chatId, chatId, chatId, chatId]
     ).pipe(
       Effect.map((rows): ChatInfo => {
         const r = rows[0] ?? {}
         return {
           chat_id: chatId,
           is_forum: bool(r["is_forum"]),
+          title: strOrNull(r["title"]),
           migrated_to: strOrNull(r["to_chat"]),
           migrated_at: r["migrated_at"] === null || r["migrated_at"] === undefined ? null : num(r["migrated_at"])
         }
@@ -126,8 +137,10 @@ export const makeSqlContextStore = (db: Db, settings: ContextSettings, changes?:
     replyChain,
     snapshot,
     chat,
+    chats: (query) => listChats(db.sql, query).pipe(Effect.mapError(failStore("chats"))),
     migrateChat,
-    sweep,
+    sweep: (now) => Effect.map(sweep(now), (swept) => swept.objects),
+    sweepTables: sweep,
     stats
   }
 }

@@ -6,6 +6,15 @@ import * as Effect from "effect/Effect"
 import { num, type Param, str } from "./db.js"
 import { type ContextSettings, type ContextSql, failStore, makeBumpRevisions } from "./contextRows.js"
 
+/** What one sweep of the context store removed, per table. */
+export interface ContextSwept {
+  readonly objects: number
+  readonly messages: number
+  readonly event_ids: number
+  readonly poll_ids: number
+  readonly poll_closes: number
+}
+
 export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
   const counters = { evicted_messages: 0, swept_objects: 0 }
   const bumpRevisions = makeBumpRevisions(db)
@@ -35,19 +44,31 @@ export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
       }
     })
 
-  const sweep = (now: number) =>
+  /**
+   * One sweep: what it removed from each table. A retention of 0 is off: nothing of that table
+   * goes (poll-id mappings stay as long as objects do, so a poll's close always finds it).
+   */
+  const sweep = (now: number): Effect.Effect<ContextSwept, StoreError> =>
     Effect.gen(function*() {
-      const objects = yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention], true)
-      const messages = yield* sweepTable("deixis_messages", "chat_id, id_len, message_id", "sent_at <= ?", [
-        now - settings.message_retention
-      ], true)
+      const objects = settings.object_retention <= 0
+        ? 0
+        : yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention], true)
+      const messages = settings.message_retention <= 0 ? 0 : yield* sweepTable(
+        "deixis_messages",
+        "chat_id, id_len, message_id",
+        "sent_at <= ?",
+        [now - settings.message_retention],
+        true
+      )
       const horizon = now - settings.event_retention
-      yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
-      yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])
-      yield* sweepTable("deixis_poll_closes", "poll_id", "stored_at <= ?", [horizon])
+      const event_ids = yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
+      const poll_ids = settings.object_retention <= 0
+        ? 0
+        : yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])
+      const poll_closes = yield* sweepTable("deixis_poll_closes", "poll_id", "stored_at <= ?", [horizon])
       counters.swept_objects += objects
       counters.evicted_messages += messages
-      return objects
+      return { objects, messages, event_ids, poll_ids, poll_closes }
     }).pipe(Effect.mapError(failStore("sweep")), Effect.withSpan("SqlContextStore.sweep"))
 
   const stats: Effect.Effect<StoreStats, StoreError> = db.query(

@@ -27,6 +27,7 @@ import {
   objectRowColumns
 } from "./contextRows.js"
 import { type ContextCache, type Touched, touchAll, untouched } from "./contextCache.js"
+import { writeTitles } from "./chatDirectory.js"
 import { unitOf } from "./unit.js"
 
 /** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
@@ -35,6 +36,7 @@ const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: L
     messages: [],
     edits: new Map(),
     forums: new Map(),
+    titles: new Map(),
     removed: new Map(),
     objects: new Map(),
     polls: new Map(),
@@ -120,11 +122,17 @@ const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: L
         missing.chats.add(chatId)
         return undefined
       }
-      return { ...unknownChat(chatId), is_forum: isForum }
+      return { ...unknownChat(chatId), is_forum: isForum, title: s.titles.get(chatId) ?? null }
     },
     putChat: (info) => {
-      s.forums.set(info.chat_id, info.is_forum)
-      changes.forums.set(info.chat_id, info.is_forum)
+      if (s.forums.get(info.chat_id) !== info.is_forum) {
+        s.forums.set(info.chat_id, info.is_forum)
+        changes.forums.set(info.chat_id, info.is_forum)
+      }
+      if (info.title !== null && s.titles.get(info.chat_id) !== info.title) {
+        s.titles.set(info.chat_id, info.title)
+        changes.titles.set(info.chat_id, info.title)
+      }
       if (!s.nextSeq.has(info.chat_id)) missing.chats.add(info.chat_id)
     },
     putPoll: (pollId, chatId, objectId) => {
@@ -197,6 +205,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       for (const [chatId, isForum] of changes.forums) {
         yield* db.query(`UPDATE deixis_chats SET is_forum = ? WHERE chat_id = ?`, [isForum ? 1 : 0, chatId])
       }
+      yield* writeTitles(db.sql, changes.titles)
       const touchedChats = new Set<string>()
       const objectRows: Array<ReadonlyArray<Scalar>> = []
       for (const [k, { fresh, object: o }] of changes.objects) {

@@ -17,7 +17,7 @@ import { type ColumnType, type Db, describe, num, type Param, type Row, rowsTabl
 import { storable } from "./ids.js"
 
 export interface HistorySettings {
-  /** How long an item is kept after it was sent. */
+  /** How long an item is kept after it was sent; 0: kept. */
   readonly history_retention: number
   /** Rows deleted per statement by a sweep. */
   readonly sweep_batch: number
@@ -430,10 +430,11 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const counters = { evicted_items: 0 }
 
-  /** Removes items sent longer than the retention ago, `sweep_batch` rows per transaction. */
+  /** Removes items sent longer than the retention ago (none when it is off), `sweep_batch` rows per transaction. */
   const sweep = (now: number): Effect.Effect<number, StoreError> =>
     Effect.gen(function*() {
       let total = 0
+      if (settings.history_retention <= 0) return total
       for (;;) {
         const rows = yield* db.transaction(db.query(
           `DELETE FROM deixis_history WHERE (chat_id, topic, anchor_len, anchor, seq) IN (

@@ -266,6 +266,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // The `edited_at` of the newest edit applied to a message (null: none), so an older edit
     // arriving after it is recognised as superseded (core's reducer applies edits in time order).
     statements: (dialect) => [`ALTER TABLE deixis_messages ADD COLUMN edited_at ${types(dialect).big}`]
+  },
+  {
+    version: 13,
+    name: "chat_titles",
+    // Each chat's title (the `chat_title` of the newest event that carried one) for the chat list,
+    // and its search key (`ChatInfo.searchKey`, lower case as JavaScript folds it): both engines
+    // then match a search the same way, whatever their own case folding.
+    statements: () => [`ALTER TABLE deixis_chats ADD COLUMN title TEXT`, `ALTER TABLE deixis_chats ADD COLUMN title_key TEXT`]
   }
 ]
 
