@@ -264,7 +264,7 @@ const ownershipRows: ReadonlyArray<OwnershipRow> = [
 ]
 
 // No scheduled sweep: the test clock jumps to `now`, and a sweep every minute would run for every minute since 1970.
-const memory = Layer.mergeAll(ContextStore.layerMemory({ sweep_interval: 0 }), HistoryStore.layerMemory(), ConversationState.layerMemory)
+const memory = Layer.mergeAll(ContextStore.layerMemory({ sweep_interval: 0 }), HistoryStore.layerMemory({ sweep_interval: 0 }), ConversationState.layerMemory)
 
 const stores = [
   ["memory", DeixisTelegraf.layerWith(memory)],
