@@ -69,18 +69,18 @@ export const parseLevel = (text: string): Option.Option<LogLevel.LogLevel> =>
  * @category config
  */
 export const level = (name: string): Config.Config<LogLevel.LogLevel> =>
-  Config.string(name).pipe(Config.mapOrFail((text) =>
+  Config.string().pipe(Config.mapOrFail((text) =>
     Option.match(parseLevel(text), {
       onNone: () =>
         Either.left(ConfigError.InvalidData(
-          [name],
+          [],
           `${name} must be one of All, Trace, Debug, Info, Warning, Error, Fatal, None (any case; WARN and OFF too), not ${
             JSON.stringify(text)
           }`
         )),
       onSome: Either.right
     })
-  ))
+  ), Config.nested(name))
 
 /**
  * DEIXIS_LOG_LEVEL (`All`, `Trace`, `Debug`, `Info`, `Warning`, `Error`, `Fatal`, `None`, in
