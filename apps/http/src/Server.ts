@@ -219,11 +219,11 @@ export const layerConfig = Layer.unwrapEffect(
         `deixis ${version} listening on ${address}`
       ).pipe(Effect.annotateLogs({ store: StoreConfig.describeChoice(choice), auth: protection, docs: Routes.service.docs.path }))
     ))
-    const stop = Lifecycle.layers(options.shutdownTimeoutMs)
-    // Built in this order: the stop line, the service, the announcement, the stop's start.
-    return stop.inner.pipe(
+    // Built in this order: the stop's watch (its line comes last), the service, the
+    // announcement, the stop's clock (started first when nothing else started it).
+    return Layer.scopedDiscard(Lifecycle.starts).pipe(
       Layer.provideMerge(announce.pipe(Layer.provideMerge(layer(options, Store.layer(choice))))),
-      Layer.provideMerge(stop.outer)
+      Layer.provideMerge(Layer.scopedDiscard(Lifecycle.watch("deixis", options.shutdownTimeoutMs)))
     )
   })
 )
