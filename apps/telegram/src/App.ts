@@ -95,50 +95,50 @@ export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> 
  * @category running
  */
 export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice, padded: ReadonlyArray<string> = []) =>
-  Effect.scoped(Effect.zipRight(
-    Lifecycle.watch("bot", Duration.toMillis(config.shutdownTimeout)),
-    Effect.scoped(Effect.gen(function*() {
-      yield* Effect.forEach(padded, (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`))
-      const bot = yield* Bot.make(config)
-      let running: Runner.Running | undefined
-      const opsPort = yield* Ops.serve(config.ops, { ready: () => running !== undefined, healthy: () => running?.healthy() ?? true })
-      running = yield* Runner.launch(bot, {
-        ...config,
-        shutdownTimeout: Duration.millis(Lifecycle.drainBudget(Duration.toMillis(config.shutdownTimeout))),
-        owner: processOwner()
-      })
-      const live = running
-      const reminders = yield* ReminderStore
-      const runtime = yield* Effect.runtime<never>()
-      Metrics.setProbes({
-        queue: () => live.dispatcher.depth(),
-        // Read at scrape time; a failing store shows as no value rather than failing the scrape.
-        reminders: () =>
-          Runtime.runPromise(runtime)(
-            Clock.currentTimeMillis.pipe(Effect.flatMap(reminders.stats), Effect.orElseSucceed(() => null))
-          )
-      })
-      yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)))
-      yield* Effect.logInfo("bot started").pipe(Effect.annotateLogs({
-        version,
-        username: `@${live.me.username}`,
-        privacy_mode: live.me.can_read_all_group_messages === true
-          ? "off (sees every group message)"
-          : "on (in groups sees commands, mentions and replies to it only)",
-        transport: config.transport._tag === "polling" ? "long polling" : `webhook ${config.transport.url} on port ${live.port}`,
-        store: StoreConfig.describeChoice(choice),
-        llm: Option.match(config.llm, { onNone: () => "off", onSome: (llm) => `on (${llm.model})` }),
-        health: `:${opsPort}/healthz, /metrics`,
-        concurrency: config.concurrency,
-        default_time_zone: config.timeZone
-      }))
-      yield* Lifecycle.starts
-      return yield* live.wait
-    })).pipe(
-      Effect.provide(services(StoreConfig.layer(choice))),
-      Effect.tapErrorCause(reportFailure)
-    )
-  )).pipe(Effect.provide(Logging.layer({ ...config.logging, secrets: secretsOf(config, choice) })))
+  Effect.scoped(Effect.gen(function*() {
+    yield* Effect.forEach(padded, (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`))
+    const bot = yield* Bot.make(config)
+    let running: Runner.Running | undefined
+    const opsPort = yield* Ops.serve(config.ops, { ready: () => running !== undefined, healthy: () => running?.healthy() ?? true })
+    running = yield* Runner.launch(bot, {
+      ...config,
+      shutdownTimeout: Duration.millis(Lifecycle.drainBudget(Duration.toMillis(config.shutdownTimeout))),
+      owner: processOwner()
+    })
+    const live = running
+    const reminders = yield* ReminderStore
+    const runtime = yield* Effect.runtime<never>()
+    Metrics.setProbes({
+      queue: () => live.dispatcher.depth(),
+      // Read at scrape time; a failing store shows as no value rather than failing the scrape.
+      reminders: () =>
+        Runtime.runPromise(runtime)(
+          Clock.currentTimeMillis.pipe(Effect.flatMap(reminders.stats), Effect.orElseSucceed(() => null))
+        )
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)))
+    yield* Effect.logInfo("bot started").pipe(Effect.annotateLogs({
+      version,
+      username: `@${live.me.username}`,
+      privacy_mode: live.me.can_read_all_group_messages === true
+        ? "off (sees every group message)"
+        : "on (in groups sees commands, mentions and replies to it only)",
+      transport: config.transport._tag === "polling" ? "long polling" : `webhook ${config.transport.url} on port ${live.port}`,
+      store: StoreConfig.describeChoice(choice),
+      llm: Option.match(config.llm, { onNone: () => "off", onSome: (llm) => `on (${llm.model})` }),
+      health: `:${opsPort}/healthz, /metrics`,
+      concurrency: config.concurrency,
+      default_time_zone: config.timeZone
+    }))
+    yield* Lifecycle.starts
+    return yield* live.wait
+  })).pipe(
+    Effect.provide(services(StoreConfig.layer(choice))),
+    Effect.tapErrorCause(reportFailure),
+    // Watched from before the bot starts; its line comes after everything above is closed.
+    (self) => Effect.scoped(Effect.zipRight(Lifecycle.watch("bot", Duration.toMillis(config.shutdownTimeout)), self)),
+    Effect.provide(Logging.layer({ ...config.logging, secrets: secretsOf(config, choice) }))
+  )
 
 /**
  * The whole program from the environment (`BotConfig.config` and `BotConfig.storeConfig`). It
