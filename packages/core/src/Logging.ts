@@ -121,8 +121,6 @@ export const renderCause = (cause: Cause.Cause<unknown>, stack: boolean): string
   return Cause.prettyErrors(cause).map(firstLine).join("\n")
 }
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-
 /**
  * A function that replaces every given secret in a text by `<redacted>`: the value itself, its
  * URL encodings (`encodeURIComponent`, `encodeURI`: a token in a Bot API URL) and its escaped
@@ -142,9 +140,13 @@ export const makeRedactor = (secrets: Iterable<Redacted.Redacted<string>>): (tex
     }
   }
   if (forms.size === 0) return (text) => text
-  // Longest first: a form that contains another is replaced whole.
-  const pattern = new RegExp([...forms].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|"), "g")
-  return (text) => text.replace(pattern, "<redacted>")
+  // Longest first: a form that contains another is replaced whole. A search per form is a
+  // few times cheaper than one regular expression of them all, on every line at Info.
+  const ordered = [...forms].sort((a, b) => b.length - a.length)
+  return (text) => {
+    for (const form of ordered) if (text.includes(form)) text = text.replaceAll(form, "<redacted>")
+    return text
+  }
 }
 
 /**
