@@ -30,7 +30,7 @@ const service = (env: Record<string, string>) => {
 const listening = /listening on http/
 
 describe("the service as an operator runs it", () => {
-  it("the start line names package.json's version and the SQLite file; /openapi.json and /docs report the same version", async () => {
+  it("the start line names package.json's version and the SQLite file; /openapi.json, /docs and /mcp report the same version", async () => {
     const dir = mkdtempSync(join(tmpdir(), "deixis-http-operator-"))
     try {
       const port = await freePort()
@@ -41,8 +41,14 @@ describe("the service as an operator runs it", () => {
       expect(line).toContain(`store="sqlite ${join(dir, "state.sqlite")}"`)
       const openapi = await fetch(`http://127.0.0.1:${port}/openapi.json`).then((res) => res.json() as Promise<{ info: { version: string } }>)
       expect(openapi.info.version).toBe(version)
-      // The docs page renders the OpenAPI document it is served with.
-      expect(await fetch(`http://127.0.0.1:${port}/docs`).then((res) => res.status)).toBe(200)
+      // The docs page embeds the OpenAPI document it renders; MCP's initialize names the server.
+      expect(await fetch(`http://127.0.0.1:${port}/docs`).then((res) => res.text())).toContain(`"version":"${version}"`)
+      const mcp = await fetch(`http://127.0.0.1:${port}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } })
+      }).then((res) => res.json() as Promise<{ result: { serverInfo: { version: string } } }>)
+      expect(mcp.result.serverInfo.version).toBe(version)
       r.signal("SIGTERM")
       expect((await r.exited).code).toBe(0)
     } finally {
