@@ -1,23 +1,26 @@
 /**
  * The second baseline: a bare node:http server doing the tool's own work and nothing else —
  * the request read by the service's own fast decoder, core's resolve on the memory store (run
- * synchronously, no fiber per request), the result encoded as the service encodes it, sent with
+ * synchronously, no fiber per request), the result encoded as the service encodes it (the
+ * API's result Schema, through core's `Json.trustedEncoder`; diagnostics only when asked), sent with
  * the same two headers. No Effect HTTP stack, authentication, edge checks, metrics or logs. The
  * service's distance from it is what its HTTP layer costs; the first baseline's distance from it,
  * what the work itself does. `POST /v1/events` seeds the chat.
  */
-import { ContextIngest, Deixis, ReferenceResolver } from "@deixis/core"
+import { ContextIngest, Deixis, Json, ReferenceResolver } from "@deixis/core"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { createServer, type IncomingMessage } from "node:http"
+import { ResolveResult } from "../src/Api.js"
 import * as RequestDecoder from "../src/RequestDecoder.js"
 
 // At Warning, as the service runs in the benchmark's main rows.
 const runtime = ManagedRuntime.make(Layer.merge(Deixis.layerMemory(), Logger.minimumLogLevel(LogLevel.Warning)))
 const resolver = runtime.runSync(ReferenceResolver.ReferenceResolver)
 const ingest = runtime.runSync(ContextIngest.ContextIngest)
+const encode = Json.trustedEncoder(ResolveResult)
 
 const bodyOf = (request: IncomingMessage, then: (text: string) => void) => {
   let text = ""
@@ -39,6 +42,8 @@ createServer((request, response) => {
     }
     const decoded = RequestDecoder.resolveRequest(JSON.parse(text))
     if (decoded === undefined) return send(400, "{}")
-    send(200, JSON.stringify(ReferenceResolver.encodeResult(runtime.runSync(resolver.resolve(decoded)))))
+    const { include_diagnostics, ...query } = decoded
+    const { diagnostics, ...result } = runtime.runSync(resolver.resolve(query))
+    send(200, JSON.stringify(encode(include_diagnostics ? { ...result, diagnostics } : result)))
   })
 }).listen(Number(process.env["PORT"]), "127.0.0.1")

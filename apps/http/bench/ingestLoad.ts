@@ -1,23 +1,34 @@
 /**
  * A bot's most frequent call under load: `connections` clients, each posting one new message
- * per request to POST /v1/events (a fresh message id every time) for `seconds`, over keep-alive
- * connections on loopback. autocannon's id replacement cannot do it: it sends a Content-Length
+ * per request for `seconds`, over keep-alive connections on loopback — as a core event to
+ * POST /v1/events, or (`telegram`) as a raw Telegram update to POST /v1/telegram/updates, a
+ * fresh message id every time. autocannon's id replacement cannot do it: it sends a Content-Length
  * for ids of one length and ids of another. Prints the result as autocannon's `-j` would.
  */
 import { Agent, request } from "node:http"
 
-const [url, secondsArg, connectionsArg] = process.argv.slice(2)
+const [url, secondsArg, connectionsArg, shape] = process.argv.slice(2)
 const seconds = Number(secondsArg ?? 10)
 const connections = Number(connectionsArg ?? 10)
 const target = new URL(url!)
 const agent = new Agent({ keepAlive: true, maxSockets: connections })
 const run = `${process.pid}-${Date.now().toString(36)}`
+// A chat of this run's own, so that a second run against the same server writes new messages.
+const telegramChat = -(3_000_000 + (process.pid % 1_000_000))
 
 const post = (id: number) =>
   new Promise<number>((resolve) => {
-    const body = JSON.stringify([
-      { type: "message_observed", chat_id: -2002, topic_id: "3", message_id: `${run}-${id}`, sender_user_id: 1005, text: "a message like most" }
-    ])
+    const body = JSON.stringify(
+      shape === "telegram"
+        ? {
+          update_id: id,
+          message: {
+            message_id: id, date: 1_700_000_000, chat: { id: telegramChat, type: "supergroup", title: "bench" },
+            from: { id: 1005, is_bot: false, first_name: "A" }, text: `a message like most (${run})`
+          }
+        }
+        : [{ type: "message_observed", chat_id: -2002, topic_id: "3", message_id: `${run}-${id}`, sender_user_id: 1005, text: "a message like most" }]
+    )
     const req = request(
       { agent, host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
       (res) => {

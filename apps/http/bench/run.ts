@@ -105,11 +105,15 @@ const seed = async (url: string) => {
   }
 }
 
-/** A bot's most frequent call, one new message per POST /v1/events (`ingestLoad.ts`), with the server's CPU per request. */
-const ingest = async (server: { readonly child: ChildProcess; readonly url: string }): Promise<Result> => {
+/**
+ * A bot's most frequent call, one new message per request (`ingestLoad.ts`) — a core event to
+ * POST /v1/events, or a Telegram update to POST /v1/telegram/updates — with the server's CPU per request.
+ */
+const ingest = async (server: { readonly child: ChildProcess; readonly url: string }, shape: "events" | "telegram" = "events"): Promise<Result> => {
   const before = cpuMsOf(server.child)
+  const path = shape === "telegram" ? "/v1/telegram/updates" : "/v1/events"
   const result = await new Promise<Result>((resolve, reject) =>
-    execFile(process.execPath, [join(here, "ingestLoad.js"), server.url + "/v1/events", String(duration), String(connections)], (error, stdout) =>
+    execFile(process.execPath, [join(here, "ingestLoad.js"), server.url + path, String(duration), String(connections), shape], (error, stdout) =>
       error ? reject(error) : resolve(JSON.parse(stdout) as Result))
   )
   return { ...result, cpuUs: ((cpuMsOf(server.child) - before) * 1000) / result.requests.total }
@@ -151,8 +155,12 @@ const main = async () => {
     await cannon(logging.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const logged = await measure(logging, request)
     const ingested = await ingest(service)
+    const forwarded = await ingest(service, "telegram")
+    const answerBytes = Buffer.byteLength(await (await fetch(service.url + "/v1/tools/resolve_reference_target", {
+      method: "POST", headers: { "content-type": "application/json" }, body: request
+    })).text())
     // The same chat and requests on the durable stores, one server at a time.
-    const durable: Array<{ readonly name: string; readonly result: Result; readonly ingested: Result; readonly rss: string }> = []
+    const durable: Array<{ readonly name: string; readonly result: Result; readonly ingested: Result; readonly forwarded: Result; readonly rss: string }> = []
     for (const engine of engines) {
       const server = await start("server.js", engine.env)
       others.push(server.child)
@@ -160,7 +168,8 @@ const main = async () => {
       await cannon(server.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
       const result = await measure(server, request)
       const ingested = await ingest(server)
-      durable.push({ name: engine.name, result, ingested, rss: rssOf(server.child) })
+      const forwarded = await ingest(server, "telegram")
+      durable.push({ name: engine.name, result, ingested, forwarded, rss: rssOf(server.child) })
       server.child.kill("SIGTERM")
     }
     const memoryRss = rssOf(service.child)
@@ -181,6 +190,9 @@ const main = async () => {
     for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
     row("deixis POST /v1/events, one new message per request, memory store, max rate", ingested)
     for (const d of durable) row(`deixis POST /v1/events, one new message per request, ${d.name}, max rate`, d.ingested)
+    row("deixis POST /v1/telegram/updates, one new update per request, memory store, max rate", forwarded)
+    for (const d of durable) row(`deixis POST /v1/telegram/updates, one new update per request, ${d.name}, max rate`, d.forwarded)
+    console.log(`\nthe resolve answer: ${answerBytes} bytes`)
     console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target within 2 ms of bare's (bare: ${barePaced.latency.p99} ms)`)
     console.log(`ratio (deixis / bare doing the same work): ${(deixis.requests.average / sameWork.requests.average).toFixed(2)}, ${((deixis.cpuUs ?? 0) / (sameWork.cpuUs ?? 1)).toFixed(2)}× its CPU per request — what the service's HTTP layer costs`)
     console.log(`logging at Info / at Warning: ${(logged.requests.average / deixis.requests.average).toFixed(2)} of the rate, ${((logged.cpuUs ?? 0) / (deixis.cpuUs ?? 1)).toFixed(2)}× the CPU per request`)

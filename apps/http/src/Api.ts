@@ -54,6 +54,9 @@ export const TelegramUpdate = Schema.Record({ key: Schema.String, value: Schema.
   description: "A Telegram Bot API Update object, as Telegram sends it"
 })
 
+/** One update, or a batch of them (at most 1,000, counted before any is decoded). */
+export const TelegramUpdates = Schema.Union(TelegramUpdate, ContextEvent.lengthCheckedFirst(Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000))))
+
 export const TelegramResult = Schema.Struct({
   updates: Schema.Number,
   skipped: Schema.Array(Schema.Struct({ index: Schema.Number, reason: Schema.String })),
@@ -66,6 +69,31 @@ export const TelegramResult = Schema.Struct({
     migrated: Schema.Boolean
   })))
 }).annotations({ identifier: "TelegramIngestResult" })
+
+/**
+ * `resolve_reference_target` over HTTP: the tool's request, plus whether to return the scoring
+ * diagnostics — which the spec keeps "for logs only", so an answer carries them only when asked.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ResolveRequest = Schema.Struct({
+  ...ReferenceResolver.ResolveRequest.fields,
+  include_diagnostics: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
+    description: "Also return the scoring diagnostics (for debugging: the answer is several times larger)"
+  })
+}).annotations({ identifier: "ResolveReferenceTargetRequest" })
+
+/**
+ * The tool's result, its `diagnostics` there when the request asked for them.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ResolveResult = Schema.Struct({
+  ...ReferenceResolver.ResolveResult.fields,
+  diagnostics: Schema.optional(ReferenceResolver.Diagnostics)
+}).annotations({ identifier: "ResolveReferenceTargetResult" })
 
 export const Gap = Schema.Struct({
   ms: Schema.Number,
@@ -150,12 +178,14 @@ export class Events extends HttpApiGroup.make("events")
   )
   .middleware(Authorization)
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+  // A batch naming a kind the KindRegistry does not know.
+  .addError(Errors.InvalidEvent, { status: Errors.statusOf(Errors.InvalidEvent) })
 {}
 
 export class Webhook extends HttpApiGroup.make("webhook")
   .add(
     HttpApiEndpoint.post("telegram", "/v1/telegram/updates")
-      .setPayload(Schema.Union(TelegramUpdate, ContextEvent.lengthCheckedFirst(Schema.Array(TelegramUpdate).pipe(Schema.maxItems(1000)))))
+      .setPayload(TelegramUpdates)
       .addSuccess(TelegramResult)
       .annotate(OpenApi.Summary, "Record raw Telegram Bot API updates (one or an array), mapped as the Telegraf adapter maps them")
       .annotate(
@@ -170,8 +200,8 @@ export class Webhook extends HttpApiGroup.make("webhook")
 export class Tools extends HttpApiGroup.make("tools")
   .add(
     HttpApiEndpoint.post("resolve", "/v1/tools/resolve_reference_target")
-      .setPayload(ReferenceResolver.ResolveRequest)
-      .addSuccess(ReferenceResolver.ResolveResult)
+      .setPayload(ResolveRequest)
+      .addSuccess(ResolveResult)
       .annotate(OpenApi.Summary, "Which object does \"this\" refer to: resolved, ambiguous or not_found")
   )
   .add(

@@ -1,26 +1,28 @@
 /**
- * Authentication: one set of credentials and one check, used by every entrance.
+ * Authentication: one set of credentials and one check, `allows`, which the pipeline
+ * (`Pipeline.ts`) makes once for every request, by its route's access (`Routes.ts`), before any
+ * of its body is read.
  *
  * - The API groups declare it the platform's way: `HttpApiSecurity.bearer` through an
- *   `HttpApiMiddleware` (`Authorization`), so the OpenAPI document shows it and HttpApi runs it
- *   after routing and before reading the body.
- * - `/v1/telegram/updates` (`TelegramAuthorization`) also takes Telegram's own webhook header,
- *   `X-Telegram-Bot-Api-Secret-Token`, when `DEIXIS_TELEGRAM_SECRET` is set, so `setWebhook`
- *   can point at deixis itself.
- * - `/mcp` and `/metrics` are not HttpApi routes: a route middleware (`routeMiddleware`)
- *   applies the same check to them, and the fast path calls it too.
+ *   `HttpApiMiddleware` (`Authorization`), so the OpenAPI document shows it and the route table
+ *   reads each endpoint's access from it. `/v1/telegram/updates` (`TelegramAuthorization`) also
+ *   takes Telegram's own webhook header, `X-Telegram-Bot-Api-Secret-Token`, when
+ *   `DEIXIS_TELEGRAM_SECRET` is set, so `setWebhook` can point at deixis itself.
+ * - The HttpApi middlewares themselves decide nothing (`layer`): the pipeline has decided before
+ *   the Effect stack sees the request.
  *
  * Secrets are compared in constant time (both sides hashed to equal lengths first).
  *
  * @since 0.2.0
  */
-import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "@effect/platform"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import type { IncomingHttpHeaders } from "node:http"
 import { createHash, timingSafeEqual } from "node:crypto"
 
 /**
@@ -34,19 +36,6 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
   { message: Schema.String },
   HttpApiSchema.annotations({ status: 401 })
 ) {}
-
-const unauthorized = new Unauthorized({ message: "a valid Authorization: Bearer token is required" })
-
-/** The 401 body as HttpApi encodes it, shared by every entrance so all answer alike. */
-export const unauthorizedBody = Schema.encodeSync(Unauthorized)(unauthorized)
-
-/**
- * The header a 401 carries (RFC 6750 §3).
- *
- * @since 0.2.0
- * @category constants
- */
-export const challenge = "Bearer realm=\"deixis\""
 
 /**
  * The secrets the service checks. `apiToken` none means the API is open (the server then
@@ -69,37 +58,30 @@ export interface CredentialsShape {
  */
 export class Credentials extends Context.Tag("@deixis/http/Credentials")<Credentials, CredentialsShape>() {}
 
+/**
+ * Who may call a route: anyone; the API token; the API token or Telegram's webhook secret;
+ * the metrics token (or the API token).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Access = "public" | "token" | "token or telegram secret" | "metrics token"
+
 const digest = (s: string) => createHash("sha256").update(s).digest()
 
-/**
- * Whether `given` is the secret, in constant time.
- *
- * @since 0.2.0
- * @category checks
- */
-export const secretMatches = (expected: Redacted.Redacted<string>, given: string): boolean =>
+/** Whether `given` is the secret, in constant time. */
+const secretMatches = (expected: Redacted.Redacted<string>, given: string): boolean =>
   timingSafeEqual(digest(Redacted.value(expected)), digest(given))
-
-/**
- * The token an `Authorization` header presents: what follows `Bearer ` (the scheme in any case,
- * RFC 9110 §11.1, one space), or nothing. The platform's `HttpApiSecurity.bearer` drops the
- * first seven characters whatever they are (`Basic  <token>` presented the token); every
- * entrance reads the header with this function instead, so all agree on every spelling of it.
- *
- * @since 0.2.0
- * @category checks
- */
-export const presentedToken = (header: string | undefined): string =>
-  header !== undefined && bearerScheme.test(header) ? header.slice("Bearer ".length) : ""
 
 const bearerScheme = /^bearer /i
 
-// The header of the request being authenticated: the HttpApi middleware runs inside it (the
-// token the platform hands it is not used, see `presentedToken`).
-const requestToken = Effect.map(
-  Effect.serviceOption(HttpServerRequest.HttpServerRequest),
-  (request) => presentedToken(Option.isSome(request) ? request.value.headers["authorization"] : undefined)
-)
+/**
+ * The token an `Authorization` header presents: what follows `Bearer ` (the scheme in any case,
+ * RFC 9110 §11.1, one space), or nothing. (The platform's `HttpApiSecurity.bearer` drops the
+ * first seven characters whatever they are: `Basic  <token>` would present the token.)
+ */
+const presentedToken = (header: string | undefined): string =>
+  header !== undefined && bearerScheme.test(header) ? header.slice("Bearer ".length) : ""
 
 const matchesAny = (secrets: ReadonlyArray<Option.Option<Redacted.Redacted<string>>>, given: string) => {
   let ok = false
@@ -108,38 +90,42 @@ const matchesAny = (secrets: ReadonlyArray<Option.Option<Redacted.Redacted<strin
   return ok
 }
 
+const telegramSecretHeader = "x-telegram-bot-api-secret-token"
+
 /**
- * Whether a bearer token opens the API: any token when no API token is configured.
+ * The one check: whether a request with these headers may call a route of this access.
+ *
+ * - `token`: the API token as a bearer token; anything when none is configured.
+ * - `token or telegram secret`: the API token, or Telegram's secret header when one is
+ *   configured; with neither configured, open.
+ * - `metrics token`: the metrics token or the API token, whichever are configured; anything
+ *   when neither is.
  *
  * @since 0.2.0
  * @category checks
  */
-export const bearerAllowed = (credentials: CredentialsShape, token: string): boolean =>
-  Option.isNone(credentials.apiToken) || matchesAny([credentials.apiToken], token)
+export const allows = (credentials: CredentialsShape, access: Access, headers: IncomingHttpHeaders): boolean => {
+  if (access === "public") return true
+  const { apiToken, metricsToken, telegramSecret } = credentials
+  const token = presentedToken(headers["authorization"])
+  switch (access) {
+    case "token":
+      return Option.isNone(apiToken) || matchesAny([apiToken], token)
+    case "metrics token":
+      return Option.isNone(apiToken) && Option.isNone(metricsToken) ? true : matchesAny([apiToken, metricsToken], token)
+    case "token or telegram secret": {
+      const secret = headers[telegramSecretHeader]
+      const bySecret = Option.isSome(telegramSecret) && typeof secret === "string" && secretMatches(telegramSecret.value, secret)
+      // Without an API token the route is open only while no Telegram secret is configured either.
+      const byToken = Option.isSome(apiToken) ? matchesAny([apiToken], token) : Option.isNone(telegramSecret)
+      return bySecret || byToken
+    }
+  }
+}
 
 /**
- * Whether a bearer token opens `/metrics`: the metrics token or the API token, whichever are
- * configured; anything when neither is.
- *
- * @since 0.2.0
- * @category checks
- */
-export const metricsAllowed = (credentials: CredentialsShape, token: string): boolean =>
-  Option.isNone(credentials.apiToken) && Option.isNone(credentials.metricsToken)
-    ? true
-    : matchesAny([credentials.apiToken, credentials.metricsToken], token)
-
-/**
- * The Telegram route's bearer check: a valid API token; with no API token, open only while no
- * Telegram secret is configured either (a configured secret is then the route's credential).
- */
-const telegramBearerAllowed = (credentials: CredentialsShape, token: string): boolean =>
-  Option.isSome(credentials.apiToken)
-    ? matchesAny([credentials.apiToken], token)
-    : Option.isNone(credentials.telegramSecret)
-
-/**
- * Bearer authentication for the API groups.
+ * Bearer authentication for the API groups (see the module's description: declared here,
+ * decided by the pipeline).
  *
  * @since 0.2.0
  * @category middleware
@@ -163,53 +149,14 @@ export class TelegramAuthorization extends HttpApiMiddleware.Tag<TelegramAuthori
   }
 }) {}
 
-const verdict = (ok: boolean) => (ok ? Effect.void : Effect.fail(unauthorized))
-
 /**
- * Both middlewares, over the credentials.
+ * Both middlewares as HttpApi runs them: passing, since every request reaches the Effect stack
+ * through the pipeline, which has already made the one check (`allows`) for its route.
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer: Layer.Layer<Authorization | TelegramAuthorization, never, Credentials> = Layer.merge(
-  Layer.effect(
-    Authorization,
-    Effect.map(Credentials, (credentials) =>
-      Authorization.of({ bearer: () => Effect.flatMap(requestToken, (token) => verdict(bearerAllowed(credentials, token))) }))
-  ),
-  Layer.effect(
-    TelegramAuthorization,
-    Effect.map(Credentials, (credentials) =>
-      TelegramAuthorization.of({
-        bearer: () => Effect.flatMap(requestToken, (token) => verdict(telegramBearerAllowed(credentials, token))),
-        telegramSecret: (secret) =>
-          verdict(Option.isSome(credentials.telegramSecret) && secretMatches(credentials.telegramSecret.value, Redacted.value(secret)))
-      }))
-  )
+export const layer: Layer.Layer<Authorization | TelegramAuthorization> = Layer.merge(
+  Layer.succeed(Authorization, Authorization.of({ bearer: () => Effect.void })),
+  Layer.succeed(TelegramAuthorization, TelegramAuthorization.of({ bearer: () => Effect.void, telegramSecret: () => Effect.void }))
 )
-
-/**
- * The 401 response of the routes outside HttpApi (the same body and challenge).
- *
- * @since 0.2.0
- * @category responses
- */
-export const unauthorizedResponse = HttpServerResponse.unsafeJson(unauthorizedBody, {
-  status: 401,
-  headers: { "www-authenticate": challenge }
-})
-
-/**
- * The same check as a route middleware, for routes that are not HttpApi endpoints: `check`
- * says which one (the API's, or the metrics endpoint's).
- *
- * @since 0.2.0
- * @category middleware
- */
-export const routeMiddleware = (check: (credentials: CredentialsShape, token: string) => boolean) =>
-  HttpLayerRouter.middleware(
-    Effect.map(Credentials, (credentials) =>
-    <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        check(credentials, presentedToken(request.headers["authorization"])) ? app : Effect.succeed(unauthorizedResponse)))
-  )

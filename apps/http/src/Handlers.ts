@@ -14,7 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Activity from "./Activity.js"
-import { Api, BadRequest, PreconditionFailed, ServiceBusy } from "./Api.js"
+import { Api, BadRequest, PreconditionFailed, ResolveRequest, ServiceBusy, type TelegramSent, type TelegramUpdates } from "./Api.js"
 import * as IfMatch from "./IfMatch.js"
 
 const storeError = (error: { readonly message: string }) => new ContextStore.StoreError({ message: error.message })
@@ -79,68 +79,108 @@ export interface TelegramOptions {
   readonly botUsername?: string | undefined
 }
 
+/**
+ * A handler that reads its request's payload alone: what HttpApiBuilder registers for its
+ * endpoint, and what the fast path calls (`FastPath.ts`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type PayloadHandler = (request: { readonly payload: never }) => Effect.Effect<unknown, unknown>
+
+const events = (telegram: TelegramOptions) =>
+  Effect.gen(function*() {
+    const ingest = yield* ContextIngest.ContextIngest
+    const recorder = yield* Effect.context<TelegramRecorder.Services>()
+    return {
+      ingest: ({ payload }: { readonly payload: ReadonlyArray<ContextEvent.ContextEvent> }) => applyEvents(ingest, payload),
+      telegramSent: ({ payload }: { readonly payload: typeof TelegramSent.Type }) =>
+        Effect.gen(function*() {
+          const sender = payload.message["from"]
+          const fromId = typeof sender === "object" && sender !== null && "id" in sender ? String(sender.id) : undefined
+          // The sender of a message the bot sent is the bot.
+          const botId = telegram.botId ?? fromId ?? ""
+          const mapped = UpdateMapper.mapMessage(payload.message, { ...telegram, botId })
+          const answering = payload.answering_message_id === undefined || mapped.scope === undefined
+            ? undefined
+            : { ...mapped.scope, message_id: payload.answering_message_id, reply_to_message_id: null, sender_user_id: null }
+          const result = yield* TelegramRecorder.recordSent(payload.message, { ...telegram, botId, answering })
+          const answered = result.mapped.responses?.[0]?.message_id ?? null
+          yield* noteScopes("sent", [result.mapped.scope])
+          return {
+            skipped: result.mapped.skipped ?? null,
+            events: result.applied,
+            history_items: result.recorded,
+            answered
+          }
+        }).pipe(Effect.provide(recorder))
+    }
+  })
+
+const webhook = (telegram: TelegramOptions) =>
+  Effect.gen(function*() {
+    const recorder = yield* Effect.context<TelegramRecorder.Services>()
+    return {
+      // The very recorder the Telegraf middleware runs: one recording path.
+      telegram: ({ payload }: { readonly payload: typeof TelegramUpdates.Type }) =>
+        Effect.gen(function*() {
+          const updates = Array.isArray(payload) ? payload : [payload]
+          const result = yield* TelegramRecorder.recordBatch(updates, telegram)
+          const skipped = result.updates.flatMap((r, index) =>
+            r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
+          )
+          const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
+          yield* noteScopes("telegram", result.updates.map((r) => r.mapped.scope))
+          return {
+            updates: updates.length,
+            skipped,
+            events: result.applied,
+            history_items: result.recorded,
+            ...(migrations.length === 0 ? {} : { migrations })
+          }
+        }).pipe(Effect.provide(recorder))
+    }
+  })
+
+// The spec keeps the scoring diagnostics "for logs only": an answer carries them when asked.
+const withoutDiagnostics = ({ diagnostics: _, ...result }: ReferenceResolver.ResolveResult) => result
+
+const tools = Effect.gen(function*() {
+  const resolver = yield* ReferenceResolver.ReferenceResolver
+  const active = yield* ActiveContext.ActiveContext
+  return {
+    resolve: ({ payload: { include_diagnostics, ...request } }: { readonly payload: typeof ResolveRequest.Type }) =>
+      include_diagnostics ? resolver.resolve(request) : Effect.map(resolver.resolve(request), withoutDiagnostics),
+    list: ({ payload }: { readonly payload: ActiveContext.ListRequest }) => active.list(payload)
+  }
+})
+
 export const EventsLive = (telegram: TelegramOptions) =>
   HttpApiBuilder.group(Api, "events", (handlers) =>
-    Effect.gen(function*() {
-      const ingest = yield* ContextIngest.ContextIngest
-      const recorder = yield* Effect.context<TelegramRecorder.Services>()
-      return handlers
-        .handle("ingest", ({ payload }) => applyEvents(ingest, payload))
-        .handle("telegramSent", ({ payload }) =>
-          Effect.gen(function*() {
-            const sender = payload.message["from"]
-            const fromId = typeof sender === "object" && sender !== null && "id" in sender ? String(sender.id) : undefined
-            // The sender of a message the bot sent is the bot.
-            const botId = telegram.botId ?? fromId ?? ""
-            const mapped = UpdateMapper.mapMessage(payload.message, { ...telegram, botId })
-            const answering = payload.answering_message_id === undefined || mapped.scope === undefined
-              ? undefined
-              : { ...mapped.scope, message_id: payload.answering_message_id, reply_to_message_id: null, sender_user_id: null }
-            const result = yield* TelegramRecorder.recordSent(payload.message, { ...telegram, botId, answering })
-            const answered = result.mapped.responses?.[0]?.message_id ?? null
-            yield* noteScopes("sent", [result.mapped.scope])
-            return {
-              skipped: result.mapped.skipped ?? null,
-              events: result.applied,
-              history_items: result.recorded,
-              answered
-            }
-          }).pipe(Effect.provide(recorder)))
-    }))
+    Effect.map(events(telegram), (h) => handlers.handle("ingest", h.ingest).handle("telegramSent", h.telegramSent)))
 
 export const WebhookLive = (telegram: TelegramOptions) =>
-  HttpApiBuilder.group(Api, "webhook", (handlers) =>
-    Effect.gen(function*() {
-      const recorder = yield* Effect.context<TelegramRecorder.Services>()
-      return handlers
-        // The very recorder the Telegraf middleware runs: one recording path.
-        .handle("telegram", ({ payload }) =>
-          Effect.gen(function*() {
-            const updates = Array.isArray(payload) ? payload : [payload]
-            const result = yield* TelegramRecorder.recordBatch(updates, telegram)
-            const skipped = result.updates.flatMap((r, index) =>
-              r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
-            )
-            const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
-            yield* noteScopes("telegram", result.updates.map((r) => r.mapped.scope))
-            return {
-              updates: updates.length,
-              skipped,
-              events: result.applied,
-              history_items: result.recorded,
-              ...(migrations.length === 0 ? {} : { migrations })
-            }
-          }).pipe(Effect.provide(recorder)))
-    }))
+  HttpApiBuilder.group(Api, "webhook", (handlers) => Effect.map(webhook(telegram), (h) => handlers.handle("telegram", h.telegram)))
 
 export const ToolsLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
-  Effect.gen(function*() {
-    const resolver = yield* ReferenceResolver.ReferenceResolver
-    const active = yield* ActiveContext.ActiveContext
-    return handlers
-      .handle("resolve", ({ payload }) => resolver.resolve(payload))
-      .handle("list", ({ payload }) => active.list(payload))
-  }))
+  Effect.map(tools, (h) => handlers.handle("resolve", h.resolve).handle("list", h.list)))
+
+const byName = (group: string, handlers: Readonly<Record<string, PayloadHandler>>) =>
+  Object.entries(handlers).map(([name, handler]) => [`${group}.${name}`, handler] as const)
+
+/**
+ * The handlers that read their payload alone, by endpoint (`group.name`): the very functions the
+ * groups above register, for the fast path to call.
+ *
+ * @since 0.2.0
+ * @category handlers
+ */
+export const payloadHandlers = (telegram: TelegramOptions) =>
+  Effect.map(
+    Effect.all({ events: events(telegram), webhook: webhook(telegram), tools }),
+    (groups): ReadonlyMap<string, PayloadHandler> =>
+      new Map(Object.entries(groups).flatMap(([group, handlers]) => byName(group, handlers)))
+  )
 
 export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
   Effect.gen(function*() {

@@ -42,7 +42,7 @@ import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as Gate from "./Gate.js"
+import * as Pipeline from "./Pipeline.js"
 import type * as Routes from "./Routes.js"
 
 /** The revision the library answers `initialize` with when the client's is not one it knows. */
@@ -233,11 +233,11 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
         400
       )
     }
-    // A body that cannot be read (over the limit) is the gate's to answer (413), as for every route.
+    // The pipeline has read the body under its limit (a 413 past it), as for every route.
     const text = yield* Effect.orDie(request.text)
     let body: unknown
     try {
-      body = Gate.parseJson(text)
+      body = Pipeline.parseJson(text)
     } catch {
       return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
     }

@@ -30,13 +30,8 @@ export const latency = Metric.fromMetricKey(latencyKey)
 const label = MetricLabel.make
 const noLabels: ReadonlyArray<MetricLabel.MetricLabel> = []
 
-/**
- * Records the requests of one method and route: `(status, seconds) => void`.
- *
- * @since 0.2.0
- * @category models
- */
-export type Recorder = (status: number, seconds: number) => void
+/** Records the requests of one method and route: `(status, seconds) => void`. */
+type Recorder = (status: number, seconds: number) => void
 
 const makeRecorder = (method: string, route: string): Recorder => {
   const histogram = Metric.fromMetricKey(
@@ -58,14 +53,8 @@ const makeRecorder = (method: string, route: string): Recorder => {
 
 const recorders = new Map<string, Map<string, Recorder>>()
 
-/**
- * The recorder of one method and route, built once and kept (both must be bounded labels —
- * `Routes.label` and `Routes.methodLabel` — never raw request values).
- *
- * @since 0.2.0
- * @category constructors
- */
-export const recorder = (method: string, route: string): Recorder => {
+// The recorder of one method and route, built once and kept.
+const recorder = (method: string, route: string): Recorder => {
   let byRoute = recorders.get(method)
   if (byRoute === undefined) {
     byRoute = new Map()
@@ -80,10 +69,13 @@ export const recorder = (method: string, route: string): Recorder => {
 }
 
 /**
- * Counts one request and records its latency, synchronously: the fast path and the edge call
- * it outside any fiber. (The service sets no fiber-level metric labels, so this is what
- * `Metric.update` would record.) `method` and `route` must be bounded labels — `Routes.label`
- * and `Routes.methodLabel` — never raw request values.
+ * Counts one request and records its latency, synchronously, outside any fiber: the pipeline
+ * calls it once per answer (`Pipeline.ts`). (The service sets no fiber-level metric labels, so
+ * this is what `Metric.update` would record.) `method` and `route` must be bounded labels — a
+ * route's template or `unmatched`, and `Routes.methodLabel` — never raw request values.
+ *
+ * @since 0.2.0
+ * @category recording
  */
 export const recordNow = (method: string, route: string, status: number, seconds: number): void =>
   recorder(method, route)(status, seconds)

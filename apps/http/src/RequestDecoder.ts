@@ -1,6 +1,6 @@
 /**
- * A fast, validating decoder for the two tool requests the fast path answers
- * (`ReferenceResolver.ResolveRequest`, `ActiveContext.ListRequest`), for the shapes clients send:
+ * A fast, validating decoder for the two tool requests the fast path answers (`Api.ResolveRequest`,
+ * `ActiveContext.ListRequest`), for the shapes clients send:
  * a JSON object of the known fields, ids as strings or safe integers, hints as literals.
  *
  * It never decides alone that a request is invalid: it either returns exactly what the Schema's
@@ -13,8 +13,9 @@
  *
  * @since 0.2.0
  */
-import { ActiveContext, Ids, ObjectKind, ReferenceResolver } from "@deixis/core"
+import { ActiveContext, Ids, ObjectKind, Quote } from "@deixis/core"
 import * as Schema from "effect/Schema"
+import { ResolveRequest } from "./Api.js"
 
 /** No fast answer: decode with the Schema. */
 const NO: unique symbol = Symbol("no fast answer")
@@ -57,6 +58,9 @@ const kinds = (value: unknown): ReadonlyArray<string> | NO => {
   return value.slice()
 }
 const rawText = (value: unknown): string | NO => (typeof value === "string" && value.length <= 16_384 ? value : NO)
+// `Quote.QuoteText`: 1 to `Quote.maxQuoteLength` UTF-16 code units.
+const quoteText = (value: unknown): string | NO =>
+  typeof value === "string" && value.length >= 1 && value.length <= Quote.maxQuoteLength ? value : NO
 
 /** One field: how its value decodes, and its default when it is absent (if it has one). */
 interface Field {
@@ -101,7 +105,7 @@ const hints = struct([
   { key: "positional_hint", decode: literal("replied_message", "latest", "previous", "above", "current_topic_recent") },
   { key: "ordinal_hint", decode: literal("first", "second", "last") },
   { key: "target_kind_hint", decode: targetKindHint },
-  { key: "ownership_hint", decode: literal("mine", "bot_created", "any") },
+  { key: "ownership_hint", decode: literal("mine", "others", "bot_created", "any") },
   { key: "recency_hint", decode: literal("latest", "recent", "currently_active") }
 ])
 
@@ -120,8 +124,11 @@ const resolve = struct([
   { key: "normalized_reference_hints", decode: hints, default: () => ({}) },
   { key: "allowed_kinds", decode: kinds },
   { key: "max_candidates", decode: int(1, 10), default: () => 3 },
+  { key: "quote_text", decode: quoteText },
+  { key: "quote_position", decode: int(0, 65_535) },
   { key: "request_id", decode: idString },
-  { key: "record_touch", decode: boolean, default: () => false }
+  { key: "record_touch", decode: boolean, default: () => false },
+  { key: "include_diagnostics", decode: boolean, default: () => false }
 ])
 
 const list = struct([
@@ -146,12 +153,12 @@ const fast = <A>(decode: (input: unknown) => Record<string, unknown> | NO): Fast
 }
 
 /**
- * `ReferenceResolver.ResolveRequest`'s decode, for the common shapes.
+ * `Api.ResolveRequest`'s decode, for the common shapes.
  *
  * @since 0.2.0
  * @category decoders
  */
-export const resolveRequest: FastDecoder<ReferenceResolver.ResolveRequest> = fast(resolve)
+export const resolveRequest: FastDecoder<typeof ResolveRequest.Type> = fast(resolve)
 
 /**
  * `ActiveContext.ListRequest`'s decode, for the common shapes.
@@ -160,3 +167,16 @@ export const resolveRequest: FastDecoder<ReferenceResolver.ResolveRequest> = fas
  * @category decoders
  */
 export const listRequest: FastDecoder<ActiveContext.ListRequest> = fast(list)
+
+const bySchema = new Map<Schema.Schema.Any, FastDecoder<unknown>>([
+  [ResolveRequest, resolveRequest],
+  [ActiveContext.ListRequest, listRequest]
+])
+
+/**
+ * The fast decoder of a payload Schema, if there is one.
+ *
+ * @since 0.2.0
+ * @category decoders
+ */
+export const forSchema = (schema: Schema.Schema.Any): FastDecoder<unknown> | undefined => bySchema.get(schema)

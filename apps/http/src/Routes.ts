@@ -1,10 +1,11 @@
 /**
- * The one route table: every route the service answers, with who may call it. The API's
- * routes come from the HttpApi definition itself (`HttpApi.reflect`); the few routes outside
- * it (`/mcp`, `/metrics`, health, docs) are declared here once and registered from here by
- * `Server.ts`. Metric labels and the fast path's routes are read from this table, and it is
- * matched with the same router and the same settings as the server's, on the same canonical
- * target (`RequestTarget.ts`), so a label never disagrees with the route that answered.
+ * The one route table: every route the service answers, with who may call it, whether it takes
+ * a body, and whether the pipeline answers it on the fast path. The API's routes come from the
+ * HttpApi definition itself (`HttpApi.reflect`); the few routes outside it (`/mcp`, `/metrics`,
+ * health, docs) are declared here once and registered from here by `Server.ts`. The pipeline
+ * (`Pipeline.ts`) finds each request's route here, once, on the canonical target
+ * (`RequestTarget.ts`), with the same router settings as the server's, so authentication, the
+ * body, the metric label and the route that answers never disagree.
  *
  * @since 0.2.0
  */
@@ -15,15 +16,6 @@ import { Api } from "./Api.js"
 import * as Auth from "./Auth.js"
 
 /**
- * Who may call a route: anyone; the API token; the API token or Telegram's webhook secret;
- * the metrics token (or the API token).
- *
- * @since 0.2.0
- * @category models
- */
-export type Access = "public" | "token" | "token or telegram secret" | "metrics token"
-
-/**
  * @since 0.2.0
  * @category models
  */
@@ -31,9 +23,21 @@ export interface Route {
   readonly method: HttpMethod
   /** The path template, as the router reads it (`/v1/chats/:chat_id/state`); also the metric label. */
   readonly path: string
-  readonly access: Access
+  /** Who may call it (`Auth.allows` decides). */
+  readonly access: Auth.Access
   /** The HttpApi endpoint, `group.name`, for API routes. */
   readonly endpoint?: string | undefined
+  /**
+   * What the route's body is, read by the pipeline under the body limit before the route sees
+   * it: `json` (parsed, nested at most `Json.maxDepth` levels; an endpoint with a payload),
+   * `text` (`/mcp`, whose JSON-RPC edge parses it and words its own errors), or none.
+   */
+  readonly body?: "json" | "text" | undefined
+  /**
+   * Answered from the Node listener with the endpoint's own Schemas and handler (`FastPath.ts`)
+   * instead of through the Effect HTTP stack: set for the endpoints in {@link fast}.
+   */
+  readonly fast?: boolean | undefined
 }
 
 /**
@@ -58,7 +62,7 @@ export const routerConfig = {
  * @category routes
  */
 export const service = {
-  mcp: { method: "POST", path: "/mcp", access: "token" },
+  mcp: { method: "POST", path: "/mcp", access: "token", body: "text" },
   // No event stream and no sessions: both answer 405 (the streamable HTTP transport's rule).
   mcpStream: { method: "GET", path: "/mcp", access: "token" },
   mcpSession: { method: "DELETE", path: "/mcp", access: "token" },
@@ -72,19 +76,37 @@ export const service = {
   inspectAsset: { method: "GET", path: "/inspect/*", access: "public" }
 } as const satisfies Record<string, Route>
 
-const accessOf = (middleware: ReadonlySet<unknown>): Access =>
+const accessOf = (middleware: ReadonlySet<unknown>): Auth.Access =>
   middleware.has(Auth.TelegramAuthorization)
     ? "token or telegram secret"
     : middleware.has(Auth.Authorization)
     ? "token"
     : "public"
 
+/**
+ * The endpoints answered on the fast path: a bot's most frequent calls — both tools, an event
+ * batch, forwarded Telegram updates. Each must read its payload alone (no path, query or header
+ * parameters) and answer JSON.
+ *
+ * @since 0.2.0
+ * @category routes
+ */
+export const fast: ReadonlySet<string> = new Set(["tools.resolve", "tools.list", "events.ingest", "webhook.telegram"])
+
 const apiRoutes = (): ReadonlyArray<Route> => {
   const routes: Array<Route> = []
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, group, middleware }) => {
-      routes.push({ method: endpoint.method, path: endpoint.path, access: accessOf(middleware), endpoint: `${group.identifier}.${endpoint.name}` })
+    onEndpoint: ({ endpoint, group, middleware, payloads }) => {
+      const name = `${group.identifier}.${endpoint.name}`
+      routes.push({
+        method: endpoint.method,
+        path: endpoint.path,
+        access: accessOf(middleware),
+        endpoint: name,
+        ...(payloads.size > 0 ? { body: "json" as const } : {}),
+        ...(fast.has(name) ? { fast: true } : {})
+      })
     }
   })
   return routes
@@ -122,15 +144,6 @@ for (const route of table) router.on(route.method, route.path as FindMyWay.PathI
  */
 export const find = (method: string, url: string): Route | undefined =>
   (router.find(method as HttpMethod, url) ?? (method === "HEAD" ? router.find("GET", url) : undefined))?.handler
-
-/**
- * The label under which a request is counted: its route's template, or `unmatched`. Bounded:
- * one value per route plus one.
- *
- * @since 0.2.0
- * @category routes
- */
-export const label = (method: string, url: string): string => find(method, url)?.path ?? "unmatched"
 
 const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 

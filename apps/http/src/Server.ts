@@ -2,9 +2,10 @@
  * The service, composed: every feature a layer, the store chosen by configuration. Nothing
  * starts on import; `main.ts` launches it.
  *
- * A request's path: the edge (`Edge.ts`: canonical target, connection bounds) → the fast path
- * for the two tool routes (`FastPath.ts`) or the Effect router → the gate (`Gate.ts`: body limit,
- * JSON errors, metrics) → the route, which authenticates (`Auth.ts`) before it reads the body.
+ * A request's path: the Node server (`Edge.ts`: connection bounds, the stop) → the pipeline
+ * (`Pipeline.ts`: canonical target, header checks, the route from the one table, authorization,
+ * the body read under its limits, the metric record, every answer written) → a fast route's
+ * endpoint (`FastPath.ts`) or the Effect app (HttpApi and the routes outside it).
  */
 import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import { ContextStore, ConversationState, Deixis } from "@deixis/core"
@@ -25,28 +26,27 @@ import * as Activity from "./Activity.js"
 import * as Auth from "./Auth.js"
 import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
-import * as Gate from "./Gate.js"
 import * as Inspector from "./Inspector.js"
 import * as Lifecycle from "./Lifecycle.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
+import * as Pipeline from "./Pipeline.js"
 import * as Routes from "./Routes.js"
 import * as Store from "./Store.js"
 import { version } from "./Version.js"
 
-// `unauthenticated` is not an option: it follows from the credentials (see `layer`).
-export interface ServerOptions extends Auth.CredentialsShape, Omit<Edge.EdgeOptions, "unauthenticated"> {
+export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
   readonly port: number
   readonly host: string
   readonly maxBodyBytes: number
   readonly telegram: TelegramOptions
-  /** Serve the two tool routes from the Node listener (see `FastPath.ts`); default true. */
+  /** Answer the routes the route table flags fast from the Node listener (see `FastPath.ts`); default true. */
   readonly fastPath?: boolean | undefined
 }
 
 /** Whether an address is reachable from this machine only. */
-export const isLoopback = Edge.isLoopback
+export const isLoopback = Pipeline.isLoopback
 
 // The keys holding secrets: trimmed, checked, never logged (see `secrets`).
 const secretKeys = ["DEIXIS_API_TOKEN", "DEIXIS_METRICS_TOKEN", "DEIXIS_TELEGRAM_SECRET"] as const
@@ -128,24 +128,22 @@ const ready = HttpLayerRouter.add(
   })
 )
 
-const metricsRoute = HttpLayerRouter.add(metrics.method, metrics.path, Metrics.handler).pipe(
-  Layer.provide(Auth.routeMiddleware(Auth.metricsAllowed).layer)
-)
+const metricsRoute = HttpLayerRouter.add(metrics.method, metrics.path, Metrics.handler)
 
-/** Every route of the service (the route table's, `Routes.ts`), behind the gate. */
-export const routes = (options: Pick<ServerOptions, "maxBodyBytes" | "telegram">) =>
+/** Every route of the Effect app (the route table's, `Routes.ts`), which the pipeline feeds. */
+export const routes = (options: Pick<ServerOptions, "telegram">) =>
   Layer.mergeAll(
     HttpLayerRouter.addHttpApi(Api, { openapiPath: Routes.service.openapi.path }).pipe(
       Layer.provide(ApiLive(options.telegram)),
       Layer.provide(Auth.layer)
     ),
     HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: Routes.service.docs.path }),
-    Mcp.layer({ version }).pipe(Layer.provide(Auth.routeMiddleware(Auth.bearerAllowed).layer)),
+    Mcp.layer({ version }),
     health,
     ready,
     metricsRoute,
     Inspector.layer(),
-    Gate.layer(options)
+    Pipeline.layerDefects
   )
 
 /** The whole service on a Node HTTP server, over the given stores. */
@@ -157,20 +155,19 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
     const credentials = Layer.succeed(Auth.Credentials, options)
     // One value, so the service and the fast path share one build of it.
     const core = Layer.mergeAll(services(stores), credentials, Activity.layer)
-    const edge = Edge.layerServer(server, listen, {
-      ...options,
-      // The rest of DEIXIS_SHUTDOWN_TIMEOUT is for closing the stores after the requests.
-      shutdownTimeoutMs: Lifecycle.drainBudget(options.shutdownTimeoutMs),
+    const pipeline = Pipeline.layer({
+      maxBodyBytes: options.maxBodyBytes,
       unauthenticated: Option.isNone(options.apiToken) ? { loopback: isLoopback(options.host) } : undefined
     })
-    const http = options.fastPath === false
-      ? edge.pipe(Layer.provide(Layer.succeed(FastPath.FastPath, () => false)))
-      : edge.pipe(Layer.provideMerge(FastPath.layer(options).pipe(Layer.provide(core))))
+    // The rest of DEIXIS_SHUTDOWN_TIMEOUT is for closing the stores after the requests.
+    const http = Edge.layerServer(server, listen, { ...options, shutdownTimeoutMs: Lifecycle.drainBudget(options.shutdownTimeoutMs) }).pipe(
+      Layer.provideMerge(options.fastPath === false ? pipeline : pipeline.pipe(Layer.provideMerge(FastPath.layer(options.telegram)))),
+      Layer.provideMerge(core)
+    )
     return HttpLayerRouter.serve(routes(options), {
       disableLogger: true,
       // The service announces itself, with how it is protected (layerConfig).
       disableListenLog: true,
-      middleware: Gate.finishWrites,
       routerConfig: Routes.routerConfig
     }).pipe(
       // No tracer is exported by the service: a server span per request (URL parsing,

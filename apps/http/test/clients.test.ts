@@ -5,8 +5,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { Validator } from "@seriousme/openapi-schema-validator"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Api } from "../src/Api.js"
-import { ContextEvent, ReferenceResolver } from "@deixis/core"
+import { Api, ResolveRequest } from "../src/Api.js"
+import { ContextEvent } from "@deixis/core"
 import { start } from "./harness.js"
 
 const call = <A>(f: () => Promise<A>) => Effect.promise(f)
@@ -37,7 +37,7 @@ describe("apps/http with real clients", () => {
       const applied = yield* client.events.ingest({ payload: events })
       assert.strictEqual(applied.applied, 2)
       const resolved = yield* client.tools.resolve({
-        payload: Schema.decodeSync(ReferenceResolver.ResolveRequest)({
+        payload: Schema.decodeSync(ResolveRequest)({
           chat_id: 5, topic_id: 3, current_message_id: 2, normalized_reference_hints: { target_kind_hint: "poll" }
         })
       })
@@ -105,7 +105,8 @@ describe("apps/http with real clients", () => {
         "get_message_thread_context",
         "get_conversation_state",
         "update_conversation_state",
-        "record_context_action"
+        "record_context_action",
+        "read_url"
       ])
       for (const tool of tools.tools) {
         assert.strictEqual(tool.inputSchema.type, "object")

@@ -56,6 +56,27 @@ describe("apps/http", () => {
       assert.match(listed.generated_at, /^\d{4}-\d\d-\d\dT/)
     }))
 
+  for (const fastPath of [true, false]) {
+    it.scoped(`resolve answers without the scoring diagnostics unless include_diagnostics is true (fast path ${fastPath ? "on" : "off"})`, () =>
+      Effect.gen(function*() {
+        const api = yield* start({ fastPath })
+        yield* call(() => api.json("/v1/events", [
+          message(10, { links: [{ url: "https://example.com/a" }] }),
+          { type: "object_activated", event_id: "s1", chat_id: -1001, reason: "summarized", source_message_id: 10, kind: "link" }
+        ]).then((r) => r.arrayBuffer()))
+        const ask = (extra: Record<string, unknown>) =>
+          call(() => api.json("/v1/tools/resolve_reference_target", { chat_id: -1001, topic_id: 7, current_message_id: 11, ...extra }).then(body<Record<string, unknown>>))
+        const plain = yield* ask({})
+        assert.strictEqual(plain["status"], "resolved")
+        assert.notProperty(plain, "diagnostics")
+        assert.notProperty(yield* ask({ include_diagnostics: false }), "diagnostics")
+        const { diagnostics, ...rest } = yield* ask({ include_diagnostics: true })
+        assert.deepStrictEqual(rest, plain)
+        assert.deepInclude(diagnostics as object, { candidate_count: 1, fallback: false })
+        assert.isAbove(JSON.stringify({ ...rest, diagnostics }).length, JSON.stringify(plain).length)
+      }))
+  }
+
   it.scoped("a body that fails the Schema is a 400 naming the failing path, and writes nothing", () =>
     Effect.gen(function*() {
       const api = yield* start()

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ActiveContext, ReferenceResolver } from "@deixis/core"
+import { ActiveContext } from "@deixis/core"
+import { ResolveRequest } from "../src/Api.js"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
 import * as fc from "effect/FastCheck"
@@ -22,7 +23,7 @@ const agrees = <A, I>(schema: Schema.Schema<A, I>, fast: RequestDecoder.FastDeco
 }
 
 const cases = [
-  { name: "resolve", schema: ReferenceResolver.ResolveRequest, fast: RequestDecoder.resolveRequest },
+  { name: "resolve", schema: ResolveRequest, fast: RequestDecoder.resolveRequest },
   { name: "list", schema: ActiveContext.ListRequest, fast: RequestDecoder.listRequest }
 ] as const
 
@@ -48,7 +49,7 @@ const mutation = (request: Record<string, unknown>) =>
   fc.oneof(
     // A field set to an odd value (or a new key).
     fc.tuple(
-      fc.oneof(fc.constantFrom(...Object.keys(request), ...idKeys, "max_candidates", "max_results", "allowed_kinds", "normalized_reference_hints", "record_touch", "include_inactive_debug", "request_id", "raw_user_text"), fc.string()),
+      fc.oneof(fc.constantFrom(...Object.keys(request), ...idKeys, "max_candidates", "max_results", "allowed_kinds", "normalized_reference_hints", "record_touch", "include_diagnostics", "include_inactive_debug", "request_id", "raw_user_text"), fc.string()),
       oddValue
     ).map(([key, value]) => ({ ...request, [key]: value })),
     // A field removed.
@@ -100,7 +101,7 @@ describe("the fast request decoder", () => {
       ["chat_id", "x".repeat(128)], ["chat_id", "x".repeat(129)], ["chat_id", "\u{1F600}".repeat(128)], ["chat_id", "\u{1F600}".repeat(129)],
       ["chat_id", 2 ** 53 - 1], ["chat_id", 2 ** 53], ["chat_id", -(2 ** 53 - 1)], ["chat_id", -(2 ** 53)], ["chat_id", -0], ["chat_id", 1e21],
       ["chat_id", "a\u0085"], ["chat_id", "a\u2028"], ["chat_id", "\udc00"], ["chat_id", ""], ["topic_id", null], ["topic_id", ""],
-      ["request_id", 5], ["request_id", "r"], ["record_touch", 1], ["include_inactive_debug", "true"],
+      ["request_id", 5], ["request_id", "r"], ["record_touch", 1], ["include_inactive_debug", "true"], ["include_diagnostics", true], ["include_diagnostics", "true"],
       ["normalized_reference_hints", { target_kind_hint: "image" }], ["normalized_reference_hints", { target_kind_hint: "media.image" }],
       ["normalized_reference_hints", { target_kind_hint: "x.y" }], ["normalized_reference_hints", []], ["normalized_reference_hints", null]
     ]
@@ -116,7 +117,7 @@ describe("the fast request decoder", () => {
       { chat_id: -1001, current_message_id: 13 },
       { chat_id: "-1001", topic_id: null, current_message_id: "13", allowed_kinds: ["poll", "x.ticket"], max_candidates: 5, request_id: "r-1", record_touch: true }
     ]
-    const check = agrees(ReferenceResolver.ResolveRequest as Schema.Schema<unknown, unknown>, RequestDecoder.resolveRequest as RequestDecoder.FastDecoder<unknown>)
+    const check = agrees(ResolveRequest as Schema.Schema<unknown, unknown>, RequestDecoder.resolveRequest as RequestDecoder.FastDecoder<unknown>)
     for (const request of requests) assert.strictEqual(check(request), "fast", JSON.stringify(request))
     const checkList = agrees(ActiveContext.ListRequest as Schema.Schema<unknown, unknown>, RequestDecoder.listRequest as RequestDecoder.FastDecoder<unknown>)
     assert.strictEqual(checkList({ chat_id: -1001, topic_id: 7, current_message_id: 13, max_results: 50, include_inactive_debug: true }), "fast")

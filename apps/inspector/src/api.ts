@@ -41,8 +41,9 @@ export const state = (token: string, chat: string, topic: string) =>
 export const list = (token: string, request: Record<string, unknown>) =>
   call(token, "/v1/tools/list_active_context_objects", request)
 
+// The page draws the scores, so it asks for the diagnostics an answer leaves out by default.
 export const resolve = (token: string, request: Record<string, unknown>) =>
-  call(token, "/v1/tools/resolve_reference_target", request)
+  call(token, "/v1/tools/resolve_reference_target", { ...request, include_diagnostics: true })
 
 export const chats = (token: string) => call(token, "/v1/inspect/chats")
 

@@ -11,6 +11,8 @@ export const reasonWords: Readonly<Record<string, string>> = {
   positional_match: "where the hint points (latest, previous, first…)",
   bot_created: "the bot made it",
   owned_by_sender: "the sender's own",
+  ownership_mismatch: "not whose the request named: penalised",
+  quote_match: "the part the reply quotes",
   sender_owned: "the sender's own",
   open_poll: "a poll still open",
   future_reminder: "a reminder still to come",

@@ -15,7 +15,9 @@
  * - A bounded tool loop over `@deixis/tools` (default 6 rounds): the bot names every tool call
  *   itself (`deixis_<round>_<index>`), so ids are unique across rounds whatever the server
  *   sends; the tools are pinned to the current chat, topic and sender. After the last round
- *   the model is asked once more without tools.
+ *   the model is asked once more without tools. `read_url` reads pages with a `UrlReader` over
+ *   `DEIXIS_FETCH_*` (one provided in context wins: tests inject a loopback-only one), each read
+ *   counted in the bot's Prometheus registry.
  * - While the model works, the bot shows "typing…" (`sendChatAction`, repeated every
  *   {@link typingInterval}: Telegram shows it for about 5 seconds).
  * - The very first model call failing (not timing out) → one plain call without tools. A
@@ -33,7 +35,7 @@ import * as ActiveContext from "@deixis/core/ActiveContext"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as ConversationState from "@deixis/core/ConversationState"
 import type { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
-import { DeixisToolkit, Envelope, ModelActions } from "@deixis/tools"
+import { DeixisToolkit, Envelope, ModelActions, UrlReader } from "@deixis/tools"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -49,6 +51,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Metrics from "./Metrics.js"
 
 /**
  * @since 0.1.0
@@ -71,6 +74,8 @@ export interface LlmConfig {
   readonly context: ContextLoader.ContextLoaderSettings
   /** The prompt's token budget (`DEIXIS_PROMPT_*`). */
   readonly prompt: PromptAssembler.PromptBudget
+  /** `read_url`'s bounds (`DEIXIS_FETCH_*`). */
+  readonly fetch: UrlReader.Settings
 }
 
 /**
@@ -90,7 +95,8 @@ export const defaults = {
  * `LLM_BASE_URL` (LLM mode is off when unset), `LLM_MODEL` (required with it), `LLM_API_KEY`
  * (optional, redacted), `LLM_MAX_ROUNDS` (6), `LLM_TIMEOUT` (60 seconds), `LLM_ALIASES`
  * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`
- * the loader's `DEIXIS_CONTEXT_*` and the prompt budget's `DEIXIS_PROMPT_*` keys.
+ * the loader's `DEIXIS_CONTEXT_*`, the prompt budget's `DEIXIS_PROMPT_*` and `read_url`'s
+ * `DEIXIS_FETCH_*` keys.
  *
  * @since 0.1.0
  * @category config
@@ -112,7 +118,8 @@ export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
   instructions: Config.string("LLM_INSTRUCTIONS").pipe(Config.withDefault(defaults.instructions)),
   budgets: DeixisToolkit.config,
   context: ContextLoader.config,
-  prompt: PromptAssembler.config
+  prompt: PromptAssembler.config,
+  fetch: UrlReader.config
 }).pipe(Config.mapOrFail(({ baseUrl, model, ...rest }) =>
   Option.isNone(baseUrl)
     ? Either.right(Option.none())
@@ -351,6 +358,12 @@ export const pinArguments = (name: string, args: Record<string, unknown>, scope:
       pinned["current_message_id"] = scope.message_id
       pinned["actor_user_id"] = scope.sender_user_id
       break
+    case "read_url":
+      // The page read is this turn's: its link is looked for on the message replied to, then this one.
+      pinned["current_message_id"] = scope.message_id
+      pinned["reply_to_message_id"] = scope.reply_to_message_id
+      pinned["actor_user_id"] = scope.sender_user_id
+      break
   }
   return pinned
 }
@@ -388,8 +401,12 @@ export const make = (settings: LlmConfig) =>
     const activeContext = yield* ActiveContext.ActiveContext
     const ingest = yield* ContextIngest
     const loader = ContextLoader.make(history, settings.context)
+    const reader = Option.getOrElse(
+      yield* Effect.serviceOption(UrlReader.UrlReader),
+      () => UrlReader.make(settings.fetch, { onRead: Metrics.recordRead })
+    )
     const toolkit = yield* DeixisToolkit.toolkit.pipe(
-      Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets }).pipe(
+      Effect.provide(DeixisToolkit.layer({ budgets: settings.budgets, reader }).pipe(
         Layer.provide(Layer.succeed(ContextLoader.ContextLoader, loader))
       ))
     )

@@ -164,3 +164,35 @@ export const render: Effect.Effect<{ readonly contentType: string; readonly body
   contentType: registry.contentType,
   body: await registry.metrics()
 }))
+
+/**
+ * @since 0.3.0
+ * @category metrics
+ */
+export const urlReads = new Prometheus.Counter({
+  name: "deixis_bot_url_reads_total",
+  help: "Pages read by the LLM's read_url tool, by outcome (ok, or why not: forbidden_address, timeout, …)",
+  labelNames: ["outcome"] as const,
+  registers: [registry]
+})
+
+/**
+ * @since 0.3.0
+ * @category metrics
+ */
+export const urlReadBytes = new Prometheus.Counter({
+  name: "deixis_bot_url_read_bytes_total",
+  help: "Body bytes read by the LLM's read_url tool",
+  registers: [registry]
+})
+
+/**
+ * Counts one read of `read_url` (the reader's `onRead`).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const recordRead = (record: { readonly outcome: string; readonly bytes: number }): void => {
+  urlReads.inc({ outcome: record.outcome })
+  urlReadBytes.inc(record.bytes)
+}

@@ -106,6 +106,7 @@ const resolveWhy: Partial<Record<string, string>> = {
   currently_active: "we were just working with it",
   kind_match: "it is the kind you asked for",
   positional_match: "it is the one you pointed at",
+  quote_match: "you quoted it",
   bot_created: "I posted it",
   owned_by_sender: "it is yours",
   open_poll: "the poll is still open",

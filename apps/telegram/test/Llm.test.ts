@@ -1,8 +1,12 @@
+import * as ActiveContext from "@deixis/core/ActiveContext"
 import * as ConversationState from "@deixis/core/ConversationState"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
-import { DeixisToolkit, type Envelope } from "@deixis/tools"
-import { assert, describe, it } from "@effect/vitest"
+import { DeixisToolkit, type Envelope, UrlReader } from "@deixis/tools"
+import * as UrlReaderTesting from "@deixis/tools/UrlReaderTesting"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterEach, assert, describe, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -11,7 +15,12 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Exit from "effect/Exit"
 import * as TestClock from "effect/TestClock"
-import { StoreConfig } from "@deixis/store-sql"
+import { SqlStore, StoreConfig } from "@deixis/store-sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Layer from "effect/Layer"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
@@ -61,6 +70,7 @@ const llmConfig = (baseUrl: string, overrides: Partial<Llm.LlmConfig> = {}): Llm
   budgets: DeixisToolkit.defaultBudgets,
   context: { recency_window: 10, reply_context_window: 3, gap_threshold_minutes: 15, reply_chain: true, chain_max_messages: 8, chain_side_replies_per_message: 3, chain_side_replies_total: 12 },
   prompt: PromptAssembler.defaults,
+  fetch: UrlReader.defaults,
   ...overrides
 })
 
@@ -386,3 +396,126 @@ describe("apps/telegram: LLM mode", () => {
       assert.strictEqual(api.callsOf("sendMessage").length, 0)
     }).pipe(Effect.scoped), 20_000)
 })
+
+const sqliteStores = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-llm-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => SqlStore.layerSqlite({ filename: path.join(dir, "deixis.db"), sweep_interval: 0 })
+))
+const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgStores = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => `deixis_bot_llm_${Date.now().toString(36)}_${process.pid}`),
+    (schema) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl, max_connections: 1 })),
+        Effect.orDie
+      )
+  ),
+  (schema) => SqlStore.layerPg({ url: pgUrl, schema, max_connections: 4, sweep_interval: 0 })
+))
+const storeChoices: ReadonlyArray<readonly [string, Layer.Layer<StoreConfig.Stores, unknown>]> = [
+  ["memory", StoreConfig.layerMemory],
+  ["sqlite", sqliteStores],
+  ["postgres", pgStores]
+]
+
+// The four situations of issue 27 through the bot's own LLM loop, on every store: the model asks
+// the tools, which are pinned to the current message; the answers come from the bot's real store.
+for (const [storeName, stores] of storeChoices) describe(`apps/telegram: LLM mode resolves what the user pointed at, ${storeName}`, () => {
+  const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+    Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(stores)))
+
+  let guard = UrlReaderTesting.loopbackOnly()
+  afterEach(() => {
+    // Whatever the model asked to read, no socket went beyond loopback.
+    assert.deepStrictEqual(guard.violations, [])
+    guard = UrlReaderTesting.loopbackOnly()
+  })
+
+  const at = Math.floor(now / 1000)
+  const inTopic = (id: number, from: typeof F.alice | typeof F.bob, fields: Record<string, unknown>) => ({
+    message_id: id, from, chat: F.forum, date: at + (id % 1000), message_thread_id: 7, is_topic_message: true, ...fields
+  })
+  const twoLinks = inTopic(40_000, F.bob, {
+    text: "Compare https://example.com/plan-a and https://example.com/plan-b",
+    entities: [{ offset: 8, length: 26, type: "url" }, { offset: 39, length: 26, type: "url" }]
+  })
+  const resolvedBy = (request: FakeLlm.Request) =>
+    (JSON.parse(String(toolMessages(request)[0]!["content"])) as { data: { status: string; best_match: { object_id: string } | null } }).data
+  const resolveFirst = (answer: string, args: Record<string, unknown> = {}) => (_: FakeLlm.Request, i: number) =>
+    i === 0 ? FakeLlm.toolCalls(["resolve_reference_target", args]) : FakeLlm.answer(answer)
+
+  it.scoped("a reply quoting one of two links: \"open this\" resolves to the quoted link", () =>
+    Effect.gen(function*() {
+      const { feed, llm } = yield* setup(resolveFirst("That is plan B."))
+      yield* feed({ update_id: 40_000, message: twoLinks })
+      yield* feed(message("open this", {
+        mention: true,
+        id: 40_001,
+        extra: { reply_to_message: twoLinks, quote: { text: "https://example.com/plan-b", position: 39, is_manual: true } }
+      }))
+      const data = resolvedBy(llm.requests()[1]!)
+      assert.deepStrictEqual([data.status, data.best_match?.object_id], ["resolved", `${chat}/40000/link/1`])
+    }).pipe(withMemory))
+
+  it.scoped("\"my last photo\" is the sender's own last photo, though someone posted one since", () =>
+    Effect.gen(function*() {
+      const { feed, llm } = yield* setup(resolveFirst("Your photo.", {
+        normalized_reference_hints: { ownership_hint: "mine", ordinal_hint: "last", target_kind_hint: "image" }
+      }))
+      const photo = (id: number, from: typeof F.alice | typeof F.bob) =>
+        ({ update_id: id, message: inTopic(id, from, { photo: [{ file_id: `photo-${id}`, file_unique_id: `u${id}`, width: 640, height: 480 }] }) })
+      yield* feed(photo(41_000, F.alice))
+      yield* feed(photo(41_001, F.bob))
+      yield* feed(message("describe my last photo", { mention: true, id: 41_002 }))
+      const data = resolvedBy(llm.requests()[1]!)
+      assert.deepStrictEqual([data.status, data.best_match?.object_id], ["resolved", `${chat}/41000/media.image`])
+    }).pipe(withMemory))
+
+  it.scoped("a reply to a pin notice means the pinned message", () =>
+    Effect.gen(function*() {
+      const { feed, llm } = yield* setup(resolveFirst("The release checklist."))
+      const pinned = inTopic(42_000, F.bob, { text: "Checklist: https://example.com/checklist", entities: [{ offset: 11, length: 29, type: "url" }] })
+      yield* feed({ update_id: 42_001, message: inTopic(42_001, F.bob, { pinned_message: pinned }) })
+      yield* feed(message("what is this?", { mention: true, id: 42_002, extra: { reply_to_message: inTopic(42_001, F.bob, { pinned_message: pinned }) } }))
+      const data = resolvedBy(llm.requests()[1]!)
+      assert.deepStrictEqual([data.status, data.best_match?.object_id], ["resolved", `${chat}/42000/link`])
+    }).pipe(withMemory))
+
+  it.scoped("read_url reads the replied message's link and activates it, its title the label; a private address is refused", () =>
+    Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(
+        Effect.async<http.Server>((resume) => {
+          const s = http.createServer((_, res) =>
+            res.writeHead(200, { "content-type": "text/html" }).end("<title>Plan B</title><main><p>Ship on Friday.</p></main>"))
+          s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
+        }),
+        (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
+      )
+      const url = `http://plans.example:${(server.address() as AddressInfo).port}/b`
+      const dns = UrlReaderTesting.tableResolver({ "plans.example": ["127.0.0.1"], "intranet.example": ["10.0.0.7"] })
+      const reader = UrlReader.make({ allow_hosts: ["plans.example"] }, { resolver: dns.resolver, connector: guard.connector })
+      const withLink = inTopic(43_000, F.bob, { text: `Plan: ${url}`, entities: [{ offset: 6, length: url.length, type: "url" }] })
+      const { feed, llm } = yield* setup((_, i) =>
+        i === 0
+          ? FakeLlm.toolCalls(["read_url", { url }, "a"], ["read_url", { url: "http://intranet.example/" }, "b"])
+          : FakeLlm.answer("It says: ship on Friday.")
+      ).pipe(Effect.provideService(UrlReader.UrlReader, reader))
+      yield* feed({ update_id: 43_000, message: withLink })
+      yield* feed(message("what does this link say?", { mention: true, id: 43_001, extra: { reply_to_message: withLink } }))
+      const [read, refused] = toolMessages(llm.requests()[1]!).map((m) => JSON.parse(String(m["content"])) as Envelope.Envelope)
+      assert.strictEqual(read!.status, "ok", JSON.stringify(read))
+      const data = read!.data as DeixisToolkit.ReadUrlResult
+      assert.deepStrictEqual([data.page.title, data.page.text, data.activated.object_id], ["Plan B", "Ship on Friday.", `${chat}/43000/link`])
+      assert.deepStrictEqual([refused!.status, refused!.error?.code, (refused!.data as { reason: string }).reason], ["error", "ReadUrlError", "forbidden_address"])
+      const listed = yield* Effect.flatMap(ActiveContext.ActiveContext, (a) =>
+        a.list({ chat_id: chat, topic_id: "7", current_message_id: "43002", reply_to_message_id: null, sender_user_id: null, max_results: 5, include_inactive_debug: false }))
+      assert.deepStrictEqual(listed.objects.map((o) => [o.object_id, o.title_or_label, o.why_active.includes("activated_by_url_fetch")]), [
+        [`${chat}/43000/link`, "Plan B", true]
+      ])
+    }).pipe(withMemory))
+})
+

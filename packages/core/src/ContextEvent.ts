@@ -16,6 +16,7 @@ import { lengthCheckedFirst as internalLengthCheckedFirst } from "./internal/len
 import * as Ids from "./Ids.js"
 import { ChatId, MessageId, ObjectId, OptionalTopicId, PollId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { MediaKind, ObjectKind } from "./ObjectKind.js"
+import { Quote, TextSpan } from "./Quote.js"
 
 /**
  * @since 0.1.0
@@ -50,19 +51,22 @@ export const Ref = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048
 
 /**
  * A link a message carries (a url or text_link entity). Only mentioned: it becomes a known
- * object, not an active one.
+ * object, not an active one. `span`: where the entity is in the message's text (a quote
+ * overlapping it selects the link).
  *
  * @since 0.1.0
  * @category schemas
  */
 export const LinkRef = Schema.Struct({
   url: Ref,
-  title: Schema.optional(Label)
+  title: Schema.optional(Label),
+  span: Schema.optional(TextSpan)
 }).annotations({ identifier: "LinkRef" })
 
 /**
  * An attachment a message carries. Known, not active, until inspected, described or
- * transcribed.
+ * transcribed. `span`: its caption's place in the message (a quote overlapping it selects the
+ * item).
  *
  * @since 0.1.0
  * @category schemas
@@ -70,7 +74,8 @@ export const LinkRef = Schema.Struct({
 export const MediaRef = Schema.Struct({
   kind: MediaKind,
   file_id: Schema.optional(Ref),
-  label: Schema.optional(Label)
+  label: Schema.optional(Label),
+  span: Schema.optional(TextSpan)
 }).annotations({ identifier: "MediaRef" })
 
 /**
@@ -101,6 +106,9 @@ export const AlbumId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(
  *   `album_id`, so a request ambiguous only between one album's members resolves to the album.
  * - `is_forum`: whether the chat is a forum, remembered per chat when given (Telegram's
  *   `chat.is_forum`); absent leaves what is known unchanged.
+ * - `quote`: the part of the replied message this reply quotes (Telegram's `quote`); the
+ *   replied message's links and media it selects (`Quote.selects`) remember this message in
+ *   their `quoted_in`, so a resolution for this message prefers them.
  *
  * @since 0.1.0
  * @category schemas
@@ -119,7 +127,8 @@ export const MessageObserved = Schema.Struct({
   media: Schema.optionalWith(lengthCheckedFirst(Schema.Array(MediaRef).pipe(Schema.maxItems(50))), { default: () => [] }),
   poll: Schema.optional(PollRef),
   media_group_id: Schema.optional(AlbumId),
-  is_forum: Schema.optional(Schema.Boolean)
+  is_forum: Schema.optional(Schema.Boolean),
+  quote: Schema.optional(Quote)
 }).annotations({ identifier: "MessageObserved" })
 
 /**

@@ -36,11 +36,17 @@ export const unregisteredKind = (kinds: Registry, events: ReadonlyArray<ContextE
  * @category models
  */
 export interface ContextIngestShape {
-  /** Applies decoded events, in order. */
-  readonly apply: (events: ReadonlyArray<ContextEvent>) => Effect.Effect<ApplyResult, StoreError>
+  /**
+   * Applies events, in order: the one way into the store, which every entrance takes (`ingest`,
+   * the HTTP routes, the Telegram recorder, an agent's recorded actions). A batch naming a kind
+   * the `KindRegistry` does not know ({@link unregisteredKind}) is refused whole, nothing
+   * changed. The events are typed, so their Schema is not decoded again: untrusted input is
+   * decoded first, by `ingest` or by the entrance with the same `ContextEventBatch` Schema.
+   */
+  readonly apply: (events: ReadonlyArray<ContextEvent>) => Effect.Effect<ApplyResult, InvalidEvent | StoreError>
   /**
    * Decodes untrusted input (one event or an array) and applies it; a malformed batch, or one
-   * naming an unregistered kind, changes nothing.
+   * `apply` refuses, changes nothing.
    */
   readonly ingest: (input: unknown) => Effect.Effect<ApplyResult, InvalidEvent | StoreError>
 }
@@ -51,6 +57,12 @@ export interface ContextIngestShape {
  */
 export class ContextIngest extends Context.Tag("@deixis/core/ContextIngest")<ContextIngest, ContextIngestShape>() {}
 
+const rejected = (error: InvalidEvent) =>
+  Effect.logInfo("events rejected").pipe(
+    Effect.annotateLogs({ path: error.path }),
+    Effect.zipRight(Effect.fail(error))
+  )
+
 /**
  * @since 0.1.0
  * @category constructors
@@ -59,7 +71,7 @@ export const make: Effect.Effect<ContextIngestShape, never, ContextStore | TtlPo
   const store = yield* ContextStore
   const ttl = yield* TtlPolicy
   const kinds = yield* KindRegistry
-  const apply = (events: ReadonlyArray<ContextEvent>) =>
+  const write = (events: ReadonlyArray<ContextEvent>) =>
     Clock.currentTimeMillis.pipe(
       Effect.flatMap((now) => store.apply(events, { now, ttl, kinds })),
       Effect.tap((result) =>
@@ -68,18 +80,11 @@ export const make: Effect.Effect<ContextIngestShape, never, ContextStore | TtlPo
         )
       )
     )
-  const ingest = (input: unknown) =>
-    Either.match(Either.flatMap(decodeEvents(input), (events) => {
-      const unknown = unregisteredKind(kinds, events)
-      return unknown === undefined ? Either.right(events) : Either.left(unknown)
-    }), {
-      onLeft: (error) =>
-        Effect.logInfo("events rejected").pipe(
-          Effect.annotateLogs({ path: error.path }),
-          Effect.zipRight(Effect.fail(error))
-        ),
-      onRight: apply
-    })
+  const apply = (events: ReadonlyArray<ContextEvent>): Effect.Effect<ApplyResult, InvalidEvent | StoreError> => {
+    const refused = unregisteredKind(kinds, events)
+    return refused === undefined ? write(events) : rejected(refused)
+  }
+  const ingest = (input: unknown) => Either.match(decodeEvents(input), { onLeft: rejected, onRight: apply })
   return { apply, ingest }
 })
 

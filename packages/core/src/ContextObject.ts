@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { ChatId, MessageId, ObjectId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import type { PoolTier } from "./ContextStore.js"
+import { TextSpan } from "./Quote.js"
 
 /**
  * The explicit activation events. Nothing else makes an object active: being mentioned,
@@ -162,7 +163,11 @@ export const ContextObject = Schema.Struct({
   poll: Schema.optional(PollState),
   reminder: Schema.optional(ReminderState),
   /** The album (Telegram's `media_group_id`) a media object belongs to. */
-  album_id: Schema.optional(Schema.String)
+  album_id: Schema.optional(Schema.String),
+  /** Where the object is in its message's text or caption (a link's entity, a captioned item's caption). */
+  span: Schema.optional(TextSpan),
+  /** The newest messages (at most `Quote.maxQuotedIn`) replying with a quote that selects this object. */
+  quoted_in: Schema.optional(Schema.Array(MessageId))
 }).annotations({ identifier: "ContextObject" })
 
 /**

@@ -579,6 +579,24 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(objects.map((o) => [o.object_id, o.album_id]), [[`${chat}/1/media.image`, "alb"], [`${chat}/2/media.video`, "alb"]])
         }))
 
+      it.effect("a part's span is kept, and a quoted reply is remembered on the part it selects, also in a later batch", () =>
+        Effect.gen(function*() {
+          const chat = freshChat()
+          yield* apply([{
+            type: "message_observed", chat_id: chat, message_id: 1,
+            links: [{ url: "https://a.example", span: { offset: 0, length: 17 } }, { url: "https://b.example", span: { offset: 22, length: 17 } }]
+          }])
+          // The reply in a batch of its own: the store loads the replied message's objects to mark them.
+          yield* apply([{ type: "message_observed", chat_id: chat, message_id: 2, reply_to_message_id: 1, quote: { text: "https://b.example", position: 22 } }])
+          const { objects } = yield* snapshot(chat)
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.span, o.quoted_in]), [
+            [`${chat}/1/link`, { offset: 0, length: 17 }, undefined],
+            [`${chat}/1/link/1`, { offset: 22, length: 17 }, ["2"]]
+          ])
+          const { entries } = yield* pool(query(chat, { current_message_id: "2", reply_to_message_id: "1" }))
+          assert.deepStrictEqual(entries.find((e) => e.object.object_id === `${chat}/1/link/1`)?.object.quoted_in, ["2"])
+        }))
+
       it.effect("a chat migrates once: messages re-keyed before the new chat's own, objects, poll ids and event ids moved", () =>
         Effect.gen(function*() {
           const from = freshChat()

@@ -9,14 +9,16 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { ObjectDescriptor, toDescriptor } from "./ContextObject.js"
-import { ContextStore, type PoolTier, type StoreError } from "./ContextStore.js"
+import { type CandidatePool, ContextStore, type PoolEntry, type PoolTier, type StoreError } from "./ContextStore.js"
 import type { ObjectActivated } from "./ContextEvent.js"
 import { ChatId, compareMessageIds, MessageId, ObjectId, OptionalTopicId, RequestId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ResolveReason, resolveReasons } from "./ReasonCodes.js"
 import * as Scoring from "./Scoring.js"
+import * as Quote from "./Quote.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
 import { InvalidRequest } from "./Errors.js"
@@ -48,6 +50,13 @@ export const ResolveRequest = Schema.Struct({
   normalized_reference_hints: Schema.optionalWith(Scoring.ReferenceHints, { default: () => ({}) }),
   allowed_kinds: Schema.optional(lengthCheckedFirst(Schema.Array(ObjectKind).pipe(Schema.minItems(1), Schema.maxItems(12)))),
   max_candidates: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 10)), { default: () => 3 }),
+  quote_text: Schema.optional(Quote.QuoteText).annotations({
+    description:
+      "The part of the replied message the user quoted (Telegram records it from the update itself): the reply target's links and media it overlaps are preferred; a quote that overlaps none changes nothing"
+  }),
+  quote_position: Schema.optional(Quote.QuotePosition).annotations({
+    description: "Where quote_text starts in the replied message's text or caption, in UTF-16 code units, when known"
+  }),
   request_id: Schema.optional(RequestId),
   record_touch: Schema.optionalWith(Schema.Boolean, { default: () => false }).annotations({
     description:
@@ -324,6 +333,31 @@ export const touchEvents = (request: ResolveRequest, result: ResolveResult): Rea
 }
 
 /**
+ * The objects of the reply target that the current message's quote selects: the request's own
+ * `quote_text` (with `quote_position` when given) over the reply target's parts, or else the
+ * quote recorded with the message (the parts remember it in `quoted_in`). Undefined when there
+ * is no quote or no reply target.
+ *
+ * @since 0.3.0
+ * @category resolving
+ */
+export const quotedParts = (request: ResolveRequest, entries: ReadonlyArray<PoolEntry>): ReadonlyArray<string> | undefined => {
+  if (request.reply_to_message_id === null) return undefined
+  if (request.quote_text !== undefined) {
+    const parts: Array<Quote.Part> = []
+    for (const e of entries) if (e.tier === "reply_target") parts.push(Quote.partOf(e.object))
+    return parts.length === 0
+      ? undefined
+      : Quote.selects(parts, { text: request.quote_text, ...(request.quote_position === undefined ? {} : { position: request.quote_position }) })
+  }
+  let out: Array<string> | undefined
+  for (const e of entries) {
+    if (e.tier === "reply_target" && e.object.quoted_in?.includes(request.current_message_id) === true) (out ??= []).push(e.object.object_id)
+  }
+  return out
+}
+
+/**
  * The resolver over the ContextStore, the scorer and the TTL policy.
  *
  * @since 0.1.0
@@ -336,33 +370,50 @@ export const make: Effect.Effect<ReferenceResolverShape, never, ContextStore | S
     const ttl = yield* TtlPolicy
     const kinds = yield* KindRegistry
     let sequence = 0
+    const poolFor = (request: ResolveRequest, now: number) => {
+      const hints = request.normalized_reference_hints
+      return store.pool({
+        chat_id: request.chat_id,
+        topic_id: request.topic_id,
+        current_message_id: request.current_message_id,
+        reply_to_message_id: request.reply_to_message_id,
+        sender_user_id: request.sender_user_id,
+        kinds: request.allowed_kinds,
+        prefer_kinds: scoring.hintedKinds(hints),
+        include_owned: hints.ownership_hint === "mine",
+        active_only: false,
+        now,
+        limits: scoring.settings.pool
+      })
+    }
+    // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only. A reply
+    // target deixis never recorded (a pin notice, as Telegram names it) stands aside for the one
+    // the current message was recorded replying to (the pinned message): one more read, only then.
+    const poolOf = (request: ResolveRequest, now: number): Effect.Effect<readonly [ResolveRequest, CandidatePool], StoreError> =>
+      Effect.flatMap(poolFor(request, now), (pool) =>
+        request.reply_to_message_id === null || pool.chain.length > 0
+          ? Effect.succeed([request, pool] as const)
+          : Effect.flatMap(store.message(request.chat_id, request.current_message_id), (current) => {
+            const recorded = Option.getOrNull(Option.flatMapNullable(current, (m) => m.reply_to_message_id))
+            if (recorded === null || recorded === request.reply_to_message_id) return Effect.succeed([request, pool] as const)
+            const replying = { ...request, reply_to_message_id: recorded }
+            return Effect.map(poolFor(replying, now), (again) => [replying, again] as const)
+          }))
     // Flat combinators rather than a generator: this runs on every message, with a budget in µs.
     const resolve = (request: ResolveRequest): Effect.Effect<ResolveResult, StoreError | InvalidRequest> => {
       const unknown = unknownInRequest(kinds, request.allowed_kinds, request.normalized_reference_hints.target_kind_hint)
       return unknown !== undefined ? Effect.fail(new InvalidRequest(unknown)) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hints = request.normalized_reference_hints
-        // Steps 1 and 2: the bounded candidate pool of the current scope, allowed kinds only.
-        return store.pool({
-          chat_id: request.chat_id,
-          topic_id: request.topic_id,
-          current_message_id: request.current_message_id,
-          reply_to_message_id: request.reply_to_message_id,
-          sender_user_id: request.sender_user_id,
-          kinds: request.allowed_kinds,
-          prefer_kinds: scoring.hintedKinds(hints),
-          include_owned: hints.ownership_hint === "mine",
-          active_only: false,
-          now,
-          limits: scoring.settings.pool
-        }).pipe(Effect.flatMap((pool) => {
+        return poolOf(request, now).pipe(Effect.flatMap(([replying, pool]) => {
           // In a forum, a request without a topic is in the General topic.
-          const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
+          const scoped = pool.topic_id === replying.topic_id ? replying : { ...replying, topic_id: pool.topic_id }
           // Steps 3 and 4: deterministic weighted features, best first.
           const scored = scoring.scoreAll(pool.entries, {
             now,
             topic_id: scoped.topic_id,
             sender_user_id: request.sender_user_id,
-            hints
+            hints,
+            quoted: quotedParts(scoped, pool.entries)
           })
           // Steps 5 to 8: thresholds.
           const result = decide(scoring, scoped, scored, pool.fallback, pool.chain.length)

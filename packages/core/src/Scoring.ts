@@ -38,7 +38,10 @@ export const ReferenceHints = Schema.Struct({
   ),
   ordinal_hint: Schema.optional(Schema.Literal("first", "second", "last")),
   target_kind_hint: Schema.optional(TargetKindHint),
-  ownership_hint: Schema.optional(Schema.Literal("mine", "bot_created", "any")),
+  ownership_hint: Schema.optional(Schema.Literal("mine", "others", "bot_created", "any")).annotations({
+    description:
+      "Whose object is meant: mine (the sender's own), others (anyone's but the sender's), bot_created, any. With mine, others or bot_created, ordinal and positional hints count among those objects only"
+  }),
   recency_hint: Schema.optional(Schema.Literal("latest", "recent", "currently_active"))
 }).annotations({ identifier: "NormalizedReferenceHints" })
 
@@ -62,8 +65,10 @@ export const features = [
   "kind_match",
   "kind_mismatch",
   "position_match",
+  "quote_match",
   "bot_created",
   "owned_by_sender",
+  "ownership_mismatch",
   "open_poll",
   "future_reminder",
   "touched_in_interaction",
@@ -123,8 +128,10 @@ export const config: Config.Config<ScoringSettings> = Config.all({
     kind_match: weight("KIND_MATCH", 35),
     kind_mismatch: weight("KIND_MISMATCH", -60),
     position_match: weight("POSITION_MATCH", 20),
+    quote_match: weight("QUOTE_MATCH", 40),
     bot_created: weight("BOT_CREATED", 25),
     owned_by_sender: weight("OWNED_BY_SENDER", 25),
+    ownership_mismatch: weight("OWNERSHIP_MISMATCH", -40),
     open_poll: weight("OPEN_POLL", 20),
     future_reminder: weight("FUTURE_REMINDER", 20),
     touched_in_interaction: weight("TOUCHED_IN_INTERACTION", 15),
@@ -202,6 +209,8 @@ export interface ScoreRequest {
   readonly sender_user_id: string | null
   readonly hints: ReferenceHints
   readonly kinds?: ReadonlyArray<ObjectKind> | undefined
+  /** The objects of the reply target the current message's quote selects (`Quote.selects`). */
+  readonly quoted?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -285,10 +294,32 @@ const byAge = (a: ContextObject, b: ContextObject) =>
   (a.object_id < b.object_id ? -1 : a.object_id > b.object_id ? 1 : 0)
 
 /**
+ * Whether an object is whose the ownership hint names: the sender's own (`mine`), anyone's but
+ * the sender's (`others`), the bot's (`bot_created`); every object without a hint or with `any`.
+ * Without a known sender, `mine` names nothing and `others` everything.
+ *
+ * @since 0.3.0
+ * @category scoring
+ */
+export const ownedAsHinted = (object: ContextObject, hints: ReferenceHints, senderUserId: string | null): boolean => {
+  switch (hints.ownership_hint) {
+    case "mine":
+      return senderUserId !== null && object.created_by_user_id === senderUserId
+    case "others":
+      return senderUserId === null || object.created_by_user_id !== senderUserId
+    case "bot_created":
+      return object.created_by_bot
+    default:
+      return true
+  }
+}
+
+/**
  * The object a positional or ordinal hint points at within the pool: `first`/`second` count
  * from the oldest, `last`/`latest`/`above` is the newest, `previous` the one before it,
  * `current_topic_recent` the newest of the request's topic. Counted among the candidates of
- * `kinds` when there are any.
+ * `kinds` when there are any, and among those whose the ownership hint names
+ * ({@link ownedAsHinted}): "my last photo" is the sender's own last photo.
  *
  * @since 0.1.0
  * @category scoring
@@ -297,7 +328,8 @@ export const positionalTarget = (
   entries: ReadonlyArray<PoolEntry>,
   hints: ReferenceHints,
   kinds: ReadonlyArray<ObjectKind>,
-  topicId: string | null
+  topicId: string | null,
+  senderUserId: string | null = null
 ): string | undefined => {
   const positional = hints.positional_hint
   const pick = hints.ordinal_hint ??
@@ -310,7 +342,10 @@ export const positionalTarget = (
   const inTopic = hints.ordinal_hint === undefined && positional === "current_topic_recent"
   const ordered = entries
     .map((e) => e.object)
-    .filter((o) => (kinds.length === 0 || kinds.includes(o.kind)) && (!inTopic || o.topic_id === topicId))
+    .filter((o) =>
+      (kinds.length === 0 || kinds.includes(o.kind)) && (!inTopic || o.topic_id === topicId) &&
+      ownedAsHinted(o, hints, senderUserId)
+    )
     .sort(byAge)
   const index = pick === "first" ? 0 : pick === "second" ? 1 : pick === "last" ? ordered.length - 1 : ordered.length - 2
   return ordered[index]?.object_id
@@ -360,7 +395,7 @@ export const make = (
     const hints = request.hints
     const now = request.now
     // A plain array: typed-array allocation costs more than the scoring itself.
-    const v: Array<number> = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    const v: Array<number> = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 
     if (entry.tier === "reply_target") v[F.reply_target] = w.reply_target
     else if (entry.tier === "reply_chain") v[F.reply_chain] = w.reply_chain
@@ -377,14 +412,27 @@ export const make = (
     ) {
       v[F.position_match] = w.position_match
     }
+    if (request.quoted !== undefined && entry.tier === "reply_target" && request.quoted.includes(o.object_id)) {
+      v[F.quote_match] = w.quote_match
+    }
     if (hints.ownership_hint === "bot_created" && o.created_by_bot) v[F.bot_created] = w.bot_created
     if (request.sender_user_id !== null && o.created_by_user_id === request.sender_user_id) {
       // Without an ownership hint, only objects count as owned: the sender's own chatter does
-      // not; `any` says ownership does not matter at all.
+      // not; `any` says ownership does not matter at all, `others` that the sender's are not meant.
       if (hints.ownership_hint === "mine") v[F.owned_by_sender] = w.owned_by_sender
-      else if (hints.ownership_hint !== "any" && o.kind !== "message" && o.kind !== "bot_message") {
+      else if (
+        hints.ownership_hint !== "any" && hints.ownership_hint !== "others" && o.kind !== "message" && o.kind !== "bot_message"
+      ) {
         v[F.owned_by_sender] = settings.owned_ambient
       }
+    }
+    // An ownership hint says whose object is meant, as a kind hint says which kind: an object of
+    // someone else is still a candidate (a reply target stays one), but far behind.
+    if (
+      (hints.ownership_hint === "mine" || hints.ownership_hint === "others" || hints.ownership_hint === "bot_created") &&
+      !ownedAsHinted(o, hints, request.sender_user_id)
+    ) {
+      v[F.ownership_mismatch] = w.ownership_mismatch
     }
     if (o.poll?.state === "open") v[F.open_poll] = w.open_poll
     if (o.reminder?.status === "scheduled" && o.reminder.due_at > now) v[F.future_reminder] = w.future_reminder
@@ -427,7 +475,7 @@ export const make = (
     hintedKinds,
     scoreAll: (entries, request) => {
       const kinds = request.kinds ?? hintedKinds(request.hints)
-      const positional = positionalTarget(entries, request.hints, kinds, request.topic_id)
+      const positional = positionalTarget(entries, request.hints, kinds, request.topic_id, request.sender_user_id)
       const boost = recencyFactor(request.hints)
       return entries.map((entry) => score(entry, request, kinds, positional, boost)).sort(compareScored)
     },

@@ -4,6 +4,7 @@
 export * as Ids from "./Ids.js"
 export * as Json from "./Json.js"
 export * as ObjectKind from "./ObjectKind.js"
+export * as Quote from "./Quote.js"
 export * as ContextObject from "./ContextObject.js"
 export * as ContextEvent from "./ContextEvent.js"
 export * as BotEvents from "./BotEvents.js"

@@ -3,6 +3,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import * as ContextEvent from "../src/ContextEvent.js"
+import * as ContextIngest from "../src/ContextIngest.js"
 import * as ContextStore from "../src/ContextStore.js"
 import * as Deixis from "../src/Deixis.js"
 import * as KindRegistry from "../src/KindRegistry.js"
@@ -154,6 +156,21 @@ describe("KindRegistry: a team's own kind", () => {
       assert.strictEqual((error as { readonly path: string }).path, "[3].kind")
       const listed = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 3 })
       assert.deepStrictEqual(listed.objects, [])
+    })))
+
+  it.effect("apply, the typed way in, refuses an unregistered kind as ingest does: the same error, nothing changed", () =>
+    withCore(Effect.gen(function*() {
+      const core = yield* ContextIngest.ContextIngest
+      const decoded = ContextEvent.decodeEvents(ticketEvents)
+      assert.isTrue(Either.isRight(decoded))
+      const typed = Either.getOrThrow(decoded)
+      const viaApply = yield* Effect.flip(core.apply(typed))
+      const viaIngest = yield* Effect.flip(core.ingest(ticketEvents))
+      assert.deepStrictEqual(viaApply, viaIngest)
+      assert.deepInclude(viaApply, { _tag: "InvalidEvent", path: "[3].kind", message: "kind \"x.ticket\" is not registered in the KindRegistry" })
+      const listed = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 3 })
+      assert.deepStrictEqual(listed.objects, [])
+      assert.deepInclude(yield* Effect.flatMap(ContextStore.ContextStore, (store) => store.stats), { chats: 0, messages: 0 })
     })))
 
   it.effect("the tools answer a kind or kind hint nobody registered with InvalidRequest naming the field", () =>

@@ -182,6 +182,10 @@ const photoSizes = (id: string) => [
 // -----------------------------------------------------------------------------
 
 const P = chats.private
+const pinnedPrivate = msg(P, 18, alice, {
+  text: "Boarding pass: https://example.com/flights/LH123",
+  entities: [{ offset: 15, length: 33, type: "url" }]
+})
 const privateChat: ReadonlyArray<Fixture> = [
   {
     name: "private chat: a text message addresses the bot",
@@ -208,7 +212,7 @@ const privateChat: ReadonlyArray<Fixture> = [
     name: "private chat: a photo with a caption is an image known by its largest size",
     update: { update_id: 3, message: msg(P, 12, alice, { photo: photoSizes("AgACAgIAAxkBAAIBc2"), caption: "my cat" }) },
     expected: {
-      events: [event({ chat: P, id: 12, sender: "1001", extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBc2", label: "my cat" }] } })],
+      events: [event({ chat: P, id: 12, sender: "1001", extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBc2", label: "my cat", span: { offset: 0, length: 6 } }] } })],
       history: [item({ chat: P, id: 12, sender: as.alice, text: "my cat", extra: { attachments: [{ kind: "photo" }] } })],
       addressed: true
     }
@@ -286,6 +290,25 @@ const privateChat: ReadonlyArray<Fixture> = [
       addressed: true
     }
   }
+,
+  {
+    name: "private chat: a reply to a pin notice means the pinned message",
+    update: {
+      update_id: 10,
+      message: msg(P, 20, alice, { reply_to_message: msg(P, 19, alice, { pinned_message: pinnedPrivate }), text: "when is this?" })
+    },
+    expected: {
+      events: [
+        event({ chat: P, id: 18, sender: "1001", extra: { links: [{ url: "https://example.com/flights/LH123", span: { offset: 15, length: 33 } }] } }),
+        event({ chat: P, id: 20, sender: "1001", reply: "18" })
+      ],
+      history: [
+        item({ chat: P, id: 18, sender: as.alice, text: "Boarding pass: https://example.com/flights/LH123", extra: { seen_via: "reply" } }),
+        item({ chat: P, id: 20, sender: as.alice, reply: "18", text: "when is this?" })
+      ],
+      addressed: true
+    }
+  }
 ]
 
 // -----------------------------------------------------------------------------
@@ -296,6 +319,10 @@ const G = chats.group
 const linkMessage = msg(G, 40, bob, {
   text: "the chapter list: https://example.com/books/dune",
   entities: [{ offset: 18, length: 30, type: "url" }]
+})
+const pinnedInGroup = msg(G, 52, bob, {
+  text: "Reading list: https://example.com/books/week",
+  entities: [{ offset: 14, length: 30, type: "url" }]
 })
 const groups: ReadonlyArray<Fixture> = [
   {
@@ -322,7 +349,7 @@ const groups: ReadonlyArray<Fixture> = [
     },
     expected: {
       events: [
-        event({ chat: G, id: 40, sender: "1002", extra: { links: [{ url: "https://example.com/books/dune" }] } }),
+        event({ chat: G, id: 40, sender: "1002", extra: { links: [{ url: "https://example.com/books/dune", span: { offset: 18, length: 30 } }] } }),
         event({ chat: G, id: 42, sender: "1001", reply: "40" })
       ],
       history: [
@@ -373,6 +400,28 @@ const groups: ReadonlyArray<Fixture> = [
     message: msg(G, 50, alice, { message_auto_delete_timer_changed: { message_auto_delete_time: 86400 } })
   }, "service message"),
   {
+    name: "group: a reply to a pin notice means the pinned message",
+    update: {
+      update_id: 18,
+      message: msg(G, 54, carol, {
+        reply_to_message: msg(G, 53, alice, { pinned_message: pinnedInGroup }),
+        text: "/what@deixis_bot",
+        entities: [{ offset: 0, length: 16, type: "bot_command" }]
+      })
+    },
+    expected: {
+      events: [
+        event({ chat: G, id: 52, sender: "1002", extra: { links: [{ url: "https://example.com/books/week", span: { offset: 14, length: 30 } }] } }),
+        event({ chat: G, id: 54, sender: "1003", reply: "52" })
+      ],
+      history: [
+        item({ chat: G, id: 52, sender: as.bob, text: "Reading list: https://example.com/books/week", extra: { seen_via: "reply" } }),
+        item({ chat: G, id: 54, sender: as.carol, reply: "52", text: "/what@deixis_bot" })
+      ],
+      addressed: true
+    }
+  },
+  {
     name: "group: upgraded to a supergroup — the old group's notice names the new id",
     update: { update_id: 30, message: msg(G, 51, alice, { migrate_to_chat_id: chats.upgraded.id }) },
     expected: {
@@ -422,6 +471,30 @@ const pinned = msg(S, 60, carol, {
   text: "Meetup moved to https://example.com/meetup/42",
   entities: [{ offset: 16, length: 29, type: "url" }]
 })
+const pinnedAgenda = msg(S, 90, bob, { text: "Agenda: https://example.com/agenda", entities: [{ offset: 8, length: 26, type: "url" }] })
+const twoPlans = msg(S, 93, alice, {
+  text: "Compare https://example.com/plan-a and https://example.com/plan-b",
+  entities: [{ offset: 8, length: 26, type: "url" }, { offset: 39, length: 26, type: "url" }]
+})
+// An album member whose caption holds a link; the emoji before the link counts two UTF-16 units.
+const trailMap = msg(S, 95, carol, {
+  media_group_id: "13886372836251999",
+  photo: photoSizes("AgACAgIAAxkBAAIBt1"),
+  caption: "Trail map 🥾 https://example.com/trail",
+  caption_entities: [{ offset: 13, length: 25, type: "url" }]
+})
+const trailEvent = event({
+  chat: S, id: 95, sender: "1003",
+  extra: {
+    links: [{ url: "https://example.com/trail", span: { offset: 13, length: 25 } }],
+    media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBt1", label: "Trail map 🥾 https://example.com/trail", span: { offset: 0, length: 38 } }],
+    media_group_id: "13886372836251999"
+  }
+})
+const trailItem = item({
+  chat: S, id: 95, sender: as.carol, text: "Trail map 🥾 https://example.com/trail",
+  extra: { attachments: [{ kind: "photo" }], album_id: "13886372836251999", seen_via: "reply" }
+})
 const supergroups: ReadonlyArray<Fixture> = [
   {
     name: "supergroup: links from url and text_link entities by UTF-16 offsets, and a normalised mention",
@@ -439,7 +512,7 @@ const supergroups: ReadonlyArray<Fixture> = [
     expected: {
       events: [event({
         chat: S, id: 52, sender: "1001",
-        extra: { links: [{ url: "https://example.com/rust" }, { url: "https://example.com/spec", title: "spec" }] }
+        extra: { links: [{ url: "https://example.com/rust", span: { offset: 7, length: 24 } }, { url: "https://example.com/spec", title: "spec", span: { offset: 40, length: 4 } }] }
       })],
       history: [item({ chat: S, id: 52, sender: as.alice, text: "😀 see https://example.com/rust and the spec, cc [@carol](tg:@carol)" })],
       addressed: false
@@ -479,8 +552,8 @@ const supergroups: ReadonlyArray<Fixture> = [
     },
     expected: {
       events: [
-        event({ chat: S, id: 52, sender: "1001", extra: { links: [{ url: "https://example.com/rust" }] } }),
-        event({ chat: S, id: 55, sender: "1002", reply: "52" })
+        event({ chat: S, id: 52, sender: "1001", extra: { links: [{ url: "https://example.com/rust", span: { offset: 7, length: 24 } }] } }),
+        event({ chat: S, id: 55, sender: "1002", reply: "52", extra: { quote: { text: "see https://example.com/rust", position: 3 } } })
       ],
       history: [
         item({ chat: S, id: 52, sender: as.alice, text: "😀 see https://example.com/rust and the spec, cc @carol", extra: { seen_via: "reply" } }),
@@ -596,7 +669,7 @@ const supergroups: ReadonlyArray<Fixture> = [
       })
     },
     expected: {
-      events: [event({ chat: S, id: 61, sender: "1002", extra: { links: [{ url: "https://example.com/rates" }] } })],
+      events: [event({ chat: S, id: 61, sender: "1002", extra: { links: [{ url: "https://example.com/rates", span: { offset: 17, length: 25 } }] } })],
       history: [item({
         chat: S, id: 61, sender: as.bob, text: "Rates explained: https://example.com/rates",
         extra: { forward: { origin: "channel", sender_ref: "[News](tg:@news)", sent_at: iso(D - 1800), automatic: false } }
@@ -644,7 +717,7 @@ const supergroups: ReadonlyArray<Fixture> = [
     },
     expected: {
       events: [
-        event({ chat: S, id: 60, sender: "1003", extra: { links: [{ url: "https://example.com/meetup/42" }] } }),
+        event({ chat: S, id: 60, sender: "1003", extra: { links: [{ url: "https://example.com/meetup/42", span: { offset: 16, length: 29 } }] } }),
         event({ chat: S, id: 65, sender: "1001", reply: "60" })
       ],
       history: [
@@ -675,7 +748,7 @@ const supergroups: ReadonlyArray<Fixture> = [
     expected: {
       events: [event({
         chat: S, id: 70, sender: "1003",
-        extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBj1", label: "Saturday hike" }], media_group_id: "13886372836251736" }
+        extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBj1", label: "Saturday hike", span: { offset: 0, length: 13 } }], media_group_id: "13886372836251736" }
       })],
       history: [item({
         chat: S, id: 70, sender: as.carol, text: "Saturday hike",
@@ -753,7 +826,7 @@ const supergroups: ReadonlyArray<Fixture> = [
       })
     },
     expected: {
-      events: [event({ chat: S, id: 52, sender: "1001", edited: D + 90, extra: { links: [{ url: "https://example.com/rust-2026" }] } })],
+      events: [event({ chat: S, id: 52, sender: "1001", edited: D + 90, extra: { links: [{ url: "https://example.com/rust-2026", span: { offset: 4, length: 29 } }] } })],
       history: [item({ chat: S, id: 52, sender: as.alice, text: "see https://example.com/rust-2026", extra: { edited_at: iso(D + 90) } })],
       addressed: false
     }
@@ -772,7 +845,7 @@ const supergroups: ReadonlyArray<Fixture> = [
     expected: {
       events: [event({
         chat: S, id: 70, sender: "1003", edited: D + 120,
-        extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBj1", label: "Saturday hike, part 1" }], media_group_id: "13886372836251736" }
+        extra: { media: [{ kind: "media.image", file_id: "AgACAgIAAxkBAAIBj1", label: "Saturday hike, part 1", span: { offset: 0, length: 21 } }], media_group_id: "13886372836251736" }
       })],
       history: [item({
         chat: S, id: 70, sender: as.carol, text: "Saturday hike, part 1",
@@ -904,7 +977,7 @@ const supergroups: ReadonlyArray<Fixture> = [
       })
     },
     expected: {
-      events: [event({ chat: S, id: 82, sender: "1001", extra: { media: [{ kind: "media.image", file_id: "BQACAgIAAxkBAAIBo1", label: "diagram.png" }] } })],
+      events: [event({ chat: S, id: 82, sender: "1001", extra: { media: [{ kind: "media.image", file_id: "BQACAgIAAxkBAAIBo1", label: "diagram.png", span: { offset: 0, length: 16 } }] } })],
       history: [item({ chat: S, id: 82, sender: as.alice, text: "the architecture", extra: { attachments: [{ kind: "document", name: "diagram.png" }] } })],
       addressed: false
     }
@@ -994,6 +1067,104 @@ const supergroups: ReadonlyArray<Fixture> = [
       addressed: false,
       responses: [{ chat_id: String(S.id), topic_id: null, message_id: "83", response_id: "84" }]
     }
+  },
+  {
+    name: "supergroup reply thread: a reply to a pin notice carries the notice's thread id and means the pinned message",
+    update: {
+      update_id: 134,
+      message: msg(S, 92, carol, {
+        message_thread_id: 91,
+        reply_to_message: msg(S, 91, bob, { pinned_message: pinnedAgenda }),
+        text: "is this final?"
+      })
+    },
+    expected: {
+      events: [
+        event({ chat: S, id: 90, sender: "1002", extra: { links: [{ url: "https://example.com/agenda", span: { offset: 8, length: 26 } }] } }),
+        event({ chat: S, id: 92, sender: "1003", reply: "90" })
+      ],
+      history: [
+        item({ chat: S, id: 90, sender: as.bob, text: "Agenda: https://example.com/agenda", extra: { seen_via: "reply" } }),
+        item({ chat: S, id: 92, sender: as.carol, reply: "90", text: "is this final?" })
+      ],
+      addressed: false
+    }
+  },
+  {
+    name: "supergroup: a reply quoting one of two links carries the quote's text and UTF-16 position",
+    update: {
+      update_id: 135,
+      message: msg(S, 94, bob, {
+        reply_to_message: twoPlans,
+        quote: { text: "https://example.com/plan-b", position: 39, is_manual: true },
+        text: "open this"
+      })
+    },
+    expected: {
+      events: [
+        event({
+          chat: S, id: 93, sender: "1001",
+          extra: { links: [{ url: "https://example.com/plan-a", span: { offset: 8, length: 26 } }, { url: "https://example.com/plan-b", span: { offset: 39, length: 26 } }] }
+        }),
+        event({ chat: S, id: 94, sender: "1002", reply: "93", extra: { quote: { text: "https://example.com/plan-b", position: 39 } } })
+      ],
+      history: [
+        item({ chat: S, id: 93, sender: as.alice, text: "Compare https://example.com/plan-a and https://example.com/plan-b", extra: { seen_via: "reply" } }),
+        item({
+          chat: S, id: 94, sender: as.bob, reply: "93", text: "open this",
+          extra: {
+            quote: {
+              sender_ref: "[Alice](tg:@alice)",
+              text: "https://example.com/plan-b",
+              markdown_block: "> [Alice](tg:@alice): https://example.com/plan-b"
+            }
+          }
+        })
+      ],
+      addressed: false
+    }
+  },
+  {
+    name: "supergroup album: a reply quoting the words of a member's caption",
+    update: {
+      update_id: 136,
+      message: msg(S, 97, alice, { reply_to_message: trailMap, quote: { text: "Trail map", position: 0, is_manual: true }, text: "where was this?" })
+    },
+    expected: {
+      events: [trailEvent, event({ chat: S, id: 97, sender: "1001", reply: "95", extra: { quote: { text: "Trail map", position: 0 } } })],
+      history: [
+        trailItem,
+        item({
+          chat: S, id: 97, sender: as.alice, reply: "95", text: "where was this?",
+          extra: { quote: { sender_ref: "[Carol](tg:@carol)", text: "Trail map", markdown_block: "> [Carol](tg:@carol): Trail map" } }
+        })
+      ],
+      addressed: false
+    }
+  },
+  {
+    name: "supergroup album: a reply quoting the link inside a member's caption",
+    update: {
+      update_id: 137,
+      message: msg(S, 98, bob, {
+        reply_to_message: trailMap,
+        quote: { text: "https://example.com/trail", position: 13, is_manual: true },
+        text: "open this"
+      })
+    },
+    expected: {
+      events: [trailEvent, event({ chat: S, id: 98, sender: "1002", reply: "95", extra: { quote: { text: "https://example.com/trail", position: 13 } } })],
+      history: [
+        trailItem,
+        item({
+          chat: S, id: 98, sender: as.bob, reply: "95", text: "open this",
+          extra: {
+            quote: { sender_ref: "[Carol](tg:@carol)", text: "https://example.com/trail", markdown_block: "> [Carol](tg:@carol): https://example.com/trail" }
+          }
+        })
+      ],
+      addressed: false
+    }
   }
 ]
 
@@ -1006,6 +1177,11 @@ const inTopic = (id: number, from: object, thread: number, fields: Record<string
   msg(F, id, from, { message_thread_id: thread, is_topic_message: true, ...fields })
 const topicCreated = (thread: number, name: string) =>
   msg(F, thread, alice, { message_thread_id: thread, forum_topic_created: { name, icon_color: 7322096 }, is_topic_message: true })
+const pinnedChecklist = inTopic(520, alice, 500, {
+  text: "Release checklist: https://example.com/checklist",
+  entities: [{ offset: 19, length: 29, type: "url" }]
+})
+const pinnedRules = msg(F, 523, alice, { text: "House rules: https://example.com/rules", entities: [{ offset: 13, length: 25, type: "url" }] })
 const forums: ReadonlyArray<Fixture> = [
   skip("forum: a topic was created (service notice)", { update_id: 200, message: topicCreated(500, "Releases") }, "service message"),
   {
@@ -1019,7 +1195,7 @@ const forums: ReadonlyArray<Fixture> = [
       })
     },
     expected: {
-      events: [event({ chat: F, id: 501, topic: "500", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/v2" }] } })],
+      events: [event({ chat: F, id: 501, topic: "500", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/v2", span: { offset: 10, length: 22 } }] } })],
       history: [item({ chat: F, id: 501, topic: "500", sender: as.alice, text: "v2 notes: https://example.com/v2" })],
       addressed: false
     }
@@ -1045,7 +1221,7 @@ const forums: ReadonlyArray<Fixture> = [
     },
     expected: {
       events: [
-        event({ chat: F, id: 501, topic: "500", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/v2" }] } }),
+        event({ chat: F, id: 501, topic: "500", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/v2", span: { offset: 10, length: 22 } }] } }),
         event({ chat: F, id: 503, topic: "500", reply: "501", sender: "1002", is_forum: true })
       ],
       history: [
@@ -1066,7 +1242,7 @@ const forums: ReadonlyArray<Fixture> = [
       })
     },
     expected: {
-      events: [event({ chat: F, id: 504, topic: "600", reply: "501", sender: "1003", is_forum: true })],
+      events: [event({ chat: F, id: 504, topic: "600", reply: "501", sender: "1003", is_forum: true, extra: { quote: { text: "v2 notes", position: 0 } } })],
       history: [item({
         chat: F, id: 504, topic: "600", reply: "501", sender: as.carol, text: "moving this here",
         extra: { quote: { sender_ref: "[Alice](tg:@alice)", text: "v2 notes", markdown_block: "> [Alice](tg:@alice): v2 notes" } }
@@ -1117,6 +1293,79 @@ const forums: ReadonlyArray<Fixture> = [
       history: [item({ chat: F, id: 509, topic: "1", sender: as.alice, text: "/context" })],
       addressed: true
     }
+  },
+  {
+    name: "forum topic: a reply to a pin notice in the topic means the pinned message",
+    update: {
+      update_id: 211,
+      message: inTopic(522, carol, 500, { reply_to_message: inTopic(521, bob, 500, { pinned_message: pinnedChecklist }), text: "is this still current?" })
+    },
+    expected: {
+      events: [
+        event({ chat: F, id: 520, topic: "500", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/checklist", span: { offset: 19, length: 29 } }] } }),
+        event({ chat: F, id: 522, topic: "500", reply: "520", sender: "1003", is_forum: true })
+      ],
+      history: [
+        item({ chat: F, id: 520, topic: "500", sender: as.alice, text: "Release checklist: https://example.com/checklist", extra: { seen_via: "reply" } }),
+        item({ chat: F, id: 522, topic: "500", reply: "520", sender: as.carol, text: "is this still current?" })
+      ],
+      addressed: false
+    }
+  },
+  {
+    name: "forum General topic: a reply to a pin notice means the pinned message",
+    update: {
+      update_id: 212,
+      message: msg(F, 525, carol, { reply_to_message: msg(F, 524, bob, { pinned_message: pinnedRules }), text: "where are these kept?" })
+    },
+    expected: {
+      events: [
+        event({ chat: F, id: 523, topic: "1", sender: "1001", is_forum: true, extra: { links: [{ url: "https://example.com/rules", span: { offset: 13, length: 25 } }] } }),
+        event({ chat: F, id: 525, topic: "1", reply: "523", sender: "1003", is_forum: true })
+      ],
+      history: [
+        item({ chat: F, id: 523, topic: "1", sender: as.alice, text: "House rules: https://example.com/rules", extra: { seen_via: "reply" } }),
+        item({ chat: F, id: 525, topic: "1", reply: "523", sender: as.carol, text: "where are these kept?" })
+      ],
+      addressed: false
+    }
+  },
+  {
+    name: "forum: a topic message with two links",
+    update: {
+      update_id: 213,
+      message: inTopic(526, alice, 500, {
+        text: "Builds: https://example.com/linux and https://example.com/mac",
+        entities: [{ offset: 8, length: 25, type: "url" }, { offset: 38, length: 23, type: "url" }]
+      })
+    },
+    expected: {
+      events: [event({
+        chat: F, id: 526, topic: "500", sender: "1001", is_forum: true,
+        extra: { links: [{ url: "https://example.com/linux", span: { offset: 8, length: 25 } }, { url: "https://example.com/mac", span: { offset: 38, length: 23 } }] }
+      })],
+      history: [item({ chat: F, id: 526, topic: "500", sender: as.alice, text: "Builds: https://example.com/linux and https://example.com/mac" })],
+      addressed: false
+    }
+  },
+  {
+    name: "forum: a reply from another topic quoting one of the message's links",
+    update: {
+      update_id: 214,
+      message: inTopic(527, carol, 600, {
+        external_reply: { origin: { type: "user", sender_user: alice, date: D }, chat: F, message_id: 526 },
+        quote: { text: "https://example.com/mac", position: 38, is_manual: true },
+        text: "this one fails on my machine"
+      })
+    },
+    expected: {
+      events: [event({ chat: F, id: 527, topic: "600", reply: "526", sender: "1003", is_forum: true, extra: { quote: { text: "https://example.com/mac", position: 38 } } })],
+      history: [item({
+        chat: F, id: 527, topic: "600", reply: "526", sender: as.carol, text: "this one fails on my machine",
+        extra: { quote: { sender_ref: "[Alice](tg:@alice)", text: "https://example.com/mac", markdown_block: "> [Alice](tg:@alice): https://example.com/mac" } }
+      })],
+      addressed: false
+    }
   }
 ]
 
@@ -1147,7 +1396,7 @@ const channels: ReadonlyArray<Fixture> = [
     name: "channel: a post is spoken by the channel",
     update: { update_id: 300, channel_post: post },
     expected: {
-      events: [event({ chat: C, id: 900, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates" }] } })],
+      events: [event({ chat: C, id: 900, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates", span: { offset: 20, length: 25 } }] } })],
       history: [item({ chat: C, id: 900, sender: as.news, text: "Rates go up in May: https://example.com/rates" })],
       addressed: false
     }
@@ -1159,7 +1408,7 @@ const channels: ReadonlyArray<Fixture> = [
       edited_channel_post: { ...post, edit_date: D + 300, text: "Rates go up in June: https://example.com/rates-june", entities: [{ offset: 21, length: 30, type: "url" }] }
     },
     expected: {
-      events: [event({ chat: C, id: 900, sender: "-1005555555555", edited: D + 300, extra: { links: [{ url: "https://example.com/rates-june" }] } })],
+      events: [event({ chat: C, id: 900, sender: "-1005555555555", edited: D + 300, extra: { links: [{ url: "https://example.com/rates-june", span: { offset: 21, length: 30 } }] } })],
       history: [item({
         chat: C, id: 900, sender: as.news, text: "Rates go up in June: https://example.com/rates-june",
         extra: { edited_at: iso(D + 300) }
@@ -1171,7 +1420,7 @@ const channels: ReadonlyArray<Fixture> = [
     name: "discussion group: the channel's post, forwarded automatically, works as the channel post",
     update: { update_id: 302, message: autoForward },
     expected: {
-      events: [event({ chat: X, id: 3100, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates" }] } })],
+      events: [event({ chat: X, id: 3100, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates", span: { offset: 20, length: 25 } }] } })],
       history: [item({
         chat: X, id: 3100, sender: as.news, text: "Rates go up in May: https://example.com/rates",
         extra: { forward: { origin: "channel", sender_ref: "[News](tg:@news)", sent_at: iso(D), automatic: true } }
@@ -1192,7 +1441,7 @@ const channels: ReadonlyArray<Fixture> = [
     },
     expected: {
       events: [
-        event({ chat: X, id: 3100, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates" }] } }),
+        event({ chat: X, id: 3100, sender: "-1005555555555", extra: { links: [{ url: "https://example.com/rates", span: { offset: 20, length: 25 } }] } }),
         event({ chat: X, id: 3101, reply: "3100", sender: "1002" })
       ],
       history: [

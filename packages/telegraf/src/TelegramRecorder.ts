@@ -308,7 +308,8 @@ const storeAll = (
       if (run.length > 0) {
         const all = run.flatMap(eventsOf)
         if (all.length > 0) {
-          const applied = yield* ingest.apply(all)
+          // The mapper builds events only of the registry's own kinds: a refusal is a bug, not input to report.
+          const applied = yield* Effect.catchTag(ingest.apply(all), "InvalidEvent", (error) => Effect.die(error))
           total.applied += applied.applied
           total.duplicates += applied.duplicates
           for (const skip of applied.skipped) {

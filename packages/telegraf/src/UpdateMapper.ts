@@ -13,6 +13,7 @@ import { formatTimestamp, isValidId } from "@deixis/core/Ids"
 import * as Json from "@deixis/core/Json"
 import * as KindRegistry from "@deixis/core/KindRegistry"
 import { MediaKind } from "@deixis/core/ObjectKind"
+import { maxQuoteLength } from "@deixis/core/Quote"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import type * as Mentions from "@deixis/chathistory/Mentions"
 import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
@@ -258,6 +259,7 @@ const wireEvent = (e: ContextEvent): ContextEventInput => {
   if (e.media.length > 0) out["media"] = e.media
   if (e.media_group_id !== undefined) out["media_group_id"] = e.media_group_id
   if (e.poll !== undefined) out["poll"] = e.poll
+  if (e.quote !== undefined) out["quote"] = e.quote
   return out as ContextEventInput
 }
 
@@ -375,7 +377,7 @@ const splitsPair = (text: string, at: number) => {
 }
 
 const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Array<string>) => {
-  const links: Array<{ url: string; title?: string }> = []
+  const links: Array<{ url: string; title?: string; span: { offset: number; length: number } }> = []
   const seen = new Set<string>()
   for (const e of entities) {
     if (e.type !== "url" && e.type !== "text_link") continue
@@ -398,12 +400,14 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
     if (seen.has(url) || links.length >= maxLinks) continue
     seen.add(url)
     const title = e.type === "text_link" ? span.replace(/\s+/g, " ").trim() : ""
-    links.push(title === "" || title === url ? { url } : { url, title: capLabel(title) })
+    // Where it is, in UTF-16 code units: a reply's quote selects it by overlapping this.
+    const at = { offset: e.offset, length: e.length }
+    links.push(title === "" || title === url ? { url, span: at } : { url, title: capLabel(title), span: at })
   }
   return links
 }
 
-type MediaRef = { kind: MediaKind; file_id?: string; label?: string }
+type MediaRef = { kind: MediaKind; file_id?: string; label?: string; span?: { offset: number; length: number } }
 
 // Which kind Telegram content maps to is the kind descriptors' (core's KindRegistry table).
 const isMediaKind = Schema.is(MediaKind)
@@ -434,7 +438,11 @@ const documentKind = (doc: Tg.FileLike): MediaKind => {
   return kindFor(`document:${exact}`) ?? kindFor(`document:${mime.split("/")[0]}/*`) ?? kindFor("document")!
 }
 
-const mediaOf = (m: Tg.Message, caption: string | undefined) => {
+/**
+ * The media a message carries. `captionLength`: the UTF-16 length of the caption as mapped (0
+ * without one): every item is captioned by all of it, so a quote of the caption selects it.
+ */
+const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: number) => {
   const media: Array<MediaRef> = []
   const attachments: Array<Attachment> = []
   if (m.photo !== undefined && m.photo.length > 0) {
@@ -475,6 +483,7 @@ const mediaOf = (m: Tg.Message, caption: string | undefined) => {
   if (m.location !== undefined || m.venue !== undefined) attachments.push(attachment("location", m.venue?.title))
   if (m.contact !== undefined) attachments.push(attachment("contact", undefined))
   if (m.dice !== undefined) attachments.push(attachment("other", m.dice.emoji))
+  if (captionLength > 0) for (const item of media) item.span = { offset: 0, length: captionLength }
   return { media, attachments }
 }
 
@@ -545,6 +554,12 @@ const serviceKind = (raw: Readonly<Record<string, unknown>>): string => {
   return key === undefined ? "no content" : cut(key, 40)
 }
 
+/** A reply's quote as core keeps it: its text (cut to core's bound) and its position when usable. */
+const quoteOf = (text: string, position: number | undefined): NonNullable<MessageObserved["quote"]> => ({
+  text: cut(text, maxQuoteLength),
+  ...(position === undefined || position < 0 || position > 65_535 ? {} : { position })
+})
+
 /** One message's event and item, without anything about the message it replies to. */
 const mapOne = (
   m: Tg.Message,
@@ -573,7 +588,7 @@ const mapOne = (
   const senderId = sender?.user_id ?? null
   const outbound = options.botId !== undefined && m.from !== undefined && String(m.from.id) === options.botId &&
     m.sender_chat === undefined
-  const { attachments, media } = mediaOf(m, m.caption)
+  const { attachments, media } = mediaOf(m, m.caption, m.text === undefined && m.caption !== undefined ? text.length : 0)
   const links = linksOf(text, entities, warnings)
   const album = m.media_group_id !== undefined && m.media_group_id.length > 0 && m.media_group_id.length <= 256
     ? m.media_group_id
@@ -606,7 +621,8 @@ const mapOne = (
     links,
     media: media.slice(0, maxLinks),
     ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),
-    ...(poll === undefined ? {} : { poll })
+    ...(poll === undefined ? {} : { poll }),
+    ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, m.quote?.position) })
   }
   const event: MessageObserved | MessageEdited = context.edited
     ? { ...observed, type: "message_edited", edited_at: editedAt ?? m.date * 1000 }

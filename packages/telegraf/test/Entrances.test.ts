@@ -55,9 +55,12 @@ describe("one recording path for the whole corpus", () => {
       const upgraded = state[String(chats.upgraded.id)]!
       assert.deepStrictEqual(group.snapshot, { messages: [], objects: [] })
       assert.strictEqual(group.info.migrated_to, String(chats.upgraded.id))
-      assert.deepStrictEqual(upgraded.snapshot.messages.map((m) => m.message_id), ["~40", "~41", "~42", "~43", "~44", "2"])
-      assert.deepStrictEqual(upgraded.snapshot.objects.map((o) => [o.object_id, o.source_message_id]), [[`${chats.group.id}/40/link`, "~40"]])
-      assert.deepStrictEqual(upgraded.history["(none)"]!.map((i) => i.message_id), ["~40", "~41", "~42", "~43", "~44", "2"])
+      assert.deepStrictEqual(upgraded.snapshot.messages.map((m) => m.message_id), ["~40", "~41", "~42", "~43", "~44", "~52", "~54", "2"])
+      assert.deepStrictEqual(upgraded.snapshot.objects.map((o) => [o.object_id, o.source_message_id]), [
+        [`${chats.group.id}/40/link`, "~40"],
+        [`${chats.group.id}/52/link`, "~52"]
+      ])
+      assert.deepStrictEqual(upgraded.history["(none)"]!.map((i) => i.message_id), ["~40", "~41", "~42", "~43", "~44", "~52", "~54", "2"])
     }).pipe(Effect.provide(fresh())))
 
   it.effect("after the corpus: service notices are nowhere, a reaction is in its message's topic, the bot's answer is recorded", () =>
@@ -66,9 +69,9 @@ describe("one recording path for the whole corpus", () => {
       const supergroup = state[String(chats.supergroup.id)]!
       const forum = state[String(chats.forum.id)]!
       const ids = supergroup.snapshot.messages.map((m) => m.message_id)
-      for (const notice of ["64", "66"]) assert.notInclude(ids, notice)
-      assert.notInclude(forum.snapshot.messages.map((m) => m.message_id), "500")
-      assert.deepStrictEqual(forum.history["500"]!.map((i) => i.message_id ?? i.text), ["501", "503", "🎉"])
+      for (const notice of ["64", "66", "91"]) assert.notInclude(ids, notice)
+      for (const notice of ["500", "521", "524"]) assert.notInclude(forum.snapshot.messages.map((m) => m.message_id), notice)
+      assert.deepStrictEqual(forum.history["500"]!.map((i) => i.message_id ?? i.text), ["501", "503", "🎉", "520", "522", "526"])
       const answered = supergroup.history["(none)"]!.find((i) => i.message_id === "83")!
       assert.strictEqual(answered.bot_response_id, "84")
       // The pinned message, seen only through the reply to its notice, is recorded with its link.
@@ -85,7 +88,7 @@ describe("one recording path for the whole corpus", () => {
       )
       assert.deepStrictEqual(
         supergroup.snapshot.objects.filter((o) => o.album_id !== undefined).map((o) => o.source_message_id),
-        ["70", "71", "72"]
+        ["70", "71", "72", "95"]
       )
       assert.isTrue(forum.info.is_forum)
     }).pipe(Effect.provide(fresh())))

@@ -47,7 +47,11 @@ describe("UpdateMapper: messages", () => {
       direction: "inbound",
       sent_at: "2026-02-13T16:26:40.000Z",
       is_forum: true,
-      links: [{ url: "https://example.com/rust" }, { url: "https://example.com/spec", title: "spec" }]
+      // Spans in UTF-16 code units: the emoji before them counts two.
+      links: [
+        { url: "https://example.com/rust", span: { offset: 7, length: 24 } },
+        { url: "https://example.com/spec", title: "spec", span: { offset: 40, length: 4 } }
+      ]
     })
     const h = item(mapped)
     assert.strictEqual(h.kind, "inbound_user")
@@ -102,7 +106,7 @@ describe("UpdateMapper: messages", () => {
 
   it("attachments become media refs of the right kind, and attachment summaries", () => {
     const cases: ReadonlyArray<[unknown, unknown, unknown]> = [
-      [F.photo, [{ kind: "media.image", file_id: "AgAC-large", label: "the cat @bob" }], [{ kind: "photo" }]],
+      [F.photo, [{ kind: "media.image", file_id: "AgAC-large", label: "the cat @bob", span: { offset: 0, length: 12 } }], [{ kind: "photo" }]],
       [F.video, [{ kind: "media.video", file_id: "BAAC-video", label: "demo.mp4" }], [{ kind: "video", name: "demo.mp4" }]],
       [F.voice, [{ kind: "media.voice", file_id: "AwAC-voice" }], [{ kind: "voice" }]],
       [F.videoNote, [{ kind: "media.video", file_id: "DQAC-note" }], [{ kind: "video_note" }]],
@@ -150,7 +154,7 @@ describe("UpdateMapper: messages", () => {
     const mapped = mapUpdate(F.channelPost, options)
     const event = observed(mapped)
     assert.strictEqual(event.sender_user_id, "-1005555555555")
-    assert.deepStrictEqual(event.links, [{ url: "https://example.com/notes" }])
+    assert.deepStrictEqual(event.links, [{ url: "https://example.com/notes", span: { offset: 14, length: 25 } }])
     assert.strictEqual(item(mapped).sender.display_ref, "[News](tg:@news)")
   })
 })
@@ -288,10 +292,10 @@ describe("UpdateMapper: hostile input", () => {
     assert.isTrue(titled.warnings.some((w) => w.includes("cuts a character")), titled.warnings.join("; "))
     // The same entities on whole characters are links.
     assert.deepStrictEqual(observed(mapUpdate(message("😀https://a.example😀", [{ type: "url", offset: 2, length: 17 }]), options)).links, [
-      { url: "https://a.example" }
+      { url: "https://a.example", span: { offset: 2, length: 17 } }
     ])
     assert.deepStrictEqual(observed(mapUpdate(message("😀😀 docs", [{ type: "text_link", offset: 0, length: 4, url: "https://docs.example" }]), options)).links, [
-      { url: "https://docs.example", title: "😀😀" }
+      { url: "https://docs.example", title: "😀😀", span: { offset: 0, length: 4 } }
     ])
   })
 

@@ -12,7 +12,11 @@
  * - `get_conversation_state` / `update_conversation_state` — core's ConversationState;
  * - `record_context_action` — {@link ModelActions}: what the model did (a summary written, a
  *   URL fetched, a media item described) activates the matching object; the rules are stated
- *   once there, for the bot and for MCP agents.
+ *   once there, for the bot and for MCP agents;
+ * - `read_url` — {@link UrlReader}: reads a web page safely (public addresses only, bounded in
+ *   time and bytes, readable text cut to a token budget) and, when it could, activates the link
+ *   by the same rules (`url_fetched`, the page's title as its label). A refusal or failure is a
+ *   `ReadUrlError` envelope naming why; nothing is activated then.
  *
  * Results are sized for models: `resolve_reference_target` returns its scoring diagnostics
  * only when `include_diagnostics` is true, `list_active_context_objects` its inactive
@@ -27,7 +31,8 @@ import { Tool, Toolkit } from "@effect/ai"
 import { defaultsOf } from "@deixis/core/ConfigKeys"
 import * as ActiveContext from "@deixis/core/ActiveContext"
 import * as ConversationState from "@deixis/core/ConversationState"
-import { ChatId, MessageId, OptionalTopicId } from "@deixis/core/Ids"
+import { InvalidRequest } from "@deixis/core/Errors"
+import { ChatId, MessageId, OptionalTopicId, UserId } from "@deixis/core/Ids"
 import * as ReferenceResolver from "@deixis/core/ReferenceResolver"
 import * as ContextLoader from "@deixis/chathistory/ContextLoader"
 import * as HistoryRenderer from "@deixis/chathistory/HistoryRenderer"
@@ -42,6 +47,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Envelope from "./Envelope.js"
 import * as ModelActions from "./ModelActions.js"
+import * as UrlReader from "./UrlReader.js"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore } from "@deixis/core/ContextStore"
 
@@ -188,7 +194,63 @@ export const RecordContextAction = Tool.make("record_context_action", {
 }).annotate(Tool.Readonly, false).annotate(Tool.Idempotent, true).annotate(Tool.Destructive, false)
 
 /**
- * The six tools.
+ * The parameters of `read_url`.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const ReadUrlParams = Schema.Struct({
+  chat_id: ChatId,
+  topic_id: OptionalTopicId,
+  url: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)).annotations({ description: "The http or https URL to read" }),
+  message_id: Schema.optional(MessageId).annotations({
+    description:
+      "The message carrying the URL (as resolve_reference_target reports it); when omitted, the replied message if it carries the URL, else the current message"
+  }),
+  current_message_id: Schema.optional(MessageId).annotations({
+    description: "The message you are answering: the same read for the same message activates once"
+  }),
+  reply_to_message_id: Schema.optional(Schema.NullOr(MessageId)).annotations({ description: "The message the current message replies to" }),
+  actor_user_id: Schema.optional(Schema.NullOr(UserId)).annotations({ description: "Whose request it was" })
+}).annotations({ identifier: "ReadUrlParams" })
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export type ReadUrlParams = typeof ReadUrlParams.Type
+
+/**
+ * The `data` of a successful `read_url`: the page and the link it activated.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const ReadUrlResult = Schema.Struct({
+  page: UrlReader.Page,
+  activated: ModelActions.RecordActionResult
+}).annotations({ identifier: "ReadUrlResult" })
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export type ReadUrlResult = typeof ReadUrlResult.Type
+
+/**
+ * @since 0.3.0
+ * @category tools
+ */
+export const ReadUrl = Tool.make("read_url", {
+  description:
+    "Read a web page (http or https, public addresses only, at most 1 MiB and 10 s, text/html or text/plain): its title and readable text, cut to a token budget (data.page.cut says what was cut). The link becomes active (url_fetched) so follow-ups find it. A refusal or failure is an error naming why (error.code ReadUrlError, data.reason: forbidden_address, timeout, http_status…); nothing is activated then.",
+  parameters: ReadUrlParams.fields,
+  success: Envelope.Envelope,
+  failure: Envelope.Envelope
+}).annotate(Tool.Readonly, false).annotate(Tool.Idempotent, true).annotate(Tool.Destructive, false).annotate(Tool.OpenWorld, true)
+
+/**
+ * The seven tools.
  *
  * @since 0.1.0
  * @category tools
@@ -199,7 +261,8 @@ export const toolkit = Toolkit.make(
   GetMessageThreadContext,
   GetConversationState,
   UpdateConversationState,
-  RecordContextAction
+  RecordContextAction,
+  ReadUrl
 )
 
 /**
@@ -260,7 +323,8 @@ export type Budgets = { readonly [K in ToolName]: number }
  * Per-tool budgets, each read from `DEIXIS_TOOLS_BUDGET_<TOOL NAME IN UPPER CASE>`:
  * `resolve_reference_target` 4000, `list_active_context_objects` 4000,
  * `get_message_thread_context` 8000, `get_conversation_state` 4000,
- * `update_conversation_state` 2000, `record_context_action` 1000 (at least {@link Envelope.MIN_BUDGET}).
+ * `update_conversation_state` 2000, `record_context_action` 1000, `read_url` 12000 (at least
+ * {@link Envelope.MIN_BUDGET}; the page's text is cut to `DEIXIS_FETCH_MAX_TOKENS` first).
  *
  * @since 0.1.0
  * @category config
@@ -271,7 +335,8 @@ export const config: Config.Config<Budgets> = Config.all({
   get_message_thread_context: budget("get_message_thread_context", 8000),
   get_conversation_state: budget("get_conversation_state", 4000),
   update_conversation_state: budget("update_conversation_state", 2000),
-  record_context_action: budget("record_context_action", 1000)
+  record_context_action: budget("record_context_action", 1000),
+  read_url: budget("read_url", 12000)
 })
 
 function budget(name: ToolName, fallback: number): Config.Config<number> {
@@ -296,6 +361,11 @@ export const defaultBudgets: Budgets = defaultsOf(config)
  */
 export interface Options {
   readonly budgets?: Partial<Budgets>
+  /**
+   * The reader `read_url` uses. Without one: a `UrlReader` service in context, else one over
+   * {@link UrlReader.defaults} (`layerConfig`: over `DEIXIS_FETCH_*`).
+   */
+  readonly reader?: UrlReader.UrlReaderShape
 }
 
 /**
@@ -349,10 +419,15 @@ export const summarize = {
   record_context_action: (r: ModelActions.RecordActionResult): string =>
     r.pending
       ? "recorded: the answer you send will be the active summary"
-      : `recorded: ${r.kind} ${r.object_id} activated (${r.reason})`
+      : `recorded: ${r.kind} ${r.object_id} activated (${r.reason})`,
+  read_url: (r: ReadUrlResult): string =>
+    `read${r.page.title === null ? "" : ` "${r.page.title}"`} from ${new URL(r.page.final_url).host} (${plural(r.page.tokens, "token")}${
+      r.page.cut === null && !r.page.truncated_bytes ? "" : ", cut"
+    }); ${r.activated.kind} ${r.activated.object_id} activated (${r.activated.reason})`
 } as const
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
+const isEnvelope = Schema.is(Envelope.Envelope)
 
 // @effect/ai reports arguments that fail the parameters Schema as a `MalformedOutput` of
 // `<tool>.handle`; to a model (or an MCP client) that is a call to correct, so it gets its own code.
@@ -365,14 +440,16 @@ const invalidParametersOf = (error: Record<string, unknown>): string | undefined
 }
 
 /**
- * The error envelope of a failure: the error's tag as `code`, its message, and its other
- * fields as `data` (a conflict's `current_revision`, a rejection's `path`). Arguments that do
+ * The error envelope of a failure (a tool's failure, already an envelope, as it is): the error's
+ * tag as `code`, its message, and its other fields as `data` (a conflict's `current_revision`, a rejection's `path`). Arguments that do
  * not decode are `InvalidParameters`, naming the tool and the failing path.
  *
  * @since 0.1.0
  * @category envelopes
  */
 export const errorEnvelope = (error: unknown): Envelope.Envelope => {
+  // A tool's own failure is already its envelope: a second wrapping would hide it as `[object Object]`.
+  if (isEnvelope(error)) return error
   if (ParseResult.isParseError(error)) return Envelope.failure("InvalidResult", ParseResult.TreeFormatter.formatErrorSync(error))
   if (isRecord(error)) {
     const tool = invalidParametersOf(error)
@@ -417,6 +494,7 @@ export const makeHandlers = (options: Options = {}) =>
     const history = yield* HistoryStore.HistoryStore
     const contextStore = yield* ContextStore
     const contextIngest = yield* ContextIngest
+    const reader = options.reader ?? Option.getOrElse(yield* Effect.serviceOption(UrlReader.UrlReader), () => UrlReader.make())
 
     const respond = (name: ToolName) => <E, R>(effect: Effect.Effect<Envelope.Envelope, E, R>) =>
       effect.pipe(
@@ -455,6 +533,34 @@ export const makeHandlers = (options: Options = {}) =>
         while (omitted < all.length && JSON.stringify(build(omitted)).length > budgets.get_message_thread_context) omitted++
         return build(omitted)
       })
+
+    // read_url: the carrier is checked before anything is fetched, the link activated only after a read.
+    const readUrl = (params: ReadUrlParams) =>
+      Effect.gen(function*() {
+        const chat = params.chat_id
+        const replyTo = params.reply_to_message_id ?? null
+        const fromReply = params.message_id === undefined && replyTo !== null && (yield* ModelActions.carriesLink(chat, replyTo, params.url))
+        const carrier = params.message_id ?? (fromReply ? replyTo! : params.current_message_id)
+        if (carrier === undefined) {
+          return yield* new InvalidRequest({ path: "message_id", message: "read_url needs the message carrying the URL (message_id) or the current message" })
+        }
+        if (Option.isNone(yield* contextStore.message(chat, carrier))) {
+          return yield* new InvalidRequest({ path: "message_id", message: `no message ${carrier} in chat ${chat}` })
+        }
+        const page = yield* reader.read(params.url)
+        const activated = yield* ModelActions.record({
+          chat_id: chat,
+          topic_id: params.topic_id,
+          action: "url_fetched",
+          message_id: carrier,
+          url: params.url,
+          ...(page.title === null ? {} : { label: page.title.slice(0, 200) }),
+          ...(params.current_message_id === undefined ? {} : { current_message_id: params.current_message_id }),
+          ...(params.actor_user_id === undefined ? {} : { actor_user_id: params.actor_user_id })
+        })
+        const result: ReadUrlResult = { page, activated }
+        return Envelope.ok(summarize.read_url(result), result)
+      }).pipe(Effect.provideService(ContextStore, contextStore), Effect.provideService(ContextIngest, contextIngest))
 
     return toolkit.of({
       resolve_reference_target: ({ include_diagnostics, ...params }) =>
@@ -495,7 +601,8 @@ export const makeHandlers = (options: Options = {}) =>
           Effect.provideService(ContextStore, contextStore),
           Effect.provideService(ContextIngest, contextIngest),
           respond("record_context_action")
-        )
+        ),
+      read_url: (params) => readUrl(params).pipe(respond("read_url"))
     })
   })
 
@@ -517,4 +624,10 @@ export const layer = (options: Options = {}): Layer.Layer<Tool.HandlersFor<Tools
 export const layerConfig = (
   options: Options = {}
 ): Layer.Layer<Tool.HandlersFor<Tools>, ConfigError.ConfigError, Requirements> =>
-  Layer.unwrapEffect(Effect.map(config, (budgets) => layer({ budgets: { ...budgets, ...options.budgets } })))
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const budgets = yield* config
+    // A reader given, or one in context, wins over the one `DEIXIS_FETCH_*` configures.
+    const reader = options.reader ?? Option.getOrUndefined(yield* Effect.serviceOption(UrlReader.UrlReader)) ??
+      UrlReader.make(yield* UrlReader.config)
+    return layer({ ...options, budgets: { ...budgets, ...options.budgets }, reader })
+  }))

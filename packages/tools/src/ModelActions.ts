@@ -7,7 +7,8 @@
  * - a summary the model writes → a `summary` object on the message holding it, created by
  *   the bot, activated `summary_generated` (so "make it shorter" finds it);
  * - a URL the model fetched → the `link` object of the message carrying it, activated
- *   `url_fetched` (created on that message when the URL was not one of its links);
+ *   `url_fetched` (created on that message when the URL was not one of its links); the
+ *   `read_url` tool records its own successful reads so, the page's title as the label;
  * - a media item the model inspected, described or transcribed → the media object of its
  *   message, activated `media_inspected` / `media_described` / `media_transcribed`;
  * - a successful `resolve_reference_target` → a resolver touch (`resolver_touch`) of what it
@@ -18,11 +19,11 @@
  * @since 0.1.0
  */
 import * as BotEvents from "@deixis/core/BotEvents"
-import type { ActivationReason } from "@deixis/core/ContextObject"
+import type { ActivationReason, ContextObject } from "@deixis/core/ContextObject"
 import { objectIdFor } from "@deixis/core/ContextObject"
 import type { ObjectActivated } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
-import { ContextStore, type StoreError } from "@deixis/core/ContextStore"
+import { ContextStore, type ContextStoreShape, type StoreError } from "@deixis/core/ContextStore"
 import { InvalidRequest } from "@deixis/core/Errors"
 import { ChatId, MessageId, OptionalTopicId, UserId } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
@@ -66,7 +67,7 @@ export const reasonOf: { readonly [A in Action]: ActivationReason } = {
  * @category rules
  */
 export const rules =
-  "What you do becomes context for follow-ups: after you write a summary, fetch a URL, or inspect, describe or transcribe a media item, call record_context_action once (summary_written, url_fetched with the url, media_*), naming the message that carries it; successful resolve_reference_target calls are recorded for you."
+  "What you do becomes context for follow-ups: after you write a summary, fetch a URL, or inspect, describe or transcribe a media item, call record_context_action once (summary_written, url_fetched with the url, media_*), naming the message that carries it; successful resolve_reference_target calls and read_url reads are recorded for you."
 
 /**
  * The parameters of `record_context_action`.
@@ -165,6 +166,33 @@ export const answerSummaryEvent = (summary: {
 const MAX_PER_MESSAGE = 50
 const mediaKinds: ReadonlyArray<ObjectKind> = ["media.image", "media.video", "media.voice", "media.document", "media.pdf"]
 
+/** The objects of `kinds` a message carries, in their deterministic order. */
+const carriedBy = (store: ContextStoreShape, chat: string, messageId: string, kinds: ReadonlyArray<ObjectKind>) =>
+  Effect.gen(function*() {
+    const found: Array<ContextObject> = []
+    for (const kind of kinds) {
+      for (let i = 0; i < MAX_PER_MESSAGE; i++) {
+        const object = yield* store.object(chat, objectIdFor(chat, messageId, kind, i))
+        if (Option.isNone(object)) break
+        found.push(object.value)
+      }
+    }
+    return found
+  })
+
+/**
+ * Whether a message carries `url` as one of its links.
+ *
+ * @since 0.3.0
+ * @category rules
+ */
+export const carriesLink = (
+  chat: string,
+  messageId: string,
+  url: string
+): Effect.Effect<boolean, StoreError, ContextStore> =>
+  Effect.flatMap(ContextStore, (store) => Effect.map(carriedBy(store, chat, messageId, ["link"]), (links) => links.some((l) => l.ref === url)))
+
 /**
  * Records an action: checks its target exists (a typed `InvalidRequest` naming the field
  * otherwise, nothing changed) and applies the activation.
@@ -195,25 +223,15 @@ export const record = (
     const actor = { chat_id: chat, actor_user_id: params.actor_user_id ?? null }
     const done = (event: ObjectActivated, objectId: string | null, kind: string) =>
       Effect.flatMap(ContextIngest, (ingest) => ingest.apply([event])).pipe(
+        // Refused by ingest's own checks: the tool's error, naming what was refused.
+        Effect.catchTag("InvalidEvent", (refused) => Effect.fail(new InvalidRequest({ path: refused.path, message: refused.message }))),
         Effect.flatMap((applied) =>
           applied.skipped.length > 0
             ? Effect.fail(new InvalidRequest({ path: applied.skipped[0]!.path, message: applied.skipped[0]!.message }))
             : Effect.succeed({ action: params.action, reason, object_id: objectId, kind, message_id: messageId, pending: false } satisfies RecordActionResult)
         )
       )
-    // The objects of `kinds` the message carries, in their deterministic order.
-    const carried = (kinds: ReadonlyArray<ObjectKind>) =>
-      Effect.gen(function*() {
-        const found = []
-        for (const kind of kinds) {
-          for (let i = 0; i < MAX_PER_MESSAGE; i++) {
-            const object = yield* store.object(chat, objectIdFor(chat, messageId, kind, i))
-            if (Option.isNone(object)) break
-            found.push(object.value)
-          }
-        }
-        return found
-      })
+    const carried = (kinds: ReadonlyArray<ObjectKind>) => carriedBy(store, chat, messageId, kinds)
 
     switch (params.action) {
       case "summary_written": {
@@ -225,7 +243,9 @@ export const record = (
         const links = yield* carried(["link"])
         const link = links.find((l) => l.ref === params.url)
         if (link !== undefined) {
-          return yield* done(BotEvents.activated(reason, { ...actor, object_id: link.object_id, because_of: because }), link.object_id, "link")
+          // A label (a fetched page's title) names a link known only by its URL.
+          const event = BotEvents.activated(reason, { ...actor, object_id: link.object_id, because_of: because })
+          return yield* done(params.label === undefined ? event : { ...event, title_or_label: params.label }, link.object_id, "link")
         }
         if (links.length >= MAX_PER_MESSAGE) {
           return yield* new InvalidRequest({ path: "url", message: `message ${messageId} carries too many links to add ${params.url}` })

@@ -46,14 +46,15 @@ const objectsOf = (schema: unknown, out: Array<Node> = []): Array<Node> => {
 }
 
 describe("DeixisToolkit", () => {
-  it("offers six tools whose parameters are closed JSON Schemas from the Schemas", () => {
+  it("offers seven tools whose parameters are closed JSON Schemas from the Schemas", () => {
     assert.deepStrictEqual(DeixisToolkit.definitions.map((d) => d.name), [
       "resolve_reference_target",
       "list_active_context_objects",
       "get_message_thread_context",
       "get_conversation_state",
       "update_conversation_state",
-      "record_context_action"
+      "record_context_action",
+      "read_url"
     ])
     for (const definition of DeixisToolkit.definitions) {
       assert.isAbove(definition.description.length, 20)
@@ -63,7 +64,7 @@ describe("DeixisToolkit", () => {
       assert.include((definition.parameters as { required: Array<string> }).required, "chat_id")
     }
     const resolve = DeixisToolkit.definitions[0]!.parameters as { properties: Record<string, unknown> }
-    assert.includeMembers(Object.keys(resolve.properties), ["normalized_reference_hints", "allowed_kinds", "max_candidates"])
+    assert.includeMembers(Object.keys(resolve.properties), ["normalized_reference_hints", "allowed_kinds", "max_candidates", "quote_text", "quote_position"])
   })
 
   it.effect("every tool answers with the envelope over the real services", () =>

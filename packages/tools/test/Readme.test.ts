@@ -7,7 +7,7 @@ const readme = new URL("../README.md", import.meta.url)
 
 describe("README", () => {
   it("documents every configuration key with its real default", () => {
-    expect(checkConfigDocumentation(readme, [Tools.DeixisToolkit.config]))
+    expect(checkConfigDocumentation(readme, [Tools.DeixisToolkit.config, Tools.UrlReader.config]))
       .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
   })
 

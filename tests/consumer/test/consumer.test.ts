@@ -230,7 +230,8 @@ describe("published packages, as a consumer installs them", () => {
     expect(report.pgEntry).toBe("ERR_MODULE_NOT_FOUND")
     expect(report.rootPg).toMatch(/^SqlStoreError: the PostgreSQL engine needs @effect\/sql-pg installed/)
     expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
-    expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions"])
+    expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions", "UrlReader"])
+    expect(report.toolNames).toContain("read_url")
     expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])
     // The `deixis` executable, as npm linked it: its usage, not a crash.
     expect(await run(path.join(consumer, "node_modules", ".bin", "deixis"), ["--help"], consumer)).toContain("import")

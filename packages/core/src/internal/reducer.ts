@@ -7,7 +7,9 @@ import type { ChatInfo } from "../ChatInfo.js"
 import { effectiveTopic, unknownChat } from "../ChatInfo.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
 import { objectIdFor } from "../ContextObject.js"
+import { addQuotedIn, partOf, selects } from "../Quote.js"
 import type { ApplyResult, ContextEvent, MessageEdited, MessageObserved, ObjectActivated } from "../ContextEvent.js"
+import type { Quote } from "../Quote.js"
 import { defaultRegistry, type Registry } from "../KindRegistry.js"
 import type { ObjectKind } from "../ObjectKind.js"
 import type { TtlPolicyShape } from "../TtlPolicy.js"
@@ -212,7 +214,7 @@ const derivedObjects = (
   }
   const out: Array<ContextObject> = []
   e.links.forEach((link, i) => {
-    out.push(known("link", i, { ...labelled("link", link.title, link.url), ref: link.url }))
+    out.push(known("link", i, { ...labelled("link", link.title, link.url), ref: link.url, ...(link.span === undefined ? {} : { span: link.span }) }))
   })
   const perKind = new Map<ObjectKind, number>()
   for (const media of e.media) {
@@ -221,7 +223,8 @@ const derivedObjects = (
     out.push(known(media.kind, index, {
       ...labelled(media.kind, media.label),
       ...(media.file_id === undefined ? {} : { ref: media.file_id }),
-      ...(e.media_group_id === undefined ? {} : { album_id: e.media_group_id })
+      ...(e.media_group_id === undefined ? {} : { album_id: e.media_group_id }),
+      ...(media.span === undefined ? {} : { span: media.span })
     }))
   }
   return out
@@ -259,6 +262,7 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
   }
   w.putMessage(message)
   for (const o of derivedObjects(rules, e, topicId, sentAt)) putKnown(w, o)
+  if (e.quote !== undefined && e.reply_to_message_id !== null) noteQuote(w, e.chat_id, e.reply_to_message_id, e.message_id, e.quote)
   if (e.poll !== undefined) {
     const label = rules.kinds.label("poll", { title: e.poll.question })
     const poll = e.poll.is_closed
@@ -281,6 +285,20 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
     }
   }
   return applied
+}
+
+/**
+ * A reply's quote: the replied message's objects it selects remember the reply (`quoted_in`).
+ * Kept on the quoted objects, which a resolution for the reply reads anyway as its reply
+ * target, so no store keeps anything more per message.
+ */
+const noteQuote = (w: StateWriter, chatId: string, repliedId: string, messageId: string, quote: Quote) => {
+  const parts = w.objectsOfMessage(chatId, repliedId)
+  if (parts.length === 0) return
+  const chosen = selects(parts.map(partOf), quote)
+  for (const o of parts) {
+    if (chosen.includes(o.object_id)) w.putObject({ ...o, quoted_in: addQuotedIn(o.quoted_in, messageId) }, o)
+  }
 }
 
 // FNV-1a (32 bits) of a string: a short, stable digest for default event ids.
@@ -349,10 +367,13 @@ const editMessage = (w: StateWriter, e: MessageEdited, now: number, rules: Rules
       w.putObject(next, undefined)
     } else if (existing.ref === next.ref) {
       const label = next.title_or_label ?? existing.title_or_label
+      // The edited text places it anew (or, without a span now, nowhere known).
+      const { span: _span, ...kept } = existing
       w.putObject({
-        ...existing,
+        ...kept,
         ...(label === undefined ? {} : { title_or_label: label }),
-        ...(next.album_id === undefined ? {} : { album_id: next.album_id })
+        ...(next.album_id === undefined ? {} : { album_id: next.album_id }),
+        ...(next.span === undefined ? {} : { span: next.span })
       }, existing)
     } else {
       // Another link or file under the same slot: a new object, not yet active.
@@ -383,6 +404,7 @@ const putKnown = (w: StateWriter, carried: ContextObject) => {
     ...(ref === undefined ? {} : { ref }),
     ...(poll === undefined ? {} : { poll }),
     ...(existing.album_id === undefined && carried.album_id !== undefined ? { album_id: carried.album_id } : {}),
+    ...(existing.span === undefined && carried.span !== undefined ? { span: carried.span } : {}),
     ...(existing.created_by_user_id === undefined && carried.created_by_user_id !== undefined
       ? { created_by_user_id: carried.created_by_user_id }
       : {})
@@ -436,7 +458,13 @@ const activateObject = (w: StateWriter, e: ObjectActivated, now: number, rules: 
   } else if (object.kind === "reminder" && e.due_at !== undefined) {
     object = { ...object, reminder: { due_at: e.due_at, status: "scheduled" } }
   }
-  if (e.title_or_label !== undefined && object.title_or_label === undefined) {
+  // A title the activation brings fills an object without a label, and replaces one that only
+  // repeats its URL (a fetched page's title says more than its address).
+  if (
+    e.title_or_label !== undefined &&
+    (object.title_or_label === undefined ||
+      (object.ref !== undefined && object.title_or_label === rules.kinds.label(object.kind, { url: object.ref })))
+  ) {
     object = { ...object, title_or_label: e.title_or_label }
   }
   w.putObject(rules.policy.activate(object, e.reason, at), previous)

@@ -61,7 +61,9 @@ export type Poll = typeof Poll.Type
 
 const TextQuote = Schema.Struct({
   text: Schema.String,
-  entities: Schema.optional(Schema.Array(Entity))
+  entities: Schema.optional(Schema.Array(Entity)),
+  position: Schema.optional(Int),
+  is_manual: Schema.optional(Schema.Boolean)
 })
 
 const MessageOrigin = Schema.Struct({
@@ -230,7 +232,7 @@ const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]]
   ["forum_topic_created", cUnknown],
   ["migrate_to_chat_id", cInt],
   ["migrate_from_chat_id", cInt],
-  ["quote", cStruct([["text", cString]], [["entities", cArray(cEntity)]])],
+  ["quote", cStruct([["text", cString]], [["entities", cArray(cEntity)], ["position", cInt], ["is_manual", cBoolean]])],
   ["text", cString],
   ["entities", cArray(cEntity)],
   ["caption", cString],
