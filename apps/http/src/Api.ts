@@ -7,6 +7,7 @@ import { ActiveContext, ChatInfo, ContextEvent, ConversationState, ContextStore,
 import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
+import { version } from "./Version.js"
 
 export { Unauthorized }
 
@@ -325,6 +326,6 @@ export class Api extends HttpApi.make("deixis")
   .add(Inspect)
   .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "deixis")
-  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(OpenApi.Version, version)
   .annotate(OpenApi.Description, "Conversational context for chat bots: what \"this\" refers to, what is active, the loaded context and the conversation state.")
 {}

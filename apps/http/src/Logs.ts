@@ -11,16 +11,10 @@
  *
  * @since 0.2.0
  */
-import { Ids, Logging } from "@deixis/core"
-import * as Cause from "effect/Cause"
-import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import { Logging } from "@deixis/core"
 import * as Effect from "effect/Effect"
-import * as FiberId from "effect/FiberId"
-import * as Inspectable from "effect/Inspectable"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import * as LogSpan from "effect/LogSpan"
 
 /**
  * Lines waiting for their write.
@@ -71,50 +65,6 @@ export const makeSink = (write: (chunk: string) => void): Sink => {
   }
 }
 
-// Effect's logfmt rules (`Logger.logfmtLogger`): a value with no whitespace, `"` or `=` as it is,
-// any other JSON-quoted; `"`, `=` and whitespace in a label replaced by `_`.
-const textOnly = /^[^\s"=]*$/
-const quoted = (value: string) => (textOnly.test(value) ? value : JSON.stringify(value))
-// A fiber's name, `#12`, without the set of ids `FiberId.threadName` builds for it.
-const threadName = (fiberId: FiberId.FiberId): string =>
-  fiberId._tag === "Runtime" ? `#${fiberId.id}` : FiberId.threadName(fiberId)
-
-/**
- * A logger writing `Logger.logfmtLogger`'s line, byte for byte (`test/logs.test.ts` compares
- * them), for less: labels are cleaned once (each logger keeps its own), a fiber's name is not
- * built through a hash set, values are tested rather than matched.
- *
- * @since 0.2.0
- * @category loggers
- */
-export const makeLogfmtLogger = (): Logger.Logger<unknown, string> => {
-  const labels = new Map<string, string>()
-  const labelOf = (key: string): string => {
-    let label = labels.get(key)
-    if (label === undefined) {
-      label = key.replace(/[\s="]/g, "_")
-      // Annotation keys are the code's own, a few dozen; the bound only keeps a mistake cheap.
-      if (labels.size < 1024) labels.set(key, label)
-    }
-    return label
-  }
-  return Logger.make(({ annotations, cause, date, fiberId, logLevel, message, spans }) => {
-    // `Ids.formatTimestamp` is `toISOString`, computed without the Date's own formatting.
-    let out = "timestamp=" + quoted(Ids.formatTimestamp(date.getTime()))
-    out += " level=" + quoted(logLevel.label)
-    out += " fiber=" + quoted(threadName(fiberId))
-    if (Array.isArray(message)) {
-      for (let i = 0; i < message.length; i++) out += " message=" + quoted(Inspectable.toStringUnknown(message[i], 0))
-    } else {
-      out += " message=" + quoted(Inspectable.toStringUnknown(message, 0))
-    }
-    if (!Cause.isEmptyType(cause)) out += " cause=" + quoted(Cause.pretty(cause, { renderErrorCause: true }))
-    for (const span of spans) out += " " + LogSpan.render(date.getTime())(span)
-    for (const [key, value] of annotations) out += " " + labelOf(key) + "=" + quoted(Inspectable.toStringUnknown(value, 0))
-    return out
-  })
-}
-
 // As `console.log` writes to stdout (Node's Console does the same): a failed write, say to a
 // closed pipe, is not the service's error, whether it fails at once or later.
 const ignore = () => {}
@@ -131,8 +81,8 @@ const writeStdout = (chunk: string) => {
 }
 
 /**
- * Core's `Logging.layer` with batched writes: the same format and minimum level, lines to
- * stdout (or to `write`).
+ * Core's `Logging.layer` with batched writes: the same lines (format, stack traces at Debug
+ * only, secrets redacted) and minimum level, to stdout (or to `write`).
  *
  * @since 0.2.0
  * @category layers
@@ -141,7 +91,7 @@ export const layer = (
   options: Logging.LoggingOptions,
   write: (chunk: string) => void = writeStdout
 ): Layer.Layer<never> => {
-  const format = options.format === "json" ? Logger.jsonLogger : makeLogfmtLogger()
+  const format = Logging.makeLogger(options)
   return Layer.merge(
     Layer.unwrapScoped(
       Effect.map(
@@ -163,14 +113,3 @@ export const layer = (
     Logger.minimumLogLevel(options.level)
   )
 }
-
-/**
- * {@link layer}, configured from the environment as core's `Logging.layerConfig` is
- * (DEIXIS_LOG_LEVEL, DEIXIS_LOG_FORMAT).
- *
- * @since 0.2.0
- * @category layers
- */
-export const layerConfig: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(
-  Config.map(Logging.config, (options) => layer(options))
-)

@@ -10,14 +10,16 @@
 import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import { ContextStore, ConversationState, Deixis } from "@deixis/core"
 import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import { ConfigKeys } from "@deixis/core"
+import { StoreConfig } from "@deixis/store-sql"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import * as Activity from "./Activity.js"
@@ -25,14 +27,14 @@ import * as Auth from "./Auth.js"
 import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
 import * as Inspector from "./Inspector.js"
+import * as Lifecycle from "./Lifecycle.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
 import * as Pipeline from "./Pipeline.js"
 import * as Routes from "./Routes.js"
 import * as Store from "./Store.js"
-
-export const version = "0.1.0"
+import { version } from "./Version.js"
 
 export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
   readonly port: number
@@ -46,14 +48,9 @@ export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
 /** Whether an address is reachable from this machine only. */
 export const isLoopback = Pipeline.isLoopback
 
-const secret = (name: string, rule: RegExp, what: string) =>
-  Config.option(Config.redacted(name)).pipe(
-    Config.mapOrFail((value) =>
-      Option.isNone(value) || rule.test(Redacted.value(value.value))
-        ? Either.right(value)
-        : Either.left(ConfigError.InvalidData([name], `${name} must be ${what}`))
-    )
-  )
+// The keys holding secrets: trimmed, checked, never logged (see `secrets`).
+const secretKeys = ["DEIXIS_API_TOKEN", "DEIXIS_METRICS_TOKEN", "DEIXIS_TELEGRAM_SECRET"] as const
+const token = { pattern: /^\S+$/, description: "a token without spaces" }
 
 /**
  * Every key of the service, with its default (see README, "Configuration"). Without
@@ -64,10 +61,13 @@ const secret = (name: string, rule: RegExp, what: string) =>
 export const config: Config.Config<ServerOptions> = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(8080)),
   host: Config.option(Config.string("HOST")),
-  apiToken: secret("DEIXIS_API_TOKEN", /^\S+$/, "a non-empty token without spaces"),
-  metricsToken: secret("DEIXIS_METRICS_TOKEN", /^\S+$/, "a non-empty token without spaces"),
+  apiToken: ConfigKeys.secret("DEIXIS_API_TOKEN", token),
+  metricsToken: ConfigKeys.secret("DEIXIS_METRICS_TOKEN", token),
   // Telegram's own rule for setWebhook's secret_token.
-  telegramSecret: secret("DEIXIS_TELEGRAM_SECRET", /^[A-Za-z0-9_-]{1,256}$/, "1-256 characters A-Z, a-z, 0-9, _ and -"),
+  telegramSecret: ConfigKeys.secret("DEIXIS_TELEGRAM_SECRET", {
+    pattern: /^[A-Za-z0-9_-]{1,256}$/,
+    description: "1-256 characters A-Z, a-z, 0-9, _ and -"
+  }),
   allowUnauthenticated: Config.boolean("DEIXIS_ALLOW_UNAUTHENTICATED").pipe(Config.withDefault(false)),
   maxBodyBytes: ConfigKeys.positiveInt("DEIXIS_HTTP_MAX_BODY_BYTES", 1024 * 1024),
   fastPath: Config.boolean("DEIXIS_HTTP_FAST_PATH").pipe(Config.withDefault(true)),
@@ -75,7 +75,8 @@ export const config: Config.Config<ServerOptions> = Config.all({
   requestTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_REQUEST_TIMEOUT", "30 seconds"),
   keepAliveTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_KEEP_ALIVE_TIMEOUT", "5 seconds"),
   maxConnections: ConfigKeys.positiveInt("DEIXIS_HTTP_MAX_CONNECTIONS", 1024),
-  shutdownTimeoutMs: ConfigKeys.millis("DEIXIS_SHUTDOWN_TIMEOUT", "10 seconds"),
+  // The whole stop, under Docker's default grace of 10 s before it kills.
+  shutdownTimeoutMs: ConfigKeys.millis("DEIXIS_SHUTDOWN_TIMEOUT", "8 seconds"),
   telegram: Config.all({
     botId: Config.string("DEIXIS_TELEGRAM_BOT_ID").pipe(Config.option, Config.map(Option.getOrUndefined)),
     botUsername: Config.string("DEIXIS_TELEGRAM_BOT_USERNAME").pipe(Config.option, Config.map(Option.getOrUndefined))
@@ -158,7 +159,8 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
       maxBodyBytes: options.maxBodyBytes,
       unauthenticated: Option.isNone(options.apiToken) ? { loopback: isLoopback(options.host) } : undefined
     })
-    const http = Edge.layerServer(server, listen, options).pipe(
+    // The rest of DEIXIS_SHUTDOWN_TIMEOUT is for closing the stores after the requests.
+    const http = Edge.layerServer(server, listen, { ...options, shutdownTimeoutMs: Lifecycle.drainBudget(options.shutdownTimeoutMs) }).pipe(
       Layer.provideMerge(options.fastPath === false ? pipeline : pipeline.pipe(Layer.provideMerge(FastPath.layer(options.telegram)))),
       Layer.provideMerge(core)
     )
@@ -176,33 +178,65 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.St
     )
   })
 
-/** The service configured from the environment, saying where it listens and how it is protected. */
+/**
+ * The secrets the logs must never show: the tokens and the PostgreSQL password.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const secrets: Config.Config<ReadonlyArray<Redacted.Redacted<string>>> = Config.all([config, Store.config]).pipe(
+  Config.map(([options, choice]) => [
+    ...[options.apiToken, options.metricsToken, options.telegramSecret].flatMap(Option.toArray),
+    ...StoreConfig.secretsOf(choice)
+  ])
+)
+
+/**
+ * The service configured from the environment: it says where it listens, on which store, in
+ * which version and how it is protected; and at the end, why it stopped and how long that
+ * took. The whole stop takes at most DEIXIS_SHUTDOWN_TIMEOUT from the signal.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig = Layer.unwrapEffect(
   Effect.gen(function*() {
     const options = yield* config
     const choice = yield* Store.config
+    const padded = yield* ConfigKeys.padded(secretKeys)
     const protection = Option.isSome(options.apiToken)
       ? "bearer token required"
       : isLoopback(options.host)
       ? "no authentication (DEIXIS_API_TOKEN unset): reachable from this machine only"
       : "NO AUTHENTICATION (DEIXIS_ALLOW_UNAUTHENTICATED=true): anyone who can reach this address can read and write"
     const address = `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${options.port}`
-    const announce = Layer.effectDiscard(
+    const announce = Layer.effectDiscard(Effect.zipRight(
+      Effect.forEach(padded, (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`)),
       (Option.isNone(options.apiToken) && !isLoopback(options.host) ? Effect.logWarning : Effect.logInfo)(
         `deixis ${version} listening on ${address}`
-      ).pipe(Effect.annotateLogs({ store: choice._tag, auth: protection, docs: Routes.service.docs.path }))
-    )
-    // Started last, so stopped first: if the stop itself hangs (a store that never closes),
-    // the process still exits, a little after the drain's own bound.
-    const backstop = Layer.scopedDiscard(Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        setTimeout(() => {
-          process.stderr.write(`deixis: the stop did not finish within ${options.shutdownTimeoutMs + 5_000} ms; exiting\n`)
-          process.exit(1)
-        }, options.shutdownTimeoutMs + 5_000).unref()
-      })
+      ).pipe(Effect.annotateLogs({ store: StoreConfig.describeChoice(choice), auth: protection, docs: Routes.service.docs.path }))
     ))
-    // Built in this order: the service, then the announcement, then the backstop.
-    return backstop.pipe(Layer.provideMerge(announce.pipe(Layer.provideMerge(layer(options, Store.layer(choice))))))
+    // Built in this order: the stop's watch (its line comes last), the service, the
+    // announcement, the stop's clock (started first when nothing else started it).
+    return Layer.scopedDiscard(Lifecycle.starts).pipe(
+      Layer.provideMerge(announce.pipe(Layer.provideMerge(layer(options, Store.layer(choice))))),
+      Layer.provideMerge(Layer.scopedDiscard(Lifecycle.watch("deixis", options.shutdownTimeoutMs)))
+    )
   })
 )
+
+/**
+ * Why the service could not start or stopped on its own, as one Fatal line: a configuration
+ * error names its keys; anything else is logged with its cause (its stack trace at Debug).
+ * Nothing for an interruption (a signal): that is a stop, told by `deixis stopped`.
+ *
+ * @since 0.3.0
+ * @category logging
+ */
+export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const error = Cause.failureOption(cause)
+  return Option.isSome(error) && ConfigError.isConfigError(error.value)
+    ? Effect.logFatal(`deixis cannot start: ${ConfigKeys.describeError(error.value)}`)
+    : Effect.logFatal("deixis stopped on a failure", cause)
+}

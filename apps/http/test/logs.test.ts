@@ -3,15 +3,9 @@ import { vi } from "vitest"
 import { Logging } from "@deixis/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as fc from "effect/FastCheck"
-import * as FiberId from "effect/FiberId"
-import * as FiberRefs from "effect/FiberRefs"
-import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
-import * as List from "effect/List"
-import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as LogSpan from "effect/LogSpan"
+import * as Redacted from "effect/Redacted"
 import * as Logs from "../src/Logs.js"
 
 // Log lines carry a timestamp and a fiber id: equal lines but for those.
@@ -95,6 +89,19 @@ describe("batched logs", () => {
       assert.match(writes[0]!, /level=ERROR/)
     }))
 
+  it.effect("writes core's lines: secrets redacted, a failure without its stack trace at Info", () =>
+    Effect.gen(function*() {
+      const writes: Array<string> = []
+      yield* Effect.logError("call to https://api.example/botTOKEN-1/x failed", Cause.die(new Error("boom TOKEN-1"))).pipe(
+        Effect.provide(Logs.layer({ level: LogLevel.Info, format: "logfmt", secrets: [Redacted.make("TOKEN-1")] }, (c) => void writes.push(c)))
+      )
+      const text = writes.join("")
+      assert.notInclude(text, "TOKEN-1")
+      assert.include(text, "bot<redacted>/x")
+      assert.include(text, "Error: boom <redacted>")
+      assert.notMatch(text, /\bat .*logs\.test\.ts/)
+    }))
+
   it.effect("provided over a layer, as main.ts does", () =>
     Effect.gen(function*() {
       const writes: Array<string> = []
@@ -103,39 +110,4 @@ describe("batched logs", () => {
       assert.strictEqual(writes.length, 1)
       assert.match(writes[0]!, /message=listening/)
     }))
-
-  it("formats every logfmt line as Effect's logfmtLogger does", () => {
-    const fast = Logs.makeLogfmtLogger()
-    const text = fc.oneof(fc.string(), fc.constantFrom("", " ", "a=b", "say \"hi\"", "tab\there", "line\nbreak", "\u2028", "é"))
-    const value = fc.oneof(text, fc.jsonValue({ maxDepth: 2 }), fc.double(), fc.boolean(), fc.constant(null), fc.constant(undefined))
-    const options = fc.record({
-      message: fc.oneof(value, fc.array(value, { maxLength: 3 })),
-      annotations: fc.array(fc.tuple(fc.oneof(text, fc.constantFrom("request_id", "chat_id", "a b", "x=y", "q\"")), value), { maxLength: 6 }),
-      cause: fc.constantFrom(Cause.empty, Cause.fail("nope"), Cause.die(new Error("boom")), Cause.interrupt(FiberId.make(3, 0))),
-      spans: fc.array(fc.tuple(text, fc.integer({ min: 0, max: 2_000_000_000_000 })), { maxLength: 2 }),
-      fiber: fc.oneof(
-        fc.nat().map((id) => FiberId.make(id, 0)),
-        fc.constant(FiberId.none),
-        fc.tuple(fc.nat(), fc.nat()).map(([a, b]) => FiberId.combine(FiberId.make(a, 0), FiberId.make(b, 1)))
-      ),
-      level: fc.constantFrom(...LogLevel.allLevels),
-      time: fc.integer({ min: 0, max: 4_000_000_000_000 })
-    })
-    fc.assert(
-      fc.property(options, (o) => {
-        const input = {
-          fiberId: o.fiber,
-          logLevel: o.level,
-          message: o.message,
-          cause: o.cause as Cause.Cause<unknown>,
-          context: FiberRefs.empty(),
-          spans: List.fromIterable(o.spans.map(([label, start]) => LogSpan.make(label, start))),
-          annotations: HashMap.fromIterable(o.annotations as ReadonlyArray<readonly [string, unknown]>),
-          date: new Date(o.time)
-        }
-        assert.strictEqual(fast.log(input), Logger.logfmtLogger.log(input))
-      }),
-      { numRuns: 2_000 }
-    )
-  })
 })

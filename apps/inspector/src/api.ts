@@ -1,6 +1,7 @@
 /**
  * The inspector's only way to the service: the API routes, each call with the operator's token
- * in the Authorization header (never in a URL). A refused token is an error the page shows.
+ * in the Authorization header (never in a URL; no header when the server needs no token). A
+ * refused token is an error the page shows.
  */
 
 export class ApiError extends Error {
@@ -9,10 +10,13 @@ export class ApiError extends Error {
   }
 }
 
+// No header at all without a token: a server without DEIXIS_API_TOKEN needs none.
+const authorization = (token: string): Record<string, string> => (token === "" ? {} : { authorization: `Bearer ${token}` })
+
 export const call = async (token: string, path: string, body?: unknown): Promise<any> => {
   const response = await fetch(path, {
     method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: { ...authorization(token), ...(body === undefined ? {} : { "content-type": "application/json" }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await response.text()
@@ -66,7 +70,7 @@ export const live = async (
   while (!signal.aborted) {
     try {
       const response = await fetch("/v1/inspect/live?seconds=60", {
-        headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+        headers: { ...authorization(token), accept: "text/event-stream" },
         signal
       })
       if (response.status === 401) throw new ApiError(401, "The token was refused (401): check DEIXIS_API_TOKEN")

@@ -81,3 +81,40 @@ export const diff = (before: unknown, after: unknown, path = ""): Array<Change> 
   }
   return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ path: path || "(root)", kind: "changed", before, after }]
 }
+
+/** A piece of a history item's text: plain text, or a person mentioned (`[name](tg:@username)`). */
+export type TextPart = { readonly text: string } | { readonly name: string; readonly username: string }
+
+// `@deixis/chathistory`'s PeopleRef format: a label without `[]()`, a username without them or spaces.
+const mention = /\[([^[\]()]*)\]\(tg:@([^\s[\]()]+)\)/g
+
+/** A text with its people references split out, so each reads as the person's name. */
+export const textParts = (text: string): Array<TextPart> => {
+  const parts: Array<TextPart> = []
+  let at = 0
+  for (const m of text.matchAll(mention)) {
+    if (m.index > at) parts.push({ text: text.slice(at, m.index) })
+    parts.push({ name: m[1]!, username: m[2]! })
+    at = m.index + m[0].length
+  }
+  if (at < text.length) parts.push({ text: text.slice(at) })
+  return parts
+}
+
+/** A text with every people reference as the name alone (for excerpts). */
+export const plainText = (text: string): string =>
+  textParts(text).map((p) => ("text" in p ? p.text : p.name)).join("")
+
+const score = (n: number) => String(Math.round(n * 1000) / 1000)
+
+/**
+ * The resolver's top score and its lead over the second candidate, worded so it reads right
+ * whatever the signs: `score_gap` is top minus second, so a second at -20 under a top of 165 is
+ * a lead of 185 — said as such, with the second's own score, never as "a gap of 185" beside 165.
+ */
+export const scoreLead = (diagnostics: { readonly top_score: number | null; readonly score_gap: number | null; readonly candidate_count: number }): string => {
+  if (diagnostics.top_score === null) return "no candidate scored"
+  const top = `top score ${score(diagnostics.top_score)}`
+  if (diagnostics.candidate_count < 2 || diagnostics.score_gap === null) return `${top} · no second candidate`
+  return `${top} · second ${score(diagnostics.top_score - diagnostics.score_gap)} (the top leads by ${score(diagnostics.score_gap)})`
+}

@@ -1,13 +1,14 @@
 /**
  * The deixis inspector: what the bot knows of a topic and why it answers as it does.
  * The token is asked once, kept in sessionStorage (gone when the tab closes), and sent only
- * as an Authorization header.
+ * as an Authorization header; a server that needs none (DEIXIS_API_TOKEN unset) is opened
+ * without asking, and the page says so.
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import * as Api from "./api"
 import { Chats } from "./Chats"
-import { type Change, diff, duration, inWords, timeLeft } from "./logic"
+import { type Change, diff, duration, inWords, plainText, scoreLead, textParts, timeLeft } from "./logic"
 import "./style.css"
 
 type Item = Record<string, any>
@@ -25,14 +26,27 @@ const readRecent = (): Array<{ chat: string; topic: string }> => {
 
 const time = (v: string | number) => new Date(v).toISOString().replace("T", " ").slice(0, 19)
 
+/** A history text with each mentioned person as their name (the username on hover). */
+function Text(props: { value: string }) {
+  return (
+    <>
+      {textParts(props.value).map((part, i) =>
+        "text" in part ? part.text : <span key={i} class="mention" title={`@${part.username}`}>{part.name}</span>
+      )}
+    </>
+  )
+}
+
 function TokenForm(props: { onToken: (t: string) => void; error: string | null }) {
   const [value, setValue] = useState("")
+  const [empty, setEmpty] = useState(false)
   return (
     <form
       class="card"
       aria-labelledby="token-title"
       onSubmit={(e) => {
         e.preventDefault()
+        setEmpty(value.trim() === "")
         if (value.trim() !== "") props.onToken(value.trim())
       }}
     >
@@ -40,7 +54,9 @@ function TokenForm(props: { onToken: (t: string) => void; error: string | null }
       <label for="token">API token (DEIXIS_API_TOKEN)</label>
       <input id="token" type="password" autocomplete="off" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
       <button type="submit">Connect</button>
-      {props.error !== null && <p role="alert" class="error">{props.error}</p>}
+      {empty
+        ? <p role="alert" class="error">Enter the API token: this server needs one (DEIXIS_API_TOKEN is set).</p>
+        : props.error !== null && <p role="alert" class="error">{props.error}</p>}
       <p class="note">Kept in this tab only (sessionStorage) and sent as an Authorization header.</p>
     </form>
   )
@@ -83,11 +99,11 @@ function Timeline(props: { items: ReadonlyArray<Item>; gapNote: string | null; s
               {item.reply_to_message_id !== null && (
                 <div class="reply" aria-label={`reply to message ${item.reply_to_message_id}`}>
                   ↳ reply to #{item.reply_to_message_id}
-                  {target !== undefined && <span class="excerpt"> “{String(target.text).slice(0, 60)}”</span>}
+                  {target !== undefined && <span class="excerpt"> “{plainText(String(target.text)).slice(0, 60)}”</span>}
                 </div>
               )}
-              {item.quote !== null && item.quote !== undefined && <blockquote>{item.quote.text}</blockquote>}
-              <p class="text">{item.text}</p>
+              {item.quote !== null && item.quote !== undefined && <blockquote><Text value={item.quote.text} /></blockquote>}
+              <p class="text"><Text value={item.text} /></p>
               {(item.attachments ?? []).length > 0 && (
                 <div class="attachments">{item.attachments.map((a: Item) => `${a.kind}${a.name ? `: ${a.name}` : ""}`).join(", ")}</div>
               )}
@@ -220,8 +236,8 @@ function TryIt(props: { token: string; chat: string; topic: string; message: Ite
       {result?.kind === "resolve" && (
         <div class="result" aria-live="polite">
           <p>
-            <strong>{result.body.status}</strong> · confidence {result.body.confidence} · scope {result.body.scope_used} · top score{" "}
-            {result.body.diagnostics.top_score ?? "—"} · gap to the second {result.body.diagnostics.score_gap ?? "—"} ·{" "}
+            <strong>{result.body.status}</strong> · confidence {result.body.confidence} · scope {result.body.scope_used} ·{" "}
+            <span class="lead">{scoreLead(result.body.diagnostics)}</span> ·{" "}
             {result.body.diagnostics.candidate_count} candidates{result.body.diagnostics.fallback ? " (fallback scope)" : ""}
           </p>
           {result.body.reasons.length > 0 && <p>Why: {result.body.reasons.map(inWords).join("; ")}</p>}
@@ -277,7 +293,10 @@ function State(props: { revisions: ReadonlyArray<Item> }) {
 }
 
 function App() {
+  // The token typed in; "" when the server needs none (then no Authorization header is sent).
   const [token, setToken] = useState<string | null>(() => sessionStorage.getItem(tokenKey))
+  // Whether the server asked for no token; null until it is known.
+  const [tokenless, setTokenless] = useState<boolean | null>(null)
   const [error, setError] = useState<string | null>(null)
   const [chat, setChat] = useState("")
   const [topic, setTopic] = useState("")
@@ -317,6 +336,17 @@ function App() {
   const [lastLive, setLastLive] = useState<Item | null>(null)
   const [connected, setConnected] = useState(false)
   const [thresholds, setThresholds] = useState<Item | null>(null)
+  // Asked once, without a token: a server with no DEIXIS_API_TOKEN answers, and the page opens.
+  useEffect(() => {
+    if (token !== null) return
+    Api.call("", "/v1/inspect/thresholds").then(() => {
+      setTokenless(true)
+      setToken("")
+    }, (e: Error) => {
+      setTokenless(false)
+      if (!(e instanceof Api.ApiError && e.status === 401)) setError(e.message)
+    })
+  }, [])
   useEffect(() => {
     if (token === null) return
     Api.thresholds(token).then(setThresholds, refuse)
@@ -340,6 +370,15 @@ function App() {
       setConnected(false)
     }
   }, [open, token, live])
+
+  if (token === null && tokenless === null) {
+    return (
+      <main>
+        <h1>deixis inspector</h1>
+        <p class="muted" aria-live="polite">Connecting…</p>
+      </main>
+    )
+  }
 
   if (token === null) {
     return (
@@ -373,11 +412,18 @@ function App() {
     <main>
       <header>
         <h1>deixis inspector</h1>
-        <button type="button" onClick={() => {
-          sessionStorage.removeItem(tokenKey)
-          setToken(null)
-        }}>Sign out</button>
+        {token === "" ? null : (
+          <button type="button" onClick={() => {
+            sessionStorage.removeItem(tokenKey)
+            setToken(null)
+          }}>Sign out</button>
+        )}
       </header>
+      {token === "" && (
+        <p class="note" role="status">
+          No token needed: this server runs without DEIXIS_API_TOKEN, so anyone who can reach it can read what it holds.
+        </p>
+      )}
       <form class="card open" onSubmit={(e) => {
         e.preventDefault()
         if (chat.trim() !== "") openTopic({ chat: chat.trim(), topic: topic.trim() })

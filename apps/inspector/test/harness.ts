@@ -1,7 +1,7 @@
 /**
  * The HTTP service as a child process (started as `pnpm dev` starts it, from the sources, over
- * the memory store, with an API token), some Telegram traffic recorded through its API, and
- * Debian's Chromium driven by playwright-core.
+ * the memory store, with an API token or — `startService({ token: null })` — without one), some
+ * Telegram traffic recorded through its API, and Debian's Chromium driven by playwright-core.
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { existsSync } from "node:fs"
@@ -20,11 +20,15 @@ export interface Service {
   readonly post: (path: string, body: unknown) => Promise<Response>
 }
 
-export const startService = async (): Promise<Service> => {
+export const startService = async (options: { readonly token?: string | null } = {}): Promise<Service> => {
   const port = await freePort()
+  const apiToken = options.token === undefined ? token : options.token
+  const env: Record<string, string | undefined> = { ...process.env, PORT: String(port), HOST: "127.0.0.1", DEIXIS_STORE: "memory", DEIXIS_HISTORY_MODE: "talkative" }
+  if (apiToken === null) delete env["DEIXIS_API_TOKEN"]
+  else env["DEIXIS_API_TOKEN"] = apiToken
   const child = spawn(process.execPath, ["--conditions=@deixis/source", "--import", "tsx", "src/main.ts"], {
     cwd: join(import.meta.dirname, "..", "..", "http"),
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DEIXIS_STORE: "memory", DEIXIS_API_TOKEN: token, DEIXIS_HISTORY_MODE: "talkative" },
+    env,
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""
@@ -37,7 +41,11 @@ export const startService = async (): Promise<Service> => {
     await new Promise((r) => setTimeout(r, 100))
   }
   const post = (path: string, body: unknown) =>
-    fetch(url + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) })
+    fetch(url + path, {
+      method: "POST",
+      headers: { ...(apiToken === null ? {} : { authorization: `Bearer ${apiToken}` }), "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
   return { url, child, output: () => output, post }
 }
 

@@ -12,20 +12,26 @@ import * as Deixis from "@deixis/core/Deixis"
 import * as Logging from "@deixis/core/Logging"
 import { StoreConfig } from "@deixis/store-sql"
 import { ReminderStore } from "@deixis/core/ReminderStore"
+import * as ConfigKeys from "@deixis/core/ConfigKeys"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as crypto from "node:crypto"
 import * as os from "node:os"
 import * as Bot from "./Bot.js"
 import * as BotConfig from "./BotConfig.js"
+import * as Lifecycle from "./Lifecycle.js"
 import * as Metrics from "./Metrics.js"
 import * as Ops from "./Ops.js"
 import * as Runner from "./Runner.js"
+import { version } from "./Version.js"
 
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
@@ -48,20 +54,57 @@ export const services = <E, R>(stores: Layer.Layer<StoreConfig.Stores, E, R>) =>
 export const processOwner = (): string => `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString("hex")}`
 
 /**
+ * The secrets the bot's logs must never show: its token, the webhook secret, the LLM API key
+ * and a PostgreSQL password.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const secretsOf = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice): ReadonlyArray<Redacted.Redacted<string>> => [
+  config.token,
+  ...(config.transport._tag === "webhook" ? Option.toArray(config.transport.secret) : []),
+  ...Option.toArray(Option.flatMap(config.llm, (llm) => llm.apiKey)),
+  ...StoreConfig.secretsOf(choice)
+]
+
+/**
+ * Why the bot could not start or stopped on its own, as one Fatal line: a configuration error
+ * names its keys; anything else is logged with its cause (its stack trace at Debug). Nothing
+ * for an interruption (a signal): that is a stop, told by `bot stopped`.
+ *
+ * @since 0.3.0
+ * @category logging
+ */
+export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const error = Cause.failureOption(cause)
+  return Option.isSome(error) && ConfigError.isConfigError(error.value)
+    ? Effect.logFatal(`the bot cannot run: ${ConfigKeys.describeError(error.value)}`)
+    : Effect.logFatal("the bot cannot run", cause)
+}
+
+/**
  * Runs the bot with the given configuration until interrupted (SIGINT / SIGTERM through
- * `NodeRuntime.runMain`), or until polling cannot go on (a failure: the process exits non-zero).
- * Shutdown stops taking updates, gives those being handled `DEIXIS_SHUTDOWN_TIMEOUT`, then
- * interrupts them (an LLM turn included); unfinished ones are handled after the next start.
+ * `NodeRuntime.runMain`), or until polling cannot go on (a failure: reported, then the process
+ * exits non-zero). The whole stop takes at most `DEIXIS_SHUTDOWN_TIMEOUT` from the signal:
+ * updates being handled get all of it but a reserve for closing the stores (`Lifecycle`), then
+ * they are interrupted (an LLM turn included) and handled after the next start. The last line
+ * says why it stopped and how long that took.
  *
  * @since 0.1.0
  * @category running
  */
-export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice) =>
+export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice, padded: ReadonlyArray<string> = []) =>
   Effect.scoped(Effect.gen(function*() {
+    yield* Effect.forEach(padded, (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`))
     const bot = yield* Bot.make(config)
     let running: Runner.Running | undefined
     const opsPort = yield* Ops.serve(config.ops, { ready: () => running !== undefined, healthy: () => running?.healthy() ?? true })
-    running = yield* Runner.launch(bot, { ...config, owner: processOwner() })
+    running = yield* Runner.launch(bot, {
+      ...config,
+      shutdownTimeout: Duration.millis(Lifecycle.drainBudget(Duration.toMillis(config.shutdownTimeout))),
+      owner: processOwner()
+    })
     const live = running
     const reminders = yield* ReminderStore
     const runtime = yield* Effect.runtime<never>()
@@ -73,8 +116,9 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
           Clock.currentTimeMillis.pipe(Effect.flatMap(reminders.stats), Effect.orElseSucceed(() => null))
         )
     })
-    yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)).pipe(Effect.zipRight(Effect.logInfo("bot stopped"))))
+    yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)))
     yield* Effect.logInfo("bot started").pipe(Effect.annotateLogs({
+      version,
       username: `@${live.me.username}`,
       privacy_mode: live.me.can_read_all_group_messages === true
         ? "off (sees every group message)"
@@ -86,24 +130,36 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
       concurrency: config.concurrency,
       default_time_zone: config.timeZone
     }))
+    yield* Lifecycle.starts
     return yield* live.wait
   })).pipe(
     Effect.provide(services(StoreConfig.layer(choice))),
-    Effect.provide(Logging.layer(config.logging))
+    Effect.tapErrorCause(reportFailure),
+    // Watched from before the bot starts; its line comes after everything above is closed.
+    (self) => Effect.scoped(Effect.zipRight(Lifecycle.watch("bot", Duration.toMillis(config.shutdownTimeout)), self)),
+    Effect.provide(Logging.layer({ ...config.logging, secrets: secretsOf(config, choice) }))
   )
 
 /**
- * The whole program from the environment: `BotConfig.config` and `BotConfig.storeConfig`.
+ * The whole program from the environment (`BotConfig.config` and `BotConfig.storeConfig`). It
+ * never fails: a failure is reported (one Fatal line, by {@link reportFailure}) and the
+ * returned flag says whether there was one, for the exit code. A wrong logging key or another
+ * configuration error is reported with the default logger options; none of their messages
+ * shows a value.
  *
  * @since 0.1.0
  * @category running
  */
-export const program = Effect.flatMap(
-  Effect.all([BotConfig.config, BotConfig.storeConfig]),
-  ([config, choice]) => run(config, choice)
-).pipe(
-  // A configuration error is reported on one line, as logfmt, before the non-zero exit.
-  Effect.tapErrorCause((cause) =>
-    Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logFatal("the bot cannot run", cause).pipe(Effect.provide(Logger.logFmt))
+export const program: Effect.Effect<{ readonly failed: boolean }> = Effect.gen(function*() {
+  const read = yield* Effect.either(Effect.all([BotConfig.config, BotConfig.storeConfig, BotConfig.paddedKeys]))
+  if (Either.isLeft(read)) {
+    const logging = yield* Effect.orElseSucceed(Logging.config, () => BotConfig.defaults.logging)
+    return yield* reportFailure(Cause.fail(read.left)).pipe(Effect.provide(Logging.layer(logging)), Effect.as({ failed: true }))
+  }
+  const [config, choice, padded] = read.right
+  return yield* run(config, choice, padded).pipe(
+    Effect.as({ failed: false }),
+    // Reported by `run`: nothing more is logged, so the runtime adds no line of its own.
+    Effect.catchAllCause((cause) => Effect.succeed({ failed: !Cause.isInterruptedOnly(cause) }))
   )
-)
+})

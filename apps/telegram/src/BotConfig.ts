@@ -7,9 +7,11 @@ import * as ConfigKeys from "@deixis/core/ConfigKeys"
 import * as Logging from "@deixis/core/Logging"
 import { StoreConfig } from "@deixis/store-sql"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Llm from "./Llm.js"
@@ -127,7 +129,8 @@ export const defaults = {
   opsPort: 9464,
   opsHost: "0.0.0.0",
   logging: ConfigKeys.defaultsOf(Logging.config),
-  shutdownTimeout: Duration.seconds(10)
+  // The whole stop, under Docker's default grace of 10 s before it kills.
+  shutdownTimeout: Duration.seconds(8)
 } as const
 
 /** An optional key where an empty value (`KEY=` in a compose file) means unset. */
@@ -141,7 +144,12 @@ const transport: Config.Config<Transport> = Config.all({
       validation: Option.match({ onNone: () => true, onSome: (url) => URL.canParse(url) && url.startsWith("https://") })
     })
   ),
-  secret: optional(Config.redacted("BOT_WEBHOOK_SECRET"), (r) => Redacted.value(r) === ""),
+  // Telegram's own rule for setWebhook's secret_token.
+  secret: ConfigKeys.secret("BOT_WEBHOOK_SECRET", {
+    pattern: /^[A-Za-z0-9_-]{1,256}$/,
+    description: "1-256 characters A-Z, a-z, 0-9, _ and -",
+    emptyIsUnset: true
+  }),
   port: Config.integer("BOT_WEBHOOK_PORT").pipe(
     Config.withDefault(defaults.webhookPort),
     Config.validate({ message: "BOT_WEBHOOK_PORT must be 0..65535", validation: (n) => n >= 0 && n <= 65535 })
@@ -182,6 +190,40 @@ export const storeConfig: Config.Config<StoreConfig.StoreChoice> = StoreConfig.c
 )
 
 /**
+ * A bot token's shape: the bot's id, a colon, then letters, digits, `_` and `-`
+ * (`123456789:AAE…`, as @BotFather gives it). Checked at start, so a token Telegraf would not
+ * recognise — and could not redact from its own errors — never reaches a URL.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const tokenShape = /^\d+:[A-Za-z0-9_-]+$/
+
+/**
+ * `BOT_TOKEN`: required, its shape checked, a stray space or newline around it dropped (with a
+ * warning at start: see {@link paddedKeys}). Every error names the key and never the value.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const token: Config.Config<Redacted.Redacted<string>> = ConfigKeys.secret("BOT_TOKEN", {
+  pattern: tokenShape,
+  description: "the token @BotFather gave: the bot's id, a colon, then letters, digits, _ and - (123456789:AAE…)"
+}).pipe(Config.mapOrFail(Option.match({
+  onNone: () =>
+    Either.left(ConfigError.MissingData(["BOT_TOKEN"], "BOT_TOKEN is not set: set it to the token @BotFather gave (123456789:AAE…)")),
+  onSome: Either.right
+})))
+
+/**
+ * The secret keys whose values may come with whitespace to drop, for the warning at start.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const paddedKeys: Config.Config<ReadonlyArray<string>> = ConfigKeys.padded(["BOT_TOKEN", "BOT_WEBHOOK_SECRET"])
+
+/**
  * Every `BOT_*` key, `DEIXIS_LOG_LEVEL`, `DEIXIS_LOG_FORMAT`, `DEIXIS_SHUTDOWN_TIMEOUT`, and the LLM mode's
  * `LLM_*` keys (`Llm.config`).
  *
@@ -189,7 +231,7 @@ export const storeConfig: Config.Config<StoreConfig.StoreChoice> = StoreConfig.c
  * @category config
  */
 export const config: Config.Config<BotConfig> = Config.all({
-  token: Config.redacted("BOT_TOKEN"),
+  token,
   apiRoot: Config.string("BOT_API_ROOT").pipe(Config.withDefault(defaults.apiRoot)),
   mode: Config.literal("talkative", "strict", "smart")("BOT_GROUP_MODE").pipe(Config.withDefault(defaults.mode)),
   transport,

@@ -37,8 +37,22 @@ export class SendError extends Data.TaggedError("SendError")<{
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
+// A Bot API URL's token segment, whatever its shape (`/bot<token>/getMe`, `/file/bot<token>/…`).
+const botApiToken = /\/(bot|user)[^/\s]+\//g
+
 /**
- * Reads Telegraf's `TelegramError` (and fetch's errors) into a {@link SendError}.
+ * A text with every Bot API URL's token replaced by `<redacted>`. fetch's network errors name
+ * the URL they could not reach, token and all; Telegraf redacts only a token of the usual
+ * shape, so this one rule covers any.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export const scrub = (text: string): string => text.replace(botApiToken, "/$1<redacted>/")
+
+/**
+ * Reads Telegraf's `TelegramError` (and fetch's errors) into a {@link SendError}, its
+ * description scrubbed of the token ({@link scrub}) before anything logs or stores it.
  *
  * @since 0.1.0
  * @category errors
@@ -54,7 +68,7 @@ export const classify = (method: string, error: unknown): SendError => {
     : error instanceof Error
     ? error.message
     : String(error)
-  return new SendError({ method, code, description, retry_after: retryAfter, migrate_to_chat_id: migrate })
+  return new SendError({ method, code, description: scrub(description), retry_after: retryAfter, migrate_to_chat_id: migrate })
 }
 
 /**

@@ -1,43 +1,50 @@
 /**
- * The container files, checked against the code they run (no Docker engine here to build them):
- * the image runs the package's compiled start command as a non-root user with its data under
- * /data, and the compose file's environment is a configuration the bot accepts.
+ * The bot's image and its service in the root compose file, checked against the repository
+ * and the code they run (no Docker engine here to build them): the image runs the package's
+ * compiled start command as a non-root user with its data under /data, copying only files that
+ * exist through commands the workspace has; the compose service's environment is a
+ * configuration the bot accepts, on the compose's PostgreSQL (the HTTP service's side:
+ * apps/http/test/container.test.ts — one store for both).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { envOf, imageProblems, instructions, parseDockerfile, readCompose, substitute } from "deixis-test-support/container"
+import { keysOf } from "deixis-test-support/readme"
 import * as ConfigProvider from "effect/ConfigProvider"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as fs from "node:fs"
+import { join } from "node:path"
 import * as BotConfig from "../src/BotConfig.js"
+import * as Llm from "../src/Llm.js"
 
-const read = (name: string) => fs.readFileSync(new URL(`../${name}`, import.meta.url), "utf8")
+const root = join(import.meta.dirname, "..", "..", "..")
+const runtime = parseDockerfile(fs.readFileSync(join(root, "apps/telegram/Dockerfile"), "utf8")).at(-1)!
+const compose = readCompose(join(root, "compose.yaml"))
+const environment = (service: string, variables: Record<string, string>) =>
+  new Map(Object.entries(compose.services[service]!.environment ?? {}).map(([key, value]) => [key, substitute(String(value), variables)] as const))
 
 describe("container files", () => {
-  it("the image is multi-stage and runs the compiled start command as a non-root user, data under /data", () => {
-    const dockerfile = read("Dockerfile")
-    const start = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts["start"]!
-    assert.strictEqual(start, "node dist/main.js")
-    assert.strictEqual([...dockerfile.matchAll(/^FROM /gm)].length, 2)
-    assert.match(dockerfile, /^CMD \["node", "dist\/main\.js"\]$/m)
-    assert.match(dockerfile, /^USER node$/m)
-    assert.match(dockerfile, /DEIXIS_DATA_DIR=\/data/)
-    assert.match(dockerfile, /^HEALTHCHECK .*\n.*\/healthz/m)
-    assert.match(dockerfile, /pnpm install --frozen-lockfile/)
+  it("the image is multi-stage and runs the compiled start command as a non-root user, data under /data; what it copies exists, what it runs is the workspace's", () => {
+    assert.deepStrictEqual(imageProblems(root, "apps/telegram/Dockerfile", "@deixis/telegram-bot"), [])
+    assert.deepStrictEqual(instructions(runtime, "USER"), ["node"])
+    assert.strictEqual(envOf(runtime).get("DEIXIS_DATA_DIR"), "/data")
+    assert.deepStrictEqual(instructions(runtime, "VOLUME"), ['["/data"]'])
+    assert.match(instructions(runtime, "HEALTHCHECK").join(" "), /\/healthz/)
+    // It exposes the ops port and the webhook port it sets.
+    assert.deepStrictEqual(instructions(runtime, "EXPOSE"), [`${envOf(runtime).get("BOT_WEBHOOK_PORT")} ${envOf(runtime).get("BOT_OPS_PORT")}`])
   })
 
-  it("the compose file's environment (empty optional values included) is a valid configuration on PostgreSQL", () => {
-    const compose = read("compose.yaml")
-    const bot = compose.slice(compose.indexOf("\n  bot:"))
-    const block = bot.slice(bot.indexOf("environment:"), bot.indexOf("depends_on:"))
-    // What `docker compose` substitutes with only BOT_TOKEN set.
-    const env = new Map<string, string>()
-    for (const [, key, raw] of block.matchAll(/^\s{6}([A-Z_]+): (.*)$/gm)) {
-      const value = raw!.replace(/\$\{BOT_TOKEN:\?[^}]*\}/, "123:abc").replace(/\$\{[A-Z_]+:-([^}]*)\}/g, "$1")
-      env.set(key!, value)
-    }
-    assert.strictEqual(env.get("DEIXIS_STORE"), "postgres://deixis:deixis@postgres:5432/deixis")
-    const provider = ConfigProvider.fromMap(env)
+  it("the compose service's environment (empty optional values included) is a valid configuration on the compose's PostgreSQL", () => {
+    const env = environment("bot", { BOT_TOKEN: "123:abc" })
+    const postgres = environment("postgres", {})
+    const url = new URL(env.get("DEIXIS_STORE")!)
+    assert.deepStrictEqual(
+      [url.hostname, url.port, url.pathname.slice(1), url.username, url.password],
+      ["postgres", "5432", postgres.get("POSTGRES_DB"), postgres.get("POSTGRES_USER"), postgres.get("POSTGRES_PASSWORD")]
+    )
+    const provider = ConfigProvider.fromMap(new Map([...envOf(runtime), ...env]))
     const config = Effect.runSync(Effect.either(Effect.withConfigProvider(BotConfig.config, provider)))
     assert.isTrue(Either.isRight(config), String(Either.isLeft(config) ? config.left : ""))
     if (Either.isRight(config)) {
@@ -47,9 +54,13 @@ describe("container files", () => {
     }
     const store = Effect.runSync(Effect.withConfigProvider(BotConfig.storeConfig, provider))
     assert.strictEqual(store._tag, "postgres")
-    // Compose waits longer than the bot's own shutdown bound before it kills it.
-    assert.match(compose, /DEIXIS_SHUTDOWN_TIMEOUT: 10 seconds/)
-    assert.match(compose, /stop_grace_period: 20s/)
+    const keys = new Set([...keysOf(BotConfig.config), ...keysOf(BotConfig.storeConfig), ...keysOf(Llm.config)])
+    for (const key of env.keys()) assert.isTrue(keys.has(key), key)
+    assert.throws(() => environment("bot", {}), /BOT_TOKEN is required/)
+    // It publishes the ops port; the stop (DEIXIS_SHUTDOWN_TIMEOUT's default) fits Docker's default grace of 10 s.
+    assert.deepStrictEqual(compose.services["bot"]!.ports!.map((p) => p.split(":").at(-1)), [envOf(runtime).get("BOT_OPS_PORT")])
+    assert.isUndefined(compose.services["bot"]!.stop_grace_period)
+    assert.isBelow(Duration.toMillis(BotConfig.defaults.shutdownTimeout), 10_000)
   })
 
   it("refuses a webhook URL that is not https, naming the key", () => {

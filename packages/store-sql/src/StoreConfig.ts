@@ -26,7 +26,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { mkdirSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import * as SqlStore from "./SqlStore.js"
 
 /**
@@ -159,7 +159,8 @@ export const layer = (
 }
 
 /**
- * A short, secret-free description of a choice, for a start log.
+ * A short, secret-free description of a choice, for a start log: the SQLite file's absolute
+ * path, or PostgreSQL's host, port and database (no user, no password).
  *
  * @since 0.1.0
  * @category formatting
@@ -169,7 +170,7 @@ export const describeChoice = (choice: StoreChoice): string => {
     case "memory":
       return "memory"
     case "sqlite":
-      return `sqlite ${choice.filename}`
+      return `sqlite ${resolve(choice.filename)}`
     case "postgres": {
       try {
         const url = new URL(Redacted.value(choice.url))
@@ -178,5 +179,29 @@ export const describeChoice = (choice: StoreChoice): string => {
         return "postgres"
       }
     }
+  }
+}
+
+/**
+ * The secrets a choice holds, for a logger to redact: a PostgreSQL URL's password (as written
+ * and decoded).
+ *
+ * @since 0.3.0
+ * @category formatting
+ */
+export const secretsOf = (choice: StoreChoice): ReadonlyArray<Redacted.Redacted<string>> => {
+  if (choice._tag !== "postgres") return []
+  try {
+    const { password } = new URL(Redacted.value(choice.url))
+    if (password === "") return []
+    let decoded = password
+    try {
+      decoded = decodeURIComponent(password)
+    } catch {
+      // A malformed escape: the password as written is all there is.
+    }
+    return [...new Set([password, decoded])].map((value) => Redacted.make(value))
+  } catch {
+    return []
   }
 }

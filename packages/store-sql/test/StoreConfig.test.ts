@@ -37,6 +37,15 @@ describe("StoreConfig: the one DEIXIS_STORE parser", () => {
     assert.strictEqual(StoreConfig.describeChoice(pg), "postgres db:5432/deixis")
   })
 
+  it("describes a SQLite file by its absolute path, and names a PostgreSQL password, as written and decoded, as the choice's secret", () => {
+    assert.strictEqual(StoreConfig.describeChoice({ _tag: "sqlite", filename: "rel/x.db" }), `sqlite ${path.resolve("rel/x.db")}`)
+    const pg = Either.getOrThrow(read({ DEIXIS_STORE: "postgres://deixis:p%40ss%20word@db:5432/deixis" }))
+    assert.deepStrictEqual(StoreConfig.secretsOf(pg).map(Redacted.value), ["p%40ss%20word", "p@ss word"])
+    assert.notInclude(StoreConfig.describeChoice(pg), "p%40ss")
+    assert.deepStrictEqual(StoreConfig.secretsOf(Either.getOrThrow(read({ DEIXIS_STORE: "postgres://db/deixis" }))), [])
+    assert.deepStrictEqual(StoreConfig.secretsOf({ _tag: "memory" }), [])
+  })
+
   it("refuses anything else with a message naming DEIXIS_STORE, and never echoes the value", () => {
     for (const value of ["mysql://u:hunter2@h/db", "sqlite:", "postgres:/x", "Memory"]) {
       const result = read({ DEIXIS_STORE: value })

@@ -5,6 +5,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 
 /** A duration key (`"2 hours"`), read as milliseconds. */
 export const millis = (name: string, fallback: Duration.DurationInput): Config.Config<number> =>
@@ -37,3 +38,43 @@ export const retention = (name: string, fallback: "off" | Duration.DurationInput
     }),
     name
   ).pipe(Config.withDefault(fallback === "off" ? 0 : Duration.toMillis(Duration.decode(fallback))))
+
+/** An optional secret key: trimmed, then checked against `pattern`; errors name the key, never the value. */
+export const secret = (
+  name: string,
+  rule: { readonly pattern: RegExp; readonly description: string; readonly emptyIsUnset?: boolean }
+): Config.Config<Option.Option<Redacted.Redacted<string>>> =>
+  Config.option(Config.string(name)).pipe(Config.mapOrFail((raw) => {
+    if (Option.isNone(raw)) return Either.right(Option.none())
+    const value = raw.value.trim()
+    if (value === "" && rule.emptyIsUnset === true) return Either.right(Option.none())
+    return rule.pattern.test(value)
+      ? Either.right(Option.some(Redacted.make(value)))
+      : Either.left(ConfigError.InvalidData([name], `${name} ${value === "" ? "is empty" : "has the wrong shape"}: it must be ${rule.description}`))
+  }))
+
+/** The keys among `names` whose values start or end with whitespace (which {@link secret} drops). */
+export const padded = (names: ReadonlyArray<string>): Config.Config<ReadonlyArray<string>> =>
+  Config.all(names.map((name) => Config.option(Config.string(name)))).pipe(Config.map((values) =>
+    names.filter((_, i) => {
+      const value = values[i]!
+      return Option.isSome(value) && value.value.trim() !== "" && value.value.trim() !== value.value
+    })
+  ))
+
+/** A configuration error as one line: each problem with the key it is about. */
+export const describeError = (error: ConfigError.ConfigError): string =>
+  ConfigError.reduceWithContext(error, undefined, {
+    andCase: (_, left, right) => `${left}; ${right}`,
+    orCase: (_, left, right) => `${left}; or ${right}`,
+    invalidDataCase: (_, path, message) => withKey(path, message),
+    missingDataCase: (_, path, message) => withKey(path, message),
+    sourceUnavailableCase: (_, path, message) => withKey(path, message),
+    unsupportedCase: (_, path, message) => withKey(path, message)
+  })
+
+// Effect's own messages ("Expected an integer value but received abc") do not name the key.
+const withKey = (path: ReadonlyArray<string>, message: string) => {
+  const key = path.join(".")
+  return key === "" || message.startsWith(key) ? message : `${key}: ${message}`
+}
