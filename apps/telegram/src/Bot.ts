@@ -33,9 +33,9 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import { Telegraf } from "telegraf"
+import { Context as TelegrafContext, Telegraf } from "telegraf"
 import type { Types } from "telegraf"
-import type { Message, Update } from "telegraf/types"
+import type { Message, Update, UserFromGetMe } from "telegraf/types"
 import * as ChatSettings from "./ChatSettings.js"
 import type { BotConfig } from "./BotConfig.js"
 import * as Llm from "./Llm.js"
@@ -94,11 +94,27 @@ export const commands: ReadonlyArray<{ readonly command: string; readonly descri
  * @category models
  */
 export interface Bot {
-  readonly telegraf: Telegraf<DeixisTelegraf.DeixisContext>
+  readonly telegraf: Telegraf<Context>
+  /** Maps an update (untrusted JSON) once, with the bot's identity: what intake passes on. */
+  readonly map: (update: unknown) => UpdateMapper.MappedUpdate
   /**
-   * Handles one update (untrusted JSON) now. Malformed updates are logged and dropped; a
-   * handler's failure is logged. Fails only when recording the update failed in a store: then
-   * no handler ran, and the update is to be handled again later (it must not be marked done).
+   * Whether a handler may act on the update (a command, a button, an LLM turn): an update that
+   * needs none is only recorded, with its chat's neighbours in one unit of work.
+   */
+  readonly needsAnswer: (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate) => boolean
+  /**
+   * Records mapped updates of one chat, in order, as one unit of work. Fails only when a store
+   * failed: then none of them is recorded, and they are to be handled again later.
+   */
+  readonly record: (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
+  /**
+   * Runs the handlers of an update already recorded. Malformed updates are logged and dropped;
+   * a handler's failure is logged: it never fails.
+   */
+  readonly answer: (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+  /**
+   * Records an update and runs its handlers (`record`, then `answer`). Fails only when
+   * recording failed in a store: then no handler ran.
    */
   readonly handle: (update: unknown) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
   /** Sends one claimed reminder (the reminder sender's `send`). */
@@ -111,14 +127,25 @@ export interface Bot {
    * turn in progress (no answer is sent for it; the newer message is answered with the
    * earlier one in its history).
    */
-  readonly preempt: (update: unknown) => Effect.Effect<void>
+  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
   /** One Bot API call with the send policy (timeout, retries). */
   readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
 }
 
 const isHint = Schema.is(TargetKindHint)
 
-type CommandContext = DeixisTelegraf.DeixisContext & { readonly payload: string }
+/**
+ * The context of the bot's handlers: Telegraf's, with `ctx.deixis` over the update as mapped
+ * and recorded at intake, and `effects`, which runs an Effect in the update's own scope.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Context extends DeixisTelegraf.DeixisContext {
+  effects: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
+}
+
+type CommandContext = Context & { readonly payload: string }
 
 type CallApiSignal = NonNullable<NonNullable<Parameters<Telegraf["telegram"]["callApi"]>[2]>["signal"]>
 
@@ -142,33 +169,16 @@ export const make = (
     const runtime = yield* Effect.runtime<Services>().pipe(
       Effect.provideService(TelegramRecorder.ChatMigrators, [store.migrateChat])
     )
-    const runDefault = Runtime.runPromise(runtime)
     const llmOn = options.llm !== undefined && Option.isSome(options.llm)
-    const telegraf = new Telegraf<DeixisTelegraf.DeixisContext>(Redacted.value(options.token), {
+    const telegraf = new Telegraf<Context>(Redacted.value(options.token), {
       telegram: { apiRoot: options.apiRoot, webhookReply: false },
       // Bounded by the per-call timeouts and by shutdown, not by a timer that leaves the handler running.
       handlerTimeout: Number.POSITIVE_INFINITY
     })
     const onReminderAdded = { current: Effect.void as Effect.Effect<void> }
 
-    // The Effects of one update run in that update's FiberSet (see `handle`).
-    const runners = new WeakMap<object, <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>>()
-    const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
-
-    // An update whose recording failed reaches no handler: answered now, it would be answered
-    // again when it is handed out again, and missing from the history the answers read.
-    telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode, onStoreError: "fail" }))
-    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
-    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
-    // them): it is logged with the mapper's reason and goes no further.
-    telegraf.use((ctx, next) => {
-      const skipped = ctx.deixis.update.skipped
-      return skipped !== undefined && (skipped.startsWith("malformed") || skipped.startsWith("unmappable"))
-        ? runDefault(Effect.logWarning("malformed update ignored").pipe(
-          Effect.annotateLogs({ update_id: ctx.update.update_id, reason: skipped })
-        ))
-        : next()
-    })
+    // The Effects of one update run in that update's FiberSet (see `answer`).
+    const run = (ctx: Context) => ctx.effects
 
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(
@@ -194,7 +204,7 @@ export const make = (
     }
 
     /** Sends `reply` as a reply to the update's message, in its topic, and records it. */
-    const answer = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =>
+    const answer = (ctx: Context, reply: Replies.Reply) =>
       Effect.gen(function*() {
         const scope = ctx.deixis.scope
         const chat = ctx.chat?.id
@@ -208,13 +218,13 @@ export const make = (
         })
         yield* recordSent(sent, scope)
       }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
-    const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => answer(ctx, { text: t, buttons: [] })
+    const text = (ctx: Context, t: string) => answer(ctx, { text: t, buttons: [] })
 
     const zoneOf = (chatId: string) => ChatSettings.timeZone(chatId, options.timeZone)
 
     // An anonymous admin's message comes from @GroupAnonymousBot with the group itself as
     // sender_chat: only an admin can speak as the group, and getChatMember cannot name them.
-    const speaksAsChat = (ctx: DeixisTelegraf.DeixisContext) => {
+    const speaksAsChat = (ctx: Context) => {
       const message = ctx.message
       return message !== undefined && ctx.chat !== undefined && "sender_chat" in message && message.sender_chat?.id === ctx.chat.id
     }
@@ -403,11 +413,11 @@ export const make = (
         Effect.flatMap((rendered) => text(ctx, rendered))
       ))
 
-    const answerCallback = (ctx: DeixisTelegraf.DeixisContext, t: string) =>
+    const answerCallback = (ctx: Context, t: string) =>
       call("answerCallbackQuery", { callback_query_id: ctx.callbackQuery?.id, text: t }).pipe(
         Effect.catchAll((error) => Effect.logWarning("callback not answered", error))
       )
-    const action = (pattern: RegExp, f: (ctx: DeixisTelegraf.DeixisContext, match: RegExpExecArray) => Effect.Effect<void, unknown, Services>) =>
+    const action = (pattern: RegExp, f: (ctx: Context, match: RegExpExecArray) => Effect.Effect<void, unknown, Services>) =>
       telegraf.action(pattern, (ctx) =>
         run(ctx)(f(ctx, ctx.match).pipe(
           Effect.catchAllCause((cause) =>
@@ -483,6 +493,7 @@ export const make = (
     const turns = new Map<string, Deferred.Deferred<void>>()
     const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
     let preempt: Bot["preempt"] = () => Effect.void
+    let addressesLlm = (_mapped: UpdateMapper.MappedUpdate): boolean => false
 
     // LLM mode: after the commands (they do not fall through), any message addressing the bot.
     if (options.llm !== undefined && Option.isSome(options.llm)) {
@@ -522,46 +533,86 @@ export const make = (
           )
         }))
       })
-      preempt = (update) =>
+      // A message the bot will answer: a remark in passing is only recorded.
+      addressesLlm = (mapped) => {
+        const scope = mapped.scope
+        if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
+        const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+        return mapped.addressed || Llm.mentionsAlias(text, settings.aliases)
+      }
+      preempt = (mapped) =>
         Effect.suspend(() => {
-          if (turns.size === 0 || !Predicate.isRecord(update) || !Predicate.isRecord(update["message"])) return Effect.void
-          const mapped = UpdateMapper.mapUpdate(update, { botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
           const scope = mapped.scope
-          const superseded = scope === undefined ? undefined : turns.get(turnKey(scope))
-          if (superseded === undefined || scope === undefined) return Effect.void
-          // Only a message the bot will answer supersedes: a remark in passing leaves the turn running.
-          const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
-          return mapped.addressed || Llm.mentionsAlias(text, settings.aliases) ? Deferred.succeed(superseded, undefined) : Effect.void
+          const superseded = turns.size === 0 || scope === undefined ? undefined : turns.get(turnKey(scope))
+          return superseded !== undefined && addressesLlm(mapped) ? Deferred.succeed(superseded, undefined) : Effect.void
         })
     }
 
-    telegraf.catch((error, ctx) => {
-      // Out of `handleUpdate` to `handle`, which leaves the update unfinished.
-      if (error instanceof DeixisTelegraf.RecordFailed) throw error
-      return runDefault(
-        // Shutdown interrupting an update is not a failure: the update is handled after the next start.
-        (Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
-          ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
-          : Effect.logError("update handler failed", error)).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id }))
+    const mapOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
+    const map = (update: unknown) => UpdateMapper.mapUpdate(update, mapOptions())
+    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
+    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
+    // them): it is logged with the mapper's reason and goes no further.
+    const refused = (mapped: UpdateMapper.MappedUpdate) =>
+      mapped.skipped !== undefined && (mapped.skipped.startsWith("malformed") || mapped.skipped.startsWith("unmappable"))
+
+    const needsAnswer = (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate): boolean => {
+      if (refused(mapped)) return false
+      if (update["callback_query"] !== undefined) return true
+      const message = update["message"] ?? update["channel_post"] ?? update["edited_message"] ?? update["edited_channel_post"]
+      if (Predicate.isRecord(message)) {
+        // A command (Telegraf matches `/name` at the start of a text or a caption).
+        const text = message["text"] ?? message["caption"]
+        if (typeof text === "string" && text.startsWith("/")) return true
+      }
+      return addressesLlm(mapped)
+    }
+
+    const record = (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
+      Effect.suspend(() => {
+        const warnings = mapped.filter(refused).map((m) =>
+          Effect.logWarning("malformed update ignored").pipe(Effect.annotateLogs({ update_id: m.update_id ?? "none", reason: m.skipped! }))
+        )
+        const recorded = TelegramRecorder.recordMapped(mapped, { ...mapOptions(), mode: options.mode }).pipe(
+          Effect.asVoid,
+          Effect.mapError((cause) => new DeixisTelegraf.RecordFailed({ update_id: mapped[0]?.update_id ?? null, cause })),
+          Effect.provide(runtime.context)
+        )
+        return warnings.length === 0 ? recorded : Effect.zipRight(Effect.all(warnings, { discard: true }), recorded)
+      })
+
+    const noop = () => Promise.resolve()
+    const answerUpdate = (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate): Effect.Effect<void> =>
+      refused(mapped) ? Effect.void : Effect.scoped(Effect.gen(function*() {
+        const fibers = yield* FiberSet.make<unknown, unknown>()
+        const effects = yield* FiberSet.runtimePromise(fibers)<Services>()
+        const ctx = new TelegrafContext(update as unknown as Update, telegraf.telegram, telegraf.botInfo!) as Context
+        Object.assign(ctx, telegraf.context)
+        ctx.deixis = DeixisTelegraf.contextApi(ctx, mapped, { run: effects, record: { ...mapOptions(), mode: options.mode } })
+        ctx.effects = effects
+        yield* Effect.tryPromise({ try: () => Promise.resolve(telegraf.middleware()(ctx, noop)), catch: (error) => error })
+      })).pipe(
+        Effect.catchAll((error) =>
+          // Shutdown interrupting an update is not a failure: the update is handled after the next start.
+          Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
+            ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
+            : Effect.logError("update handler failed", error)
+        ),
+        Effect.annotateLogs({ update_id: mapped.update_id ?? "none" }),
+        Effect.provide(runtime.context)
       )
-    })
 
     const handle = (update: unknown): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
       Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"])
-        ? Effect.scoped(Effect.gen(function*() {
-          const fibers = yield* FiberSet.make<unknown, unknown>()
-          runners.set(update, yield* FiberSet.runtimePromise(fibers)<Services>())
-          yield* Effect.tryPromise({
-            try: () => telegraf.handleUpdate(update as unknown as Update),
-            catch: (error) => error
-          })
-        })).pipe(
-          Effect.catchAll((error) =>
-            error instanceof DeixisTelegraf.RecordFailed ? Effect.fail(error) : Effect.logWarning("update not handled", error)
-          ),
-          Effect.annotateLogs({ update_id: update["update_id"] as number }),
-          Effect.provide(runtime.context)
-        )
+        ? Effect.gen(function*() {
+          // Fed before a launch (which asks first): who the bot is, as Telegraf's handleUpdate asks.
+          if (telegraf.botInfo === undefined) {
+            telegraf.botInfo = yield* call<UserFromGetMe>("getMe", {}).pipe(Effect.orDie)
+          }
+          const mapped = map(update)
+          yield* record([mapped])
+          yield* answerUpdate(update, mapped)
+        })
         : Effect.logWarning("malformed update ignored")
 
     const fireReminder = (r: ClaimedReminder): Effect.Effect<Reminders.Outcome> =>
@@ -590,5 +641,16 @@ export const make = (
         Effect.provide(runtime.context)
       )
 
-    return { telegraf, handle, preempt: (update) => preempt(update), fireReminder, onReminderAdded, call: (method, payload) => call(method, payload) }
+    return {
+      telegraf,
+      map,
+      needsAnswer,
+      record,
+      answer: answerUpdate,
+      handle,
+      preempt: (mapped) => preempt(mapped),
+      fireReminder,
+      onReminderAdded,
+      call: (method, payload) => call(method, payload)
+    }
   })

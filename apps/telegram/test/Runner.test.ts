@@ -601,11 +601,11 @@ describe("apps/telegram: a store failure while recording never loses an update",
     return Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let handled = 0
-      // A handler after the bot's own, for any message (as the LLM mode's): it must not run either.
-      bot.telegraf.on("message", () => void handled++)
+      // A handler after the bot's own (a command of its own): it must not run either.
+      bot.telegraf.command("note", () => void handled++)
       yield* Ref.set(fault.down, true)
       const command = message("/help")
-      const plain = message("see you at the station at five")
+      const plain = message("/note see you at the station at five")
       const error = yield* Effect.flip(bot.handle(command))
       assert.instanceOf(error, DeixisTelegraf.RecordFailed)
       assert.strictEqual(error.update_id, command.update_id)
@@ -663,13 +663,13 @@ describe("apps/telegram: a store failure while recording never loses an update",
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let bugs = 0
-      bot.telegraf.on("message", () => {
+      bot.telegraf.command("note", () => {
         bugs++
         throw new Error("a bug in a handler")
       })
       const running = yield* launch(bot, api.apiRoot, lease)
       api.failNext("sendMessage", { error_code: 400, description: "Bad Request: not enough rights to send text messages to the chat" })
-      const buggy = message("see you at the station at five")
+      const buggy = message("/note see you at the station at five")
       const refused = message("/help")
       api.pushUpdates(buggy, refused)
       yield* eventually("both are handled", () => bugs === 1 && api.callsOf("sendMessage").length === 1)
