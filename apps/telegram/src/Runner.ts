@@ -141,7 +141,6 @@ export const launch = (
     // Acquired before the transports, so it is released after them: on shutdown the
     // transports stop taking updates first, then the dispatcher drains (bounded), then the
     // last settlement is written (the finalizer below runs after the dispatcher's).
-    const settling = yield* Effect.makeSemaphore(1)
     yield* Effect.addFinalizer(() => settleNow)
     const dispatcher = yield* Dispatcher.make({
       concurrency: options.concurrency,
@@ -171,9 +170,9 @@ export const launch = (
       owed.release.add(chat)
     }
 
-    // The settlement, with the settle lock held: receive and claims take it too, so a chat is
-    // never released while an update of it is being handed here.
-    const settleNow: Effect.Effect<void> = settling.withPermits(1)(Effect.gen(function*() {
+    // The settlement. Only the inbox writer (below) writes to the inbox, one call at a time, so
+    // a chat is never released while an update of it is being handed here.
+    const settleNow: Effect.Effect<void> = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const release = [...owed.release].filter((chat) => !inFlight.has(chat))
       const hold = [...inFlight.keys()].filter((chat) => now - (heldSince.get(chat) ?? 0) >= lease / 4)
@@ -203,14 +202,7 @@ export const launch = (
       for (const chat of release) heldSince.delete(chat)
       for (const chat of hold) heldSince.set(chat, now)
       yield* queue(handed.right.map(fromStore), performance.now(), now)
-    }))
-    // Woken by every finished task, and now and then to extend the claims of long-running ones.
-    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 4))).pipe(
-      Effect.zipRight(Effect.yieldNow()),
-      Effect.zipRight(settleNow),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    })
     const owe = Queue.offer(wake, undefined)
 
     interface Work {
@@ -346,8 +338,8 @@ export const launch = (
         if (full.size > 0) yield* owe
       })
 
-    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
-      settling.withPermits(1)(Effect.gen(function*() {
+    const receive = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+      Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
         const valid: Array<{ readonly index: number; readonly work: Work; readonly payload: string }> = []
@@ -402,13 +394,10 @@ export const launch = (
           now
         )
         return results
-      }))
-
-    const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
-      Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
+      })
 
     // Chats whose holder stopped (died, or stalled on a failed recording) once their claim ended.
-    yield* settling.withPermits(1)(Effect.gen(function*() {
+    const claimStale = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const handed = yield* inbox.claimStale({ source, now, owner: options.owner, lease, limit: 100 })
       if (handed.length === 0) return
@@ -416,12 +405,51 @@ export const launch = (
         Effect.annotateLogs({ updates: handed.length, first_update_id: handed[0]!.update_id })
       )
       yield* queue(handed.map(fromStore), performance.now(), now)
-      yield* owe
-    })).pipe(
-      Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)),
-      Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),
+    }).pipe(Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)))
+
+    // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
+    // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
+    // arriving together, or a polled page) in one receive — so none of them waits behind the
+    // others for long, and under load each call covers many updates.
+    const inbound = yield* Queue.unbounded<{
+      readonly items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>
+      readonly result: Deferred.Deferred<ReadonlyArray<IntakeResult>>
+    }>()
+    let claimDue: Deferred.Deferred<void> | undefined
+    const writeAll: Effect.Effect<void> = Effect.gen(function*() {
+      for (;;) {
+        yield* settleNow
+        const claim = claimDue
+        claimDue = undefined
+        if (claim !== undefined) yield* Effect.ensuring(claimStale, Deferred.succeed(claim, undefined))
+        const entries = [...(yield* Queue.takeUpTo(inbound, 100))]
+        if (entries.length === 0) return
+        const results = yield* receive(entries.flatMap((e) => e.items))
+        let at = 0
+        for (const entry of entries) {
+          yield* Deferred.succeed(entry.result, results.slice(at, at + entry.items.length))
+          at += entry.items.length
+        }
+      }
+    })
+    // Woken by every arrival and finished task, and now and then to extend long-running claims.
+    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 4))).pipe(
+      Effect.zipRight(Effect.yieldNow()),
+      Effect.zipRight(writeAll),
+      Effect.forever,
       Effect.forkScoped
     )
+    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+      Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
+        Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
+    const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
+      Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
+
+    yield* Effect.flatMap(Deferred.make<void>(), (done) =>
+      Effect.sync(() => (claimDue = done)).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(done)))).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),
+        Effect.forkScoped
+      )
 
     // Handled ids are remembered for the retention, then forgotten in batches.
     yield* Effect.gen(function*() {

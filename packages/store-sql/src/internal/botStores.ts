@@ -222,13 +222,14 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
               WHERE source = ${source} AND ${sql.in("update_id", chunk)} AND payload IS NOT NULL AND lease_until IS NOT NULL RETURNING chat`
             for (const row of rows) givenBack.add(str(row["chat"]))
           }
-          for (const chunk of chunks([...givenBack], 1)) {
+          for (const chunk of chunks([...givenBack].sort(), 1)) {
             yield* sql`UPDATE deixis_update_chats SET waiting = 1 WHERE source = ${source} AND ${sql.in("chat", chunk)}`
           }
-          for (const chunk of chunks(hold, 1)) {
+          // Claims are locked in sorted order (as `receive` takes them): no two writers deadlock.
+          for (const chunk of chunks([...hold].sort(), 1)) {
             yield* sql`UPDATE deixis_update_chats SET lease_until = ${until} WHERE source = ${source} AND owner = ${owner} AND ${sql.in("chat", chunk)}`
           }
-          for (const chunk of chunks(stall, 1)) {
+          for (const chunk of chunks([...stall].sort(), 1)) {
             yield* sql`UPDATE deixis_update_chats SET owner = '', lease_until = ${until}, waiting = 1
               WHERE source = ${source} AND owner = ${owner} AND ${sql.in("chat", chunk)}`
           }
