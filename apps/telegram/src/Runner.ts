@@ -175,7 +175,7 @@ export const launch = (
     const settleNow: Effect.Effect<void> = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const release = [...owed.release].filter((chat) => !inFlight.has(chat))
-      const hold = [...inFlight.keys()].filter((chat) => now - (heldSince.get(chat) ?? 0) >= lease / 4)
+      const hold = [...inFlight.keys()].filter((chat) => now - (heldSince.get(chat) ?? 0) >= lease / 8)
       const settlement = {
         source,
         owner: options.owner,
@@ -433,7 +433,7 @@ export const launch = (
       }
     })
     // Woken by every arrival and finished task, and now and then to extend long-running claims.
-    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 4))).pipe(
+    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 8))).pipe(
       Effect.zipRight(Effect.yieldNow()),
       Effect.zipRight(writeAll),
       Effect.forever,

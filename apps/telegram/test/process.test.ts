@@ -269,7 +269,7 @@ const loadBalanced = (processes: number, kill: boolean) =>
         ...botEnv(api, schema, `123:P${p}`),
         BOT_WEBHOOK_SECRET: webhookSecret,
         // A killed process's chats go on after this (a live one extends its claims long before).
-        BOT_UPDATE_LEASE: "5 seconds"
+        BOT_UPDATE_LEASE: "10 seconds"
       }))
     const ports: Array<number> = []
     for (const bot of bots) {

@@ -133,7 +133,7 @@ export interface UpdateInboxShape {
   /**
    * Takes over at most `limit` chats whose claim expired: claimed for `owner`, every update of
    * theirs not done handed out, oldest id first, each counted as one more attempt (in the same
-   * write as the claim).
+   * write as the claim); a chat with none left is released.
    */
   readonly claimStale: (request: {
     readonly source: string
@@ -255,7 +255,10 @@ export const makeMemory = (): UpdateInboxShape => {
             continue
           }
           Object.assign(claim, { lease_until: now + lease, waiting: false })
-          for (const r of pendingOf(source, chat, "waiting")) handed.push(hand(r))
+          const waiting = pendingOf(source, chat, "waiting")
+          // Nothing to hand over after all: released.
+          if (waiting.length === 0) claims.delete(key(source, chat))
+          for (const r of waiting) handed.push(hand(r))
         }
         return handed.sort((a, b) => a.update_id - b.update_id)
       }),
@@ -267,7 +270,10 @@ export const makeMemory = (): UpdateInboxShape => {
         const handed: Array<Handed> = []
         for (const [k, claim] of expired) {
           Object.assign(claim, { owner, lease_until: now + lease, waiting: false })
-          for (const r of pendingOf(source, k.slice(source.length + 1), "all")) handed.push(hand(r))
+          const pending = pendingOf(source, k.slice(source.length + 1), "all")
+          // Nothing left to hand over: released.
+          if (pending.length === 0) claims.delete(k)
+          for (const r of pending) handed.push(hand(r))
         }
         return handed.sort((a, b) => a.update_id - b.update_id)
       }),

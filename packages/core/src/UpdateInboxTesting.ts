@@ -142,6 +142,14 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual(yield* inbox.claimStale({ source: "bot-2", owner: "b", lease: 1, limit: 10, now: t0 + 99_000 }), [])
       }))
 
+    test("a chat taken over with nothing left to hand over is released at once", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(9))
+        yield* inbox.settle(settlement({ done: [9] }))
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 10_000), [])
+        assert.deepStrictEqual(ids((yield* inbox.receive(incoming(10, { owner: "d", now: t0 + 10_000 }))).handed), [10])
+      }))
+
     test("holding a chat extends its claim", (inbox) =>
       Effect.gen(function*() {
         yield* inbox.receive(incoming(1))

@@ -120,6 +120,7 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
   // the caller in the same transaction: each hand-out one more attempt.
   const handPending = (source: string, chats: ReadonlyArray<string>, waitingOnly: boolean, until: number) =>
     Effect.gen(function*() {
+      if (chats.length === 0) return []
       const out: Array<Handed> = []
       for (const chunk of chunks(chats, 1)) {
         const rows = yield* sql<Row>`SELECT update_id, chat, payload, attempts FROM deixis_updates
@@ -131,6 +132,16 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       yield* markHanded(source, out.map((h) => h.update_id), until)
       return out.sort((a, b) => a.update_id - b.update_id)
     })
+  // Chats claimed with nothing to hand over (their updates were done meanwhile) are released at once.
+  const releaseIdle = (source: string, owner: string, chats: ReadonlyArray<string>, handed: ReadonlyArray<Handed>) => {
+    const busy = new Set(handed.map((h) => h.chat))
+    const idle = chats.filter((chat) => !busy.has(chat)).sort()
+    return Effect.forEach(
+      chunks(idle, 1),
+      (chunk) => sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND waiting = 0 AND ${sql.in("chat", chunk)}`,
+      { discard: true }
+    )
+  }
   const markHanded = (source: string, ids: ReadonlyArray<number>, until: number) =>
     Effect.forEach(
       chunks(ids, 1),
@@ -240,7 +251,9 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
               WHERE source = ${source} AND owner = ${owner} AND waiting = 1 AND ${sql.in("chat", chunk)} RETURNING chat`
             for (const row of rows) kept.push(str(row["chat"]))
           }
-          return yield* handPending(source, kept, true, until)
+          const handed = yield* handPending(source, kept, true, until)
+          yield* releaseIdle(source, owner, kept, handed)
+          return handed
         })).pipe(Effect.mapError(fail("update settle"))),
     claimStale: ({ lease, limit, now, owner, source }) =>
       db.transaction(Effect.gen(function*() {
@@ -251,7 +264,9 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
           yield* sql`UPDATE deixis_update_chats SET owner = ${owner}, lease_until = ${now + lease}, waiting = 0
             WHERE source = ${source} AND ${sql.in("chat", chunk)}`
         }
-        return yield* handPending(source, chats, false, now + lease)
+        const handed = yield* handPending(source, chats, false, now + lease)
+        yield* releaseIdle(source, owner, chats, handed)
+        return handed
       })).pipe(Effect.mapError(fail("update claim"))),
     sweep: (before, limit) =>
       sql`DELETE FROM deixis_updates WHERE (source, update_id) IN (
