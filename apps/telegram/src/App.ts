@@ -30,18 +30,19 @@ import * as BotConfig from "./BotConfig.js"
 import * as Lifecycle from "./Lifecycle.js"
 import * as Metrics from "./Metrics.js"
 import * as Ops from "./Ops.js"
+import * as Reminders from "./Reminders.js"
 import * as Runner from "./Runner.js"
 import { version } from "./Version.js"
 
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
- * from the core's `DEIXIS_*` keys.
+ * from the core's `DEIXIS_*` keys, and the reminder sender's wake-up call.
  *
  * @since 0.1.0
  * @category layers
  */
 export const services = <E, R>(stores: Layer.Layer<StoreConfig.Stores, E, R>) =>
-  Layer.mergeAll(ConversationState.layerConfig(), WritePolicy.layerConfig).pipe(
+  Layer.mergeAll(ConversationState.layerConfig(), WritePolicy.layerConfig, Reminders.layerWakeup).pipe(
     Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
   )
 

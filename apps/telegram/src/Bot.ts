@@ -39,7 +39,7 @@ import type { Message, Update, UserFromGetMe } from "telegraf/types"
 import * as ChatSettings from "./ChatSettings.js"
 import type { BotConfig } from "./BotConfig.js"
 import * as Llm from "./Llm.js"
-import type * as Reminders from "./Reminders.js"
+import * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as TelegramSend from "./TelegramSend.js"
 import * as Times from "./Times.js"
@@ -50,7 +50,7 @@ import * as Times from "./Times.js"
  * @since 0.1.0
  * @category models
  */
-export type Services = DeixisTelegraf.Services | ConversationStateStore | ReminderStore | UpdateInbox
+export type Services = DeixisTelegraf.Services | ConversationStateStore | ReminderStore | UpdateInbox | Reminders.Wakeup
 
 /**
  * The update types the bot asks Telegram for (`message_reaction` must be asked for by name).
@@ -70,22 +70,48 @@ export const allowedUpdates: ReadonlyArray<Types.UpdateType> = [
 ]
 
 /**
- * The commands registered with `setMyCommands` (private chats and groups).
+ * Where Telegram lists a command (`setMyCommands`' scope types).
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @category models
+ */
+export type CommandScope = "all_private_chats" | "all_group_chats" | "default"
+
+/**
+ * Every scope the bot lists its commands in: private chats and groups (and the default).
+ *
+ * @since 0.3.0
  * @category constants
  */
-export const commands: ReadonlyArray<{ readonly command: string; readonly description: string }> = [
-  { command: "help", description: "What I can do" },
-  { command: "context", description: "What is in focus in this topic" },
-  { command: "what", description: "Reply to a message: what does it refer to?" },
-  { command: "remind", description: "Remind: /remind in 10 minutes check the oven" },
-  { command: "reminders", description: "Pending reminders, with cancel buttons" },
-  { command: "poll", description: "A poll: /poll question | option | option" },
-  { command: "closepoll", description: "Reply to a poll: close it (its creator or an admin)" },
-  { command: "timezone", description: "This chat's time zone: /timezone Europe/Berlin" },
-  { command: "state", description: "This topic's saved conversation state" }
-]
+export const everywhere: ReadonlyArray<CommandScope> = ["all_private_chats", "all_group_chats", "default"]
+
+/**
+ * One command of the bot: what `setMyCommands` lists (its description, in its scopes; none:
+ * it works but is not listed) and what it does. The bot's commands are one table of these
+ * ({@link Bot.commands}): adding a command is adding an entry.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Command {
+  readonly name: string
+  readonly description: string
+  readonly scopes: ReadonlyArray<CommandScope>
+  /** Runs in the update's scope; whatever it fails with, the asker gets an apology. */
+  readonly handler: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, unknown, Services>
+}
+
+/**
+ * What `setMyCommands` takes for one scope: the commands listed there.
+ *
+ * @since 0.3.0
+ * @category commands
+ */
+export const listedIn = (
+  commands: ReadonlyArray<Command>,
+  scope: CommandScope
+): ReadonlyArray<{ readonly command: string; readonly description: string }> =>
+  commands.filter((c) => c.scopes.includes(scope)).map((c) => ({ command: c.name, description: c.description }))
 
 /**
  * A built bot.
@@ -119,8 +145,8 @@ export interface Bot {
   readonly handle: (update: unknown) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
   /** Sends one claimed reminder (the reminder sender's `send`). */
   readonly fireReminder: (reminder: ClaimedReminder) => Effect.Effect<Reminders.Outcome>
-  /** Called after `/remind` stored a reminder (the running sender wakes up). */
-  readonly onReminderAdded: { current: Effect.Effect<void> }
+  /** The commands: what `setMyCommands` lists and what the handlers do. */
+  readonly commands: ReadonlyArray<Command>
   /**
    * Called when an update arrives, before it waits behind its chat's earlier ones: a newer
    * message from the same person in the same topic, addressed to the bot, cancels their LLM
@@ -134,6 +160,14 @@ export interface Bot {
 
 const isHint = Schema.is(TargetKindHint)
 
+/** The LLM mode as the intake sees it: which messages start a turn, and preemption of turns. */
+interface LlmTurns {
+  readonly addresses: (mapped: UpdateMapper.MappedUpdate) => boolean
+  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+}
+
+const noLlm: LlmTurns = { addresses: () => false, preempt: () => Effect.void }
+
 /**
  * The context of the bot's handlers: Telegraf's, with `ctx.deixis` over the update as mapped
  * and recorded at intake, and `effects`, which runs an Effect in the update's own scope.
@@ -145,7 +179,13 @@ export interface Context extends DeixisTelegraf.DeixisContext {
   effects: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
 }
 
-type CommandContext = Context & { readonly payload: string }
+/**
+ * A command's context: `payload` is the text after the command.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type CommandContext = Context & { readonly payload: string }
 
 type CallApiSignal = NonNullable<NonNullable<Parameters<Telegraf["telegram"]["callApi"]>[2]>["signal"]>
 
@@ -175,7 +215,6 @@ export const make = (
       // Bounded by the per-call timeouts and by shutdown, not by a timer that leaves the handler running.
       handlerTimeout: Number.POSITIVE_INFINITY
     })
-    const onReminderAdded = { current: Effect.void as Effect.Effect<void> }
 
     // The Effects of one update run in that update's FiberSet (see `answer`).
     const run = (ctx: Context) => ctx.effects
@@ -235,10 +274,7 @@ export const make = (
         Effect.catchAll((error) => Effect.as(Effect.logWarning("chat member not read", error), false))
       )
 
-    const command = (
-      name: string,
-      f: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, unknown, Services>
-    ) =>
+    const register = ({ handler: f, name }: Command) =>
       telegraf.command(name, (ctx) => {
         const scope = ctx.deixis.scope
         return run(ctx)(
@@ -254,59 +290,9 @@ export const make = (
         )
       })
 
-    command("start", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
-    command("help", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
 
-    command("context", (ctx, scope) =>
-      Effect.gen(function*() {
-        const result = yield* DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true })
-        yield* answer(ctx, Replies.context(result, yield* Clock.currentTimeMillis, yield* zoneOf(scope.chat_id)))
-      }))
 
-    command("what", (ctx, scope) =>
-      Effect.gen(function*() {
-        const raw = (ctx.payload.trim().split(/\s+/)[0] ?? "").toLowerCase()
-        const word = hintWords[raw] ?? raw
-        if (word !== "" && !isHint(word)) {
-          return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
-        }
-        // A resolution the user asked for is a resolver touch of what it found.
-        const result = yield* DeixisTelegraf.resolve(scope, {
-          record_touch: true,
-          ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
-        })
-        yield* answer(ctx, Replies.what(result))
-      }))
 
-    command("remind", (ctx, scope) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const zone = yield* zoneOf(scope.chat_id)
-        const parsed = Times.parseWhen(ctx.payload, now, zone)
-        if (Either.isLeft(parsed)) return yield* text(ctx, Replies.remindProblem(parsed.left, zone))
-        const reminder: Reminder = {
-          object_id: objectIdFor(scope.chat_id, scope.message_id, "reminder", 0),
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          source_message_id: scope.message_id,
-          created_by_user_id: scope.sender_user_id,
-          text: Replies.short(parsed.right.text, 1000),
-          due_at: parsed.right.due_at,
-          created_at: now
-        }
-        yield* store.add(reminder)
-        yield* ingest([BotEvents.reminderCreated({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          source_message_id: scope.message_id,
-          due_at: reminder.due_at,
-          label: Replies.short(reminder.text, 200),
-          created_by_user_id: scope.sender_user_id,
-          actor_user_id: scope.sender_user_id
-        })])
-        yield* onReminderAdded.current
-        yield* text(ctx, Replies.reminderSet(reminder, now, zone))
-      }))
 
     const listReminders = (chatId: string, topicId: string | null, senderId: string | null) =>
       Effect.gen(function*() {
@@ -316,42 +302,7 @@ export const make = (
         return { list: list.slice(0, 10), reply: Replies.reminders(list.slice(0, 10), { senderId, topicId, now, zone, more: list.length > 10 }) }
       })
 
-    command("reminders", (ctx, scope) =>
-      Effect.gen(function*() {
-        const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
-        if (list.length > 0) {
-          yield* ingest(BotEvents.remindersListed({
-            chat_id: scope.chat_id,
-            object_ids: list.map((r) => r.object_id),
-            listed_in: scope.message_id
-          }))
-        }
-        yield* answer(ctx, reply)
-      }))
 
-    command("poll", (ctx, scope) =>
-      Effect.gen(function*() {
-        const parsed = Replies.parsePoll(ctx.payload)
-        if (typeof parsed === "string") return yield* text(ctx, parsed)
-        const creator = ctx.from?.id
-        const sent = yield* call<Message.PollMessage>("sendPoll", {
-          ...where(scope.chat_id, scope.topic_id),
-          question: parsed.question,
-          options: parsed.options.map((o) => ({ text: o })),
-          is_anonymous: false,
-          reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
-          ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
-        })
-        yield* recordSent(sent, scope)
-        yield* ingest([BotEvents.pollCreated({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          message_id: String(sent.message_id),
-          poll_id: sent.poll.id,
-          question: parsed.question,
-          actor_user_id: scope.sender_user_id
-        })])
-      }))
 
     /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
     const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null, anonymousAdmin = false) =>
@@ -375,43 +326,186 @@ export const make = (
         return "Poll closed."
       })
 
-    command("closepoll", (ctx, scope) =>
-      Effect.gen(function*() {
-        const target = (ctx.message as Message.TextMessage | undefined)?.reply_to_message
-        const from = ctx.from?.id
-        if (target === undefined || !("poll" in target) || target.from?.id !== telegraf.botInfo?.id || from === undefined) {
-          return yield* text(ctx, "Reply to one of my polls with /closepoll to close it.")
-        }
-        const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
-          .pipe(Effect.orElseSucceed(() => Option.none()))
-        const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
-        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
-      }))
 
-    command("timezone", (ctx, scope) =>
-      Effect.gen(function*() {
-        const wanted = ctx.payload.trim()
-        const now = yield* Clock.currentTimeMillis
-        const current = yield* zoneOf(scope.chat_id)
-        if (wanted === "") {
-          return yield* text(ctx, `This chat's time zone is ${current} (${Times.formatLocal(now, now, current)} now). Change it with /timezone Europe/Berlin`)
-        }
-        if (!Times.isTimeZone(wanted)) {
-          return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
-        }
-        const from = ctx.from?.id
-        if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
-          return yield* text(ctx, "Only an admin can change this chat's time zone.")
-        }
-        const zone = Times.canonicalZone(wanted)
-        yield* ChatSettings.setTimeZone(scope.chat_id, zone, scope.sender_user_id)
-        yield* text(ctx, `Time zone set: ${zone}. It is ${Times.formatLocal(now, now, zone)} now.`)
-      }))
 
-    command("state", (ctx, scope) =>
-      Effect.flatMap(ConversationState, (state) => state.render({ chat_id: scope.chat_id, topic_id: scope.topic_id })).pipe(
-        Effect.flatMap((rendered) => text(ctx, rendered))
-      ))
+
+    // The commands, in the order Telegram lists them; `/start` (what Telegram sends first) is
+    // answered but not listed.
+    const help: Command["handler"] = (ctx) =>
+      text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn))
+    const commands: ReadonlyArray<Command> = [
+      {
+        name: "start",
+        description: "Start",
+        scopes: [],
+        handler: help
+      },
+      {
+        name: "help",
+        description: "What I can do",
+        scopes: everywhere,
+        handler: help
+      },
+      {
+        name: "context",
+        description: "What is in focus in this topic",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const result = yield* DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true })
+            yield* answer(ctx, Replies.context(result, yield* Clock.currentTimeMillis, yield* zoneOf(scope.chat_id)))
+          })
+      },
+      {
+        name: "what",
+        description: "Reply to a message: what does it refer to?",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const raw = (ctx.payload.trim().split(/\s+/)[0] ?? "").toLowerCase()
+            const word = hintWords[raw] ?? raw
+            if (word !== "" && !isHint(word)) {
+              return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
+            }
+            // A resolution the user asked for is a resolver touch of what it found.
+            const result = yield* DeixisTelegraf.resolve(scope, {
+              record_touch: true,
+              ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
+            })
+            yield* answer(ctx, Replies.what(result))
+          })
+      },
+      {
+        name: "remind",
+        description: "Remind: /remind in 10 minutes check the oven",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const zone = yield* zoneOf(scope.chat_id)
+            const parsed = Times.parseWhen(ctx.payload, now, zone)
+            if (Either.isLeft(parsed)) return yield* text(ctx, Replies.remindProblem(parsed.left, zone))
+            const reminder: Reminder = {
+              object_id: objectIdFor(scope.chat_id, scope.message_id, "reminder", 0),
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              source_message_id: scope.message_id,
+              created_by_user_id: scope.sender_user_id,
+              text: Replies.short(parsed.right.text, 1000),
+              due_at: parsed.right.due_at,
+              created_at: now
+            }
+            yield* store.add(reminder)
+            yield* ingest([BotEvents.reminderCreated({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              source_message_id: scope.message_id,
+              due_at: reminder.due_at,
+              label: Replies.short(reminder.text, 200),
+              created_by_user_id: scope.sender_user_id,
+              actor_user_id: scope.sender_user_id
+            })])
+            yield* Reminders.wake
+            yield* text(ctx, Replies.reminderSet(reminder, now, zone))
+          })
+      },
+      {
+        name: "reminders",
+        description: "Pending reminders, with cancel buttons",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
+            if (list.length > 0) {
+              yield* ingest(BotEvents.remindersListed({
+                chat_id: scope.chat_id,
+                object_ids: list.map((r) => r.object_id),
+                listed_in: scope.message_id
+              }))
+            }
+            yield* answer(ctx, reply)
+          })
+      },
+      {
+        name: "poll",
+        description: "A poll: /poll question | option | option",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const parsed = Replies.parsePoll(ctx.payload)
+            if (typeof parsed === "string") return yield* text(ctx, parsed)
+            const creator = ctx.from?.id
+            const sent = yield* call<Message.PollMessage>("sendPoll", {
+              ...where(scope.chat_id, scope.topic_id),
+              question: parsed.question,
+              options: parsed.options.map((o) => ({ text: o })),
+              is_anonymous: false,
+              reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
+              ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
+            })
+            yield* recordSent(sent, scope)
+            yield* ingest([BotEvents.pollCreated({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              message_id: String(sent.message_id),
+              poll_id: sent.poll.id,
+              question: parsed.question,
+              actor_user_id: scope.sender_user_id
+            })])
+          })
+      },
+      {
+        name: "closepoll",
+        description: "Reply to a poll: close it (its creator or an admin)",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const target = (ctx.message as Message.TextMessage | undefined)?.reply_to_message
+            const from = ctx.from?.id
+            if (target === undefined || !("poll" in target) || target.from?.id !== telegraf.botInfo?.id || from === undefined) {
+              return yield* text(ctx, "Reply to one of my polls with /closepoll to close it.")
+            }
+            const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
+              .pipe(Effect.orElseSucceed(() => Option.none()))
+            const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
+            yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
+          })
+      },
+      {
+        name: "timezone",
+        description: "This chat's time zone: /timezone Europe/Berlin",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const wanted = ctx.payload.trim()
+            const now = yield* Clock.currentTimeMillis
+            const current = yield* zoneOf(scope.chat_id)
+            if (wanted === "") {
+              return yield* text(ctx, `This chat's time zone is ${current} (${Times.formatLocal(now, now, current)} now). Change it with /timezone Europe/Berlin`)
+            }
+            if (!Times.isTimeZone(wanted)) {
+              return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
+            }
+            const from = ctx.from?.id
+            if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
+              return yield* text(ctx, "Only an admin can change this chat's time zone.")
+            }
+            const zone = Times.canonicalZone(wanted)
+            yield* ChatSettings.setTimeZone(scope.chat_id, zone, scope.sender_user_id)
+            yield* text(ctx, `Time zone set: ${zone}. It is ${Times.formatLocal(now, now, zone)} now.`)
+          })
+      },
+      {
+        name: "state",
+        description: "This topic's saved conversation state",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.flatMap(ConversationState, (state) => state.render({ chat_id: scope.chat_id, topic_id: scope.topic_id })).pipe(
+            Effect.flatMap((rendered) => text(ctx, rendered))
+          )
+      }
+    ]
+    for (const c of commands) register(c)
 
     const answerCallback = (ctx: Context, t: string) =>
       call("answerCallbackQuery", { callback_query_id: ctx.callbackQuery?.id, text: t }).pipe(
@@ -490,63 +584,66 @@ export const make = (
 
     // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
     // person in the same topic cancels theirs (see `preempt`).
-    const turns = new Map<string, Deferred.Deferred<void>>()
-    const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
-    let preempt: Bot["preempt"] = () => Effect.void
-    let addressesLlm = (_mapped: UpdateMapper.MappedUpdate): boolean => false
-
-    // LLM mode: after the commands (they do not fall through), any message addressing the bot.
-    if (options.llm !== undefined && Option.isSome(options.llm)) {
-      const settings = options.llm.value
-      const assistant = yield* Llm.make(settings)
-      telegraf.on("message", (ctx) => {
-        const scope = ctx.deixis.scope
-        const io: Llm.TurnIo<Services> = {
-          send: (t, replyTo) =>
-            Effect.gen(function*() {
-              const sent = yield* call<Message>("sendMessage", {
-                ...where(ctx.chat.id, scope?.topic_id ?? null),
-                text: t,
-                reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
-              })
-              yield* recordSent(sent, scope)
-              return String(sent.message_id)
-            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
-          typing: call("sendChatAction", { ...where(ctx.chat.id, scope?.topic_id ?? null), action: "typing" }).pipe(
-            Effect.asVoid,
-            Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
-          )
-        }
-        if (scope === undefined) return run(ctx)(assistant.answer(ctx, io, options.mode))
-        return run(ctx)(Effect.gen(function*() {
-          const key = turnKey(scope)
-          const superseded = yield* Deferred.make<void>()
-          turns.set(key, superseded)
-          yield* assistant.answer(ctx, io, options.mode).pipe(
-            Effect.raceFirst(Effect.zipRight(
-              Deferred.await(superseded),
-              Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
-            )),
-            Effect.ensuring(Effect.sync(() => {
-              if (turns.get(key) === superseded) turns.delete(key)
-            }))
-          )
-        }))
-      })
-      // A message the bot will answer: a remark in passing is only recorded.
-      addressesLlm = (mapped) => {
-        const scope = mapped.scope
-        if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
-        const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
-        return mapped.addressed || Llm.mentionsAlias(text, settings.aliases)
-      }
-      preempt = (mapped) =>
-        Effect.suspend(() => {
-          const scope = mapped.scope
-          const superseded = turns.size === 0 || scope === undefined ? undefined : turns.get(turnKey(scope))
-          return superseded !== undefined && addressesLlm(mapped) ? Deferred.succeed(superseded, undefined) : Effect.void
+    // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
+    // person in the same topic cancels theirs (see `preempt`).
+    const llmTurns = (settings: Llm.LlmConfig): Effect.Effect<LlmTurns, never, Services> =>
+      Effect.gen(function*() {
+        const turns = new Map<string, Deferred.Deferred<void>>()
+        const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
+        const assistant = yield* Llm.make(settings)
+        telegraf.on("message", (ctx) => {
+          const scope = ctx.deixis.scope
+          const io: Llm.TurnIo<Services> = {
+            send: (t, replyTo) =>
+              Effect.gen(function*() {
+                const sent = yield* call<Message>("sendMessage", {
+                  ...where(ctx.chat.id, scope?.topic_id ?? null),
+                  text: t,
+                  reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
+                })
+                yield* recordSent(sent, scope)
+                return String(sent.message_id)
+              }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
+            typing: call("sendChatAction", { ...where(ctx.chat.id, scope?.topic_id ?? null), action: "typing" }).pipe(
+              Effect.asVoid,
+              Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
+            )
+          }
+          if (scope === undefined) return run(ctx)(assistant.answer(ctx, io, options.mode))
+          return run(ctx)(Effect.gen(function*() {
+            const key = turnKey(scope)
+            const superseded = yield* Deferred.make<void>()
+            turns.set(key, superseded)
+            yield* assistant.answer(ctx, io, options.mode).pipe(
+              Effect.raceFirst(Effect.zipRight(
+                Deferred.await(superseded),
+                Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
+              )),
+              Effect.ensuring(Effect.sync(() => {
+                if (turns.get(key) === superseded) turns.delete(key)
+              }))
+            )
+          }))
         })
-    }
+        // A message the bot will answer: a remark in passing is only recorded.
+        const addresses = (mapped: UpdateMapper.MappedUpdate) => {
+          const scope = mapped.scope
+          if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
+          const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+          return mapped.addressed || Llm.mentionsAlias(text, settings.aliases)
+        }
+        return {
+          addresses,
+          preempt: (mapped) =>
+            Effect.suspend(() => {
+              const scope = mapped.scope
+              const superseded = turns.size === 0 || scope === undefined ? undefined : turns.get(turnKey(scope))
+              return superseded !== undefined && addresses(mapped) ? Deferred.succeed(superseded, undefined) : Effect.void
+            })
+        }
+      })
+    // LLM mode: after the commands (they do not fall through), any message addressing the bot.
+    const llm: LlmTurns = options.llm !== undefined && Option.isSome(options.llm) ? yield* llmTurns(options.llm.value) : noLlm
 
     const mapOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
     const map = (update: unknown) => UpdateMapper.mapUpdate(update, mapOptions())
@@ -565,7 +662,7 @@ export const make = (
         const text = message["text"] ?? message["caption"]
         if (typeof text === "string" && text.startsWith("/")) return true
       }
-      return addressesLlm(mapped)
+      return llm.addresses(mapped)
     }
 
     const record = (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
@@ -648,9 +745,9 @@ export const make = (
       record,
       answer: answerUpdate,
       handle,
-      preempt: (mapped) => preempt(mapped),
+      preempt: llm.preempt,
       fireReminder,
-      onReminderAdded,
+      commands,
       call: (method, payload) => call(method, payload)
     }
   })

@@ -133,8 +133,8 @@ export const launch = (
     const lease = Duration.toMillis(options.updateLease)
 
     yield* Effect.forEach(
-      [{ type: "all_private_chats" }, { type: "all_group_chats" }, { type: "default" }],
-      (scope) => bot.call("setMyCommands", { commands: Bot.commands, scope }),
+      Bot.everywhere,
+      (scope) => bot.call("setMyCommands", { commands: Bot.listedIn(bot.commands, scope), scope: { type: scope } }),
       { discard: true }
     ).pipe(Effect.catchAll((error) => Effect.logWarning("commands not registered", error)))
 
@@ -470,7 +470,6 @@ export const launch = (
       keyOf: (r) => (r.topic_id === null ? r.chat_id : `${r.chat_id}/${r.topic_id}`),
       send: bot.fireReminder
     })
-    bot.onReminderAdded.current = sender.wake
 
     const stopped = yield* Deferred.make<never, PollingStopped>()
     let healthy = true
