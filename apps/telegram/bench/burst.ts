@@ -8,6 +8,7 @@
  * one `TelegramRecorder.recordBatch` unit of work, no bot), so a figure can be read against
  * what the store itself costs.
  *
+ * `BENCH_STORES=memory` (or `sqlite`) runs one store only.
  * `BENCH_BASE=<apps/telegram of another checkout, built with pnpm bench>` runs the same
  * scenario against that checkout's code (a before/after in one run).
  */
@@ -147,7 +148,9 @@ const main = Effect.gen(function*() {
   console.log(`node ${process.version}, ${os.cpus().length} cpus, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}, code: ${base}`)
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-burst-"))
   try {
+    const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite").split(",")
     for (const [label, choice] of [["memory", { _tag: "memory" }], ["sqlite", { _tag: "sqlite", filename: path.join(dir, "burst.sqlite") }]] as const) {
+      if (!stores.includes(label)) continue
       yield* scenario(label, choice)
       if (label === "sqlite") fs.rmSync(path.join(dir, "burst.sqlite"), { force: true })
       yield* floor(label, label === "sqlite" ? { _tag: "sqlite", filename: path.join(dir, "floor.sqlite") } : choice)

@@ -151,7 +151,7 @@ export const launch = (
     // are throttled, flooded with updates, must not fill it and stall every other chat.
     const perKey = Math.max(1, Math.floor(options.queueCapacity / 4))
 
-    // What this process owes the inbox, written in one settlement by the settle loop: a
+    // What this process owes the inbox, written in one settlement by the inbox writer: a
     // settlement is written while the next one gathers, so under load each covers many updates.
     const owed = { done: [] as Array<number>, returned: [] as Array<number>, stall: new Set<string>(), release: new Set<string>() }
     // Updates queued here, by claimed chat; a chat with none left is released.
@@ -261,7 +261,8 @@ export const launch = (
                 Effect.sync(() => {
                   owed.done.push(...ids)
                   Metrics.updates.inc({ outcome: "handled" }, run.length)
-                  Metrics.updateSeconds.observe((performance.now() - arrived) / 1000)
+                  const seconds = (performance.now() - arrived) / 1000
+                  for (let i = 0; i < run.length; i++) Metrics.updateSeconds.observe(seconds)
                 })
               )
           }),

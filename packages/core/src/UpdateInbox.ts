@@ -181,12 +181,20 @@ interface Claim {
 export const makeMemory = (): UpdateInboxShape => {
   const rows = new Map<string, Row>()
   const claims = new Map<string, Claim>()
+  // The updates not done, by chat: what a hand-over reads, without a scan of every id kept.
+  const pending = new Map<string, Set<Row>>()
   const key = (source: string, id: number | string) => `${source}\u0000${id}`
   // The chat's updates not done, oldest first (handed or waiting, as `only` says).
   const pendingOf = (source: string, chat: string, only: "waiting" | "all") =>
-    [...rows.values()]
-      .filter((r) => r.source === source && r.chat === chat && r.payload !== null && (only === "all" || !r.handed))
+    [...(pending.get(key(source, chat)) ?? [])]
+      .filter((r) => only === "all" || !r.handed)
       .sort((a, b) => a.update_id - b.update_id)
+  const finish = (row: Row) => {
+    row.payload = null
+    const rest = pending.get(key(row.source, row.chat))
+    rest?.delete(row)
+    if (rest?.size === 0) pending.delete(key(row.source, row.chat))
+  }
   const hand = (r: Row): Handed => {
     r.handed = true
     r.attempts++
@@ -201,6 +209,10 @@ export const makeMemory = (): UpdateInboxShape => {
           if (rows.has(k)) continue
           const row: Row = { source, update_id, chat, payload, received_at: now, handed: false, attempts: 0 }
           rows.set(k, row)
+          const chatKey = key(source, chat)
+          const rest = pending.get(chatKey)
+          if (rest === undefined) pending.set(chatKey, new Set([row]))
+          else rest.add(row)
           fresh.push(row)
         }
         const handed: Array<Handed> = []
@@ -224,7 +236,7 @@ export const makeMemory = (): UpdateInboxShape => {
       Effect.sync(() => {
         for (const id of done) {
           const row = rows.get(key(source, id))
-          if (row !== undefined) row.payload = null
+          if (row !== undefined && row.payload !== null) finish(row)
         }
         for (const id of returned) {
           const row = rows.get(key(source, id))
