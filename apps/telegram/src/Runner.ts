@@ -284,12 +284,20 @@ export const launch = (
       Effect.gen(function*() {
         const open = new Map<string, Array<Work>>()
         const full = new Set<string>()
-        const submit = (key: string) =>
+        // Answers still to come in this batch, by key: the runs before them are urgent too (an
+        // answer waits for its own chat's earlier updates, and they for no other chat's).
+        const answersAhead = new Map<string, number>()
+        for (const item of handed) {
+          if (typeof item !== "number" && bot.needsAnswer(item.update, item.mapped)) {
+            answersAhead.set(item.key, (answersAhead.get(item.key) ?? 0) + 1)
+          }
+        }
+        const submit = (key: string, urgent = (answersAhead.get(key) ?? 0) > 0) =>
           Effect.suspend(() => {
             const run = open.get(key)
             if (run === undefined) return Effect.void
             open.delete(key)
-            return dispatcher.submit(key, task(run[0]!.chat, run, arrived))
+            return dispatcher.submit(key, task(run[0]!.chat, run, arrived), { urgent })
           })
         for (const item of handed) {
           if (typeof item === "number") {
@@ -327,7 +335,9 @@ export const launch = (
           if (bot.needsAnswer(item.update, item.mapped)) {
             yield* submit(key)
             open.set(key, [item])
-            yield* submit(key)
+            answersAhead.set(key, (answersAhead.get(key) ?? 1) - 1)
+            // An answer runs beside other chats' recording, not behind it.
+            yield* submit(key, true)
             continue
           }
           const run = open.get(key)

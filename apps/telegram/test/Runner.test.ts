@@ -209,6 +209,24 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.isAbove(done.indexOf("reaction"), done.indexOf("topic 7"))
     }))
 
+  it.scoped("an answer waits for its own chat's earlier tasks, not for other chats' recording filling every worker", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      // Two other chats' recording holds both workers.
+      yield* dispatcher.submit("-200", Effect.zipRight(gate.await, mark("recording 1")))
+      yield* dispatcher.submit("-300", Effect.zipRight(gate.await, mark("recording 2")))
+      // The asking chat's own earlier update, then its command.
+      yield* dispatcher.submit("-100", mark("earlier update"), { urgent: true })
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs while the recording waits", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["earlier update", "answer"])
+      yield* gate.open
+      yield* dispatcher.idle
+    }))
+
   it("keys updates by chat and forum topic, polls by poll id", () => {
     assert.strictEqual(Dispatcher.keyOf(message("x")), `${F.forum.id}/7`)
     assert.strictEqual(Dispatcher.keyOf(message("x", { thread: null })), `${F.forum.id}`)
