@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
+import { groupCommit } from "./groupCommit.js"
 
 export type Dialect = "sqlite" | "pg"
 
@@ -29,7 +30,8 @@ export interface Db {
   readonly query: (text: string, params?: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
   /**
    * A write transaction. SQLite: `BEGIN IMMEDIATE`, so the write lock is taken before any
-   * read and two processes never deadlock upgrading a read lock. PostgreSQL: `BEGIN` (row and
+   * read and two processes never deadlock upgrading a read lock; writes that arrive together
+   * share one such transaction, a savepoint each (see groupCommit.ts). PostgreSQL: `BEGIN` (row and
    * advisory locks are taken by the statements), retried on deadlock or serialization failure.
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -90,7 +92,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
         Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
         Effect.retry({ while: (e) => isRetryable(e), schedule: Schedule.exponential("5 millis"), times: 8 })
       )
-    : makeImmediate(sql)
+    : groupCommit(sql, makeImmediate(sql))
   return { dialect, sql, query, transaction, C: dialect === "pg" ? ` COLLATE "C"` : "" }
 }
 
