@@ -21,17 +21,15 @@ import { tempDir } from "./helpers.js"
 /** A database file with a table `t(k)`: the writer's `Db`, and a second connection to read what is committed. */
 const setup = Effect.gen(function*() {
   const filename = path.join(yield* tempDir, "group.db")
-  const writer = yield* Layer.build(Sqlite.layerClient({ filename }))
-  const sql = SqlClient.SqlClient.pipe((tag) => writer.unsafeMap.get(tag.key) as SqlClient.SqlClient)
+  const sql = yield* Effect.map(Layer.build(Sqlite.layerClient({ filename })), Context.get(SqlClient.SqlClient))
   const db = makeDb(sql)
   yield* db.query("CREATE TABLE t (k TEXT PRIMARY KEY)")
-  const other = yield* Layer.build(SqliteClient.layer({ filename }))
-  const reader = other.unsafeMap.get(SqlClient.SqlClient.key) as SqlClient.SqlClient
+  const reader = yield* Effect.map(Layer.build(SqliteClient.layer({ filename })), Context.get(SqlClient.SqlClient))
   /** Whether the other connection sees `k` committed. */
   const committed = (k: string) =>
     Effect.map(reader.unsafe("SELECT k FROM t WHERE k = ?", [k]), (rows) => rows.length === 1).pipe(
       // Run on the other connection even from inside a transaction (@effect/sql would run it on the transaction's).
-      Effect.mapInputContext(Context.omit(SqlClient.TransactionConnection))
+      Effect.mapInputContext((context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context))
     )
   const insert = (k: string) => db.query("INSERT INTO t (k) VALUES (?)", [k])
   return { db, committed, insert }
