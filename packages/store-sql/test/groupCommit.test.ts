@@ -1,7 +1,8 @@
 /**
  * SQLite group commit (internal/groupCommit.ts): writes that arrive together share one
  * transaction, a savepoint each; a failing write fails alone; every write is acknowledged only
- * once the shared COMMIT is on disk, seen from another connection to the same file.
+ * once the shared COMMIT is on disk, seen from another connection to the same file. Reads
+ * outside a transaction run on the read connection (internal/readConnection.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -144,5 +145,25 @@ describe("SQLite group commit", () => {
         concurrency: "unbounded"
       }).pipe(Effect.locally(groupCommitEnabled, false))
       assert.deepStrictEqual(alone, [true, true, true])
+    }))
+
+  it.scoped("a read outside a transaction runs on the read connection: it does not wait for an open write transaction, nor see it", () =>
+    Effect.gen(function*() {
+      const { committed, db, insert } = yield* setup
+      const gate = yield* Deferred.make<void>()
+      const inserted = yield* Deferred.make<void>()
+      const write = yield* Effect.fork(db.transaction(Effect.gen(function*() {
+        yield* insert("open")
+        yield* Deferred.succeed(inserted, undefined)
+        yield* Deferred.await(gate)
+      })))
+      yield* Deferred.await(inserted)
+      // The write transaction holds the write connection until the gate opens: this read would wait for it.
+      const during = yield* db.query("SELECT k FROM t")
+      assert.deepStrictEqual(during, [])
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(write)
+      assert.isTrue(yield* committed("open"))
+      assert.deepStrictEqual(yield* db.query("SELECT k FROM t"), [{ k: "open" }])
     }))
 })

@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { groupCommit } from "./groupCommit.js"
+import { clientFor } from "./readConnection.js"
 
 export type Dialect = "sqlite" | "pg"
 
@@ -75,12 +76,14 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
+  // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
+  const clientOf = clientFor(sql)
   const run = (text: string, params: ReadonlyArray<Param>) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       return Option.isSome(transaction)
         ? transaction.value[0].execute(text, params, undefined)
-        : sql.unsafe<Row>(text, params)
+        : clientOf(text).unsafe<Row>(text, params)
     })
   const query = dialect === "pg"
     ? (text: string, params: ReadonlyArray<Param> = []) => run(toPg(text), params)
