@@ -5,6 +5,9 @@
  * throughput — memory, SQLite and PostgreSQL side by side in one run. Not a test: it prints a
  * table (Markdown) for the README.
  *
+ * Then the write suites (bench/writes.ts): concurrent one-event writers, and resolve latency
+ * with and without writes in other chats, per store. BENCH_SUITES picks (default reads,writes).
+ *
  * Environment: BENCH_MESSAGES (default 100000), BENCH_CALLS (default 2000 per tool and engine),
  * BENCH_ENGINES (default memory,sqlite,pg), DEIXIS_TEST_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/test; the bench works in a schema of its own, dropped after),
@@ -31,10 +34,12 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { cacheHits, cacheMisses } from "../src/internal/contextCache.js"
 import * as SqlStore from "../src/SqlStore.js"
+import { writesSuite } from "./writes.js"
 
 const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 100_000)
 const CALLS = Number(process.env["BENCH_CALLS"] ?? 2000)
 const ENGINES = (process.env["BENCH_ENGINES"] ?? "memory,sqlite,pg").split(",")
+const SUITES = (process.env["BENCH_SUITES"] ?? "reads,writes").split(",")
 const PG_URL = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 /** Keep the PostgreSQL schema (and the SQLite file) afterwards, to EXPLAIN queries over the data. */
 const KEEP = process.env["BENCH_KEEP"] === "1"
@@ -261,7 +266,7 @@ const measureOne = (engine: string) =>
       const layer = SqlStore.layerContextStore({ sweep_interval: 0 }).pipe(
         Layer.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "bench.db") }))
       )
-      const result = yield* run("SQLite (file, WAL, synchronous=FULL)", layer)
+      const result = yield* run("SQLite (file, WAL, synchronous=NORMAL)", layer)
       if (KEEP) console.error(`kept ${path.join(dir, "bench.db")}`)
       else fs.rmSync(dir, { recursive: true, force: true })
       return result
@@ -306,6 +311,8 @@ const main = Effect.gen(function*() {
     console.log(JSON.stringify(result))
     return
   }
+  if (process.env["BENCH_WRITES_CHILD"] !== undefined) return
+  if (!SUITES.includes("reads")) return yield* writesSuite
   const results: Array<Result> = []
   for (const engine of ENGINES) results.push(yield* inChild(engine))
   console.log(`\n@deixis/store-sql benchmark — ${SIZE.toLocaleString("en-US")} messages in one chat over ${TOPICS} topics, ` +
@@ -330,6 +337,7 @@ const main = Effect.gen(function*() {
     } / ${ms(percentile(r.liveOther, 0.99))} | ${r.liveHitRatio === null ? "—" : `${(r.liveHitRatio * 100).toFixed(1)}%`} |`)
   }
   console.log("\nTargets at 100k messages: p99 <= 1 ms (SQLite) and <= 3 ms (PostgreSQL) for both tools; ingest >= 20,000 events/s (SQLite) and >= 5,000 events/s (PostgreSQL).")
+  if (SUITES.includes("writes")) yield* writesSuite
 })
 
 Effect.runPromise(main).catch((error: unknown) => {
