@@ -56,6 +56,9 @@ type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A,
 
 const exec = (conn: Connection, text: string) => Effect.asVoid(conn.executeUnprepared(text, [], undefined))
 
+/** The per-write statements, run once per write: prepared once, from the connection's statement cache. */
+const execCached = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
+
 const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
   const queue: Array<Job> = []
   let leading = false
@@ -128,7 +131,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
         yield* start
         return yield* Effect.gen(function*() {
           const conn = yield* restore(Deferred.await(job.turn))
-          const saved = yield* Effect.exit(exec(conn, "SAVEPOINT deixis_write"))
+          const saved = yield* Effect.exit(execCached(conn, "SAVEPOINT deixis_write"))
           if (Exit.isFailure(saved)) {
             yield* Deferred.succeed(job.finished, brokenBy(saved))
             return yield* Effect.failCause(saved.cause)
@@ -136,8 +139,8 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
           const exit = yield* Effect.exit(restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0])))
           const closed = yield* Effect.exit(
             Exit.isSuccess(exit)
-              ? exec(conn, "RELEASE deixis_write")
-              : Effect.zipRight(exec(conn, "ROLLBACK TO deixis_write"), exec(conn, "RELEASE deixis_write"))
+              ? execCached(conn, "RELEASE deixis_write")
+              : Effect.zipRight(execCached(conn, "ROLLBACK TO deixis_write"), execCached(conn, "RELEASE deixis_write"))
           )
           if (Exit.isFailure(closed)) {
             yield* Deferred.succeed(job.finished, brokenBy(closed))
