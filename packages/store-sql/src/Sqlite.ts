@@ -47,7 +47,9 @@ export const layerClient = (
     const file = options.filename
     if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
     return SqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
-      Effect.tap((client) => client.unsafe(`PRAGMA busy_timeout = ${busy}`)),
+      Effect.tap((client) =>
+        Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })
+      ),
       Effect.map((client) => registerReader(writer, client)),
       Effect.provide(Reactivity.layer)
     )
