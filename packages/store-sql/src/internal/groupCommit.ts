@@ -21,7 +21,8 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -171,8 +172,13 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
     )
 }
 
+/** A savepoint statement that failed, in any way: the transaction can no longer be trusted. */
 const brokenBy = (exit: Exit.Exit<void, SqlError>): Finished =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail" ? { broken: exit.cause.error } : "out"
+  Exit.isSuccess(exit) ? "out" : {
+    broken: exit.cause._tag === "Fail"
+      ? exit.cause.error
+      : new SqlError({ cause: Cause.squash(exit.cause), message: "a savepoint of the shared transaction failed" })
+  }
 
 /** One queue per connection: every store over the same `SqlClient` joins the same batches. */
 const ofClient = new WeakMap<SqlClient.SqlClient, Transaction>()
