@@ -2,7 +2,8 @@
  * The write suites of `pnpm bench`, each store in a fresh process:
  *
  * - **Concurrent ingest**: 10 writers at once, each applying one-event batches (one new
- *   message) through core's `ContextIngest`, into 50 chats: events/s.
+ *   message) through core's `ContextIngest`, into 50 chats: events/s, and the process's CPU
+ *   time per write.
  * - **Resolve under writes**: resolve in one chat (2,000 messages over 20 topics) at 100/s
  *   for a while, then again while 200 one-message writes/s land in 50 other chats: p50 / p99,
  *   each latency from the call's scheduled start (a call that waits behind another counts its
@@ -64,6 +65,8 @@ const stores: ReadonlyArray<Store> = [
 const Result = Schema.Struct({
   id: Schema.String,
   ingestPerSecond: Schema.Number,
+  /** CPU time of this process per write during the ingest, in µs (the machine's load moves it less than the wall clock). */
+  cpuPerWrite: Schema.Number,
   idle: Schema.Array(Schema.Number),
   loaded: Schema.Array(Schema.Number),
   writesPerSecond: Schema.Number
@@ -149,12 +152,15 @@ const measure = (store: Store, layer: Layer.Layer<ContextStore.ContextStore, unk
           return ingest.apply(decode([message(String(-3000 - chat), id, 1, T0 + id)]))
         }
         const started = performance.now()
+        const cpu = process.cpuUsage()
         yield* Effect.forEach(
           Array.from({ length: WRITERS }, (_, w) => w),
           (w) => Effect.forEach(Array.from({ length: PER_WRITER }, (_, i) => i), (i) => single((w * 5 + i) % OTHER_CHATS), { discard: true }),
           { concurrency: "unbounded", discard: true }
         )
         const ingestPerSecond = (WRITERS * PER_WRITER) / ((performance.now() - started) / 1000)
+        const used = process.cpuUsage(cpu)
+        const cpuPerWrite = (used.user + used.system) / (WRITERS * PER_WRITER)
 
         // Resolve at 100/s, warm first; then the same under 200 one-message writes/s in 50 other chats.
         yield* Effect.forEach(Array.from({ length: 300 }, (_, i) => i), (i) => resolver.resolve(resolveRequest(i)), { discard: true })
@@ -165,6 +171,7 @@ const measure = (store: Store, layer: Layer.Layer<ContextStore.ContextStore, unk
         const out: Result = {
           id: store.id,
           ingestPerSecond,
+          cpuPerWrite,
           idle: idle.samples,
           loaded: loaded.samples,
           writesPerSecond: writes.samples.length / writes.seconds
@@ -236,10 +243,10 @@ export const writesSuite = Effect.gen(function*() {
   const memory = results.find(([s]) => s.id === "memory")?.[1]
   console.log(`\nWrites: ${WRITERS} concurrent writers × ${PER_WRITER} one-message batches into ${OTHER_CHATS} chats; ` +
     `resolve at ${RESOLVES_PER_SECOND}/s for ${SECONDS} s in one chat (${READ_MESSAGES} messages), idle, then with ${WRITES_PER_SECOND} one-message writes/s in ${OTHER_CHATS} other chats`)
-  console.log("| store | ingest, 10 writers (events/s) | × memory | resolve idle p50 / p99 (ms) | resolve under writes p50 / p99 (ms) | p99 under writes ÷ idle | writes/s achieved |")
-  console.log("|---|---:|---:|---:|---:|---:|---:|")
+  console.log("| store | ingest, 10 writers (events/s) | × memory | CPU per write (µs) | resolve idle p50 / p99 (ms) | resolve under writes p50 / p99 (ms) | p99 under writes ÷ idle | writes/s achieved |")
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|")
   for (const [store, r] of results) {
-    console.log(`| ${store.label} | ${int(r.ingestPerSecond)} | ${memory === undefined ? "—" : (r.ingestPerSecond / memory.ingestPerSecond).toFixed(2)} | ${
+    console.log(`| ${store.label} | ${int(r.ingestPerSecond)} | ${memory === undefined ? "—" : (r.ingestPerSecond / memory.ingestPerSecond).toFixed(2)} | ${int(r.cpuPerWrite)} | ${
       f2(percentile(r.idle, 0.5))
     } / ${f2(percentile(r.idle, 0.99))} | ${f2(percentile(r.loaded, 0.5))} / ${f2(percentile(r.loaded, 0.99))} | ${
       (percentile(r.loaded, 0.99) / percentile(r.idle, 0.99)).toFixed(2)
