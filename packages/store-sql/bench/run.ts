@@ -19,7 +19,6 @@ import { type ContextEvent, decodeEvents } from "@deixis/core/ContextEvent"
 import * as ContextStore from "@deixis/core/ContextStore"
 import * as Deixis from "@deixis/core/Deixis"
 import { ReferenceResolver, type ResolveRequest } from "@deixis/core/ReferenceResolver"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -27,13 +26,13 @@ import * as Metric from "effect/Metric"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
-import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { cacheHits, cacheMisses } from "../src/internal/contextCache.js"
 import * as SqlStore from "../src/SqlStore.js"
+import * as child from "./child.js"
 import { writesSuite } from "./writes.js"
 
 const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 100_000)
@@ -280,34 +279,18 @@ const measureOne = (engine: string) =>
       console.error(`kept schema ${schema}`)
       return result
     }
-    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
-      Effect.provide(SqlStore.layerPgClient({ url: PG_URL }))
-    )
+    yield* child.dropSchema(PG_URL, schema)
     return result
   })
 
 /** Each engine in a fresh process, one after the other, so no engine pays for another's heap. */
 const inChild = (engine: string) =>
-  Effect.async<Result, Error>((resume) => {
-    const child = fork(fileURLToPath(import.meta.url), [], {
-      env: { ...process.env, BENCH_CHILD: engine },
-      execArgv: process.execArgv,
-      stdio: ["ignore", "pipe", "inherit", "ipc"]
-    })
-    let out = ""
-    child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => {
-      const line = out.trim().split("\n").pop() ?? ""
-      const parsed = Schema.decodeUnknownEither(Schema.parseJson(ResultSchema))(line)
-      if (code === 0 && parsed._tag === "Right") resume(Effect.succeed(parsed.right))
-      else resume(Effect.fail(new Error(`${engine} bench failed (exit ${code})`)))
-    })
-  })
+  child.inChild(fileURLToPath(import.meta.url), { BENCH_CHILD: engine }, ResultSchema, engine)
 
 const main = Effect.gen(function*() {
-  const child = process.env["BENCH_CHILD"]
-  if (child !== undefined) {
-    const result = yield* measureOne(child)
+  const engine = process.env["BENCH_CHILD"]
+  if (engine !== undefined) {
+    const result = yield* measureOne(engine)
     console.log(JSON.stringify(result))
     return
   }

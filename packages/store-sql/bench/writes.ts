@@ -20,7 +20,6 @@ import { ContextIngest } from "@deixis/core/ContextIngest"
 import { decodeEvents } from "@deixis/core/ContextEvent"
 import * as Deixis from "@deixis/core/Deixis"
 import { ReferenceResolver } from "@deixis/core/ReferenceResolver"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -28,13 +27,13 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
-import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { groupCommitEnabled } from "../src/internal/groupCommit.js"
 import * as SqlStore from "../src/SqlStore.js"
+import * as child from "./child.js"
 
 const PG_URL = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const SECONDS = Number(process.env["BENCH_WRITE_SECONDS"] ?? 5)
@@ -203,28 +202,12 @@ const measureOne = (store: Store) =>
       Layer.provide(SqlStore.layerPgClient({ url: PG_URL, schema, max_connections: 10 }))
     )
     const result = yield* measure(store, layer)
-    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
-      Effect.provide(SqlStore.layerPgClient({ url: PG_URL }))
-    )
+    yield* child.dropSchema(PG_URL, schema)
     return result
   })
 
 const inChild = (store: Store) =>
-  Effect.async<Result, Error>((resume) => {
-    const child = fork(fileURLToPath(import.meta.url), [], {
-      env: { ...process.env, BENCH_WRITES_CHILD: store.id },
-      execArgv: process.execArgv,
-      stdio: ["ignore", "pipe", "inherit", "ipc"]
-    })
-    let out = ""
-    child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => {
-      const line = out.trim().split("\n").pop() ?? ""
-      const parsed = Schema.decodeUnknownEither(Schema.parseJson(Result))(line)
-      if (code === 0 && parsed._tag === "Right") resume(Effect.succeed(parsed.right))
-      else resume(Effect.fail(new Error(`${store.id} write bench failed (exit ${code})`)))
-    })
-  })
+  child.inChild(fileURLToPath(import.meta.url), { BENCH_WRITES_CHILD: store.id }, Result, store.id)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN
 const f2 = (n: number) => n.toFixed(2)
@@ -255,10 +238,10 @@ export const writesSuite = Effect.gen(function*() {
   console.log("\nTargets (issue 26): resolve p99 under writes ≤ 2× idle on every store; SQLite ingest ≥ 0.6× memory.")
 })
 
-const child = process.env["BENCH_WRITES_CHILD"]
-if (child !== undefined) {
-  const store = stores.find((s) => s.id === child)
-  Effect.runPromise(store === undefined ? Effect.die(`unknown store ${child}`) : measureOne(store)).then(
+const childStore = process.env["BENCH_WRITES_CHILD"]
+if (childStore !== undefined) {
+  const store = stores.find((s) => s.id === childStore)
+  Effect.runPromise(store === undefined ? Effect.die(`unknown store ${childStore}`) : measureOne(store)).then(
     (result) => console.log(JSON.stringify(result)),
     (error: unknown) => {
       console.error(error)
