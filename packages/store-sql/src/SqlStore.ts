@@ -95,10 +95,11 @@ export interface RetentionOptions {
 }
 
 /**
- * `synchronous` settings of SQLite that keep a committed (acknowledged) batch on disk when
- * the process dies: `full` (the default) also survives power loss; `normal` survives a
- * killed process but may lose the last commits on power loss; `extra` is `full` plus a sync
- * of the directory.
+ * `synchronous` settings of SQLite (WAL mode) that keep a committed (acknowledged) batch on
+ * disk when the process dies (a crash, SIGKILL): `normal` (the default, as Rails 8.1 ships
+ * SQLite for production) syncs the WAL at checkpoints only, so an OS crash or power loss may
+ * drop the last commits; `full` syncs the WAL at every commit (one `fsync` per group-committed
+ * batch), so they survive power loss too; `extra` is `full` plus a sync of the directory.
  *
  * @since 0.1.0
  * @category models
@@ -157,7 +158,7 @@ export const retentionConfig: Config.Config<RetentionOptions> = Config.all({
 
 /**
  * The SQLite settings from `DEIXIS_*` keys: `SQLITE_FILENAME` (default `deixis.db`),
- * `SQLITE_BUSY_TIMEOUT` (5 seconds), `SQLITE_SYNCHRONOUS` (`full`), and the retention keys.
+ * `SQLITE_BUSY_TIMEOUT` (5 seconds), `SQLITE_SYNCHRONOUS` (`normal`), and the retention keys.
  *
  * @since 0.1.0
  * @category config
@@ -167,7 +168,7 @@ export const sqliteConfig: Config.Config<
 > = Config.all({
   filename: Config.string("SQLITE_FILENAME").pipe(Config.withDefault("deixis.db")),
   busy_timeout: millis("SQLITE_BUSY_TIMEOUT", "5 seconds"),
-  synchronous: Config.literal("full", "extra", "normal")("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("full" as const))
+  synchronous: Config.literal("full", "extra", "normal")("SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal" as const))
 }).pipe(
   Config.nested("DEIXIS"),
   Config.zipWith(retentionConfig, (sqlite, retention) => ({ ...retention, ...sqlite }))

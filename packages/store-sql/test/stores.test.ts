@@ -134,7 +134,7 @@ describe("migrations", () => {
 })
 
 describe("settings", () => {
-  it.scoped("SQLite runs in WAL mode with the busy timeout and synchronous=FULL", () =>
+  it.scoped("SQLite runs in WAL mode with the busy timeout and synchronous=NORMAL by default", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const pragmas = yield* Effect.gen(function*() {
@@ -144,7 +144,7 @@ describe("settings", () => {
         const busy = yield* sql.unsafe<{ timeout: number }>("PRAGMA busy_timeout")
         return [mode[0]?.journal_mode, sync[0]?.synchronous, busy[0]?.timeout]
       }).pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "p.db"), busy_timeout: 1234 })))
-      assert.deepStrictEqual(pragmas, ["wal", 2, 1234])
+      assert.deepStrictEqual(pragmas, ["wal", 1, 1234])
     }))
 
   it.effect("configuration is read from DEIXIS_* keys, with the documented defaults", () =>
@@ -153,7 +153,7 @@ describe("settings", () => {
       assert.deepStrictEqual(defaults, {
         filename: "deixis.db",
         busy_timeout: 5000,
-        synchronous: "full",
+        synchronous: "normal",
         // Kept without a time limit (0): only bookkeeping (event ids) has one by default.
         object_retention: 0,
         message_retention: 0,

@@ -11,6 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
+import { groupCommit } from "./groupCommit.js"
+import { clientFor } from "./readConnection.js"
 
 export type Dialect = "sqlite" | "pg"
 
@@ -29,7 +31,8 @@ export interface Db {
   readonly query: (text: string, params?: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
   /**
    * A write transaction. SQLite: `BEGIN IMMEDIATE`, so the write lock is taken before any
-   * read and two processes never deadlock upgrading a read lock. PostgreSQL: `BEGIN` (row and
+   * read and two processes never deadlock upgrading a read lock; writes that arrive together
+   * share one such transaction, a savepoint each (see groupCommit.ts). PostgreSQL: `BEGIN` (row and
    * advisory locks are taken by the statements), retried on deadlock or serialization failure.
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -73,12 +76,14 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
+  // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
+  const clientOf = clientFor(sql)
   const run = (text: string, params: ReadonlyArray<Param>) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       return Option.isSome(transaction)
         ? transaction.value[0].execute(text, params, undefined)
-        : sql.unsafe<Row>(text, params)
+        : clientOf(text).unsafe<Row>(text, params)
     })
   const query = dialect === "pg"
     ? (text: string, params: ReadonlyArray<Param> = []) => run(toPg(text), params)
@@ -90,7 +95,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
         Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
         Effect.retry({ while: (e) => isRetryable(e), schedule: Schedule.exponential("5 millis"), times: 8 })
       )
-    : makeImmediate(sql)
+    : groupCommit(sql, makeImmediate(sql))
   return { dialect, sql, query, transaction, C: dialect === "pg" ? ` COLLATE "C"` : "" }
 }
 
