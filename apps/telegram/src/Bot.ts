@@ -530,7 +530,7 @@ export const make = (
           const superseded = scope === undefined ? undefined : turns.get(turnKey(scope))
           if (superseded === undefined || scope === undefined) return Effect.void
           // Only a message the bot will answer supersedes: a remark in passing leaves the turn running.
-          const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+          const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
           return mapped.addressed || Llm.mentionsAlias(text, settings.aliases) ? Deferred.succeed(superseded, undefined) : Effect.void
         })
     }
