@@ -6,9 +6,7 @@
  *
  * @since 0.1.0
  */
-import * as WritePolicy from "@deixis/chathistory/WritePolicy"
-import * as ConversationState from "@deixis/core/ConversationState"
-import * as Deixis from "@deixis/core/Deixis"
+import * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import * as Logging from "@deixis/core/Logging"
 import { StoreConfig } from "@deixis/store-sql"
 import { ReminderStore } from "@deixis/core/ReminderStore"
@@ -19,7 +17,6 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
@@ -35,15 +32,13 @@ import { version } from "./Version.js"
 
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
- * from the core's `DEIXIS_*` keys.
+ * from the core's `DEIXIS_*` keys: chathistory's `DeixisServices.layerConfig`, the composition
+ * every entrance uses.
  *
  * @since 0.1.0
  * @category layers
  */
-export const services = <E, R>(stores: Layer.Layer<StoreConfig.Stores, E, R>) =>
-  Layer.mergeAll(ConversationState.layerConfig(), WritePolicy.layerConfig).pipe(
-    Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
-  )
+export const services = DeixisServices.layerConfig
 
 /**
  * A name for this process in claims: unique even for two processes on one host.

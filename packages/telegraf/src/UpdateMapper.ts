@@ -236,6 +236,10 @@ const mapped = (
   history: ReadonlyArray<HistoryItem.HistoryItem>
 ): MappedUpdate => ({ ...fields, events, history })
 
+// A Telegram date (seconds) in epoch ms; `+ 0` makes a date of -0 the instant 0, as its
+// wire form decodes.
+const millisOf = (seconds: number): number => seconds * 1000 + 0
+
 // Whether a Telegram date (seconds) is an instant a Date can hold (±8.64e15 ms).
 const inDateRange = (seconds: number): boolean => Math.abs(seconds) <= maxDateSeconds
 
@@ -321,7 +325,7 @@ const forwardOf = (origin: Tg.ForwardOrigin | undefined, automatic: boolean): Hi
     : undefined
   const sender = originPerson(origin)
   if (kind === undefined || sender === null) return undefined
-  return { origin: kind, sender, sent_at: origin.date * 1000, ...(automatic ? { automatic } : {}) }
+  return { origin: kind, sender, sent_at: millisOf(origin.date), ...(automatic ? { automatic } : {}) }
 }
 
 const inRange = (text: string, e: Tg.Entity) => e.offset >= 0 && e.length > 0 && e.offset + e.length <= text.length
@@ -550,7 +554,7 @@ const mapOne = (
     ? m.media_group_id
     : undefined
   const editedSeconds = m.edit_date !== undefined && inDateRange(m.edit_date) ? m.edit_date : m.date
-  const editedAt = context.edited || m.edit_date !== undefined ? editedSeconds * 1000 : undefined
+  const editedAt = context.edited || m.edit_date !== undefined ? millisOf(editedSeconds) : undefined
 
   let poll: MessageObserved["poll"]
   if (m.poll !== undefined) {
@@ -573,7 +577,7 @@ const mapOne = (
     reply_to_message_id: context.replyTo,
     sender_user_id: senderId,
     direction: outbound ? "outbound" : "inbound",
-    sent_at: m.date * 1000,
+    sent_at: millisOf(m.date),
     is_forum: m.chat.is_forum === true,
     ...(chatTitle === undefined ? {} : { chat_title: chatTitle }),
     links,
@@ -583,7 +587,7 @@ const mapOne = (
     ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, m.quote?.position) })
   }
   const event: MessageObserved | MessageEdited = context.edited
-    ? { ...observed, type: "message_edited", edited_at: editedAt ?? m.date * 1000 }
+    ? { ...observed, type: "message_edited", edited_at: editedAt ?? millisOf(m.date) }
     : observed
 
   const forward = forwardOf(m.forward_origin, m.is_automatic_forward === true)
@@ -605,7 +609,7 @@ const mapOne = (
     ...(forward === undefined ? {} : { forward }),
     ...(album === undefined ? {} : { album_id: album }),
     ...(context.seenVia === undefined ? {} : { seen_via: context.seenVia })
-  }, m.date * 1000)
+  }, millisOf(m.date))
   warnings.push(...built.warnings)
   return {
     event,
@@ -807,7 +811,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
       update_type: "message_reaction",
       addressed: false,
       warnings: [],
-      retractions: [{ chat_id: String(r.chat.id), chat_type: chatType, event_id: eventId, at: r.date * 1000 }]
+      retractions: [{ chat_id: String(r.chat.id), chat_type: chatType, event_id: eventId, at: millisOf(r.date) }]
     }, [], [])
   }
   const sender = r.actor_chat !== undefined
@@ -825,7 +829,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
     reply_to_message_id: String(r.message_id),
     sender,
     text: cut(reactionText(r.new_reaction.slice(0, 20)), 512)
-  }, r.date * 1000)
+  }, millisOf(r.date))
   return mapped({ update_id: updateId, update_type: "message_reaction", addressed: false, warnings: built.warnings }, [], [
     withinLimits(built.item)
   ])
