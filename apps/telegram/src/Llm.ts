@@ -27,7 +27,6 @@
  * @since 0.1.0
  */
 import * as ContextLoader from "@deixis/chathistory/ContextLoader"
-import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
@@ -479,11 +478,8 @@ export const make = (settings: LlmConfig) =>
         const mapped = ctx.deixis.update
         const scope = ctx.deixis.scope
         if (scope === undefined || mapped.skipped !== undefined) return
-        const items = yield* Effect.forEach(mapped.history, (encoded) => Effect.option(HistoryItem.decode(encoded)))
         // The message itself, not the replied-to copy the mapper puts before it.
-        const current = items.flatMap((o) =>
-          Option.isSome(o) && o.value.kind === "inbound_user" && o.value.message_id === scope.message_id ? [o.value] : []
-        )[0]
+        const current = mapped.history.find((item) => item.kind === "inbound_user" && item.message_id === scope.message_id)
         if (current === undefined || current.text.trim() === "") return
         const byAlias = !mapped.addressed && mentionsAlias(current.text, settings.aliases)
         if (!mapped.addressed && !byAlias) return
