@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import type { HistoryStoreShape } from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { defaultsOf, millis, positiveInt, retention } from "@deixis/core/ConfigKeys"
@@ -272,12 +273,14 @@ export class Retention extends Context.Tag("@deixis/store-sql/Retention")<Retent
 // -----------------------------------------------------------------------------
 
 /**
- * The services every engine layer provides.
+ * The services every engine layer provides: every store port (chathistory's
+ * `DeixisServices.Stores`, the one store type) and the engine's own `Retention` and
+ * `UnitOfWork` (one SQL transaction per unit).
  *
  * @since 0.1.0
  * @category models
  */
-export type Stores = ContextStore | HistoryStore | ConversationStateStore | ReminderStore | UpdateInbox | Retention | UnitOfWork
+export type Stores = DeixisServices.Stores | Retention | UnitOfWork
 
 /**
  * Runs the migrations over the `SqlClient` in context (on PostgreSQL, in `schema`, created

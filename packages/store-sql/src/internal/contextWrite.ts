@@ -3,7 +3,7 @@
  * changed, all in one transaction holding the batch's chats locked) and `migrateChat`.
  */
 import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
-import type { ContextObject } from "@deixis/core/ContextObject"
+import { type ContextObject, messageToMigratedChat, toMigratedChat } from "@deixis/core/ContextObject"
 import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
@@ -12,7 +12,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { chunks, marks, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
+import { chunks, marks, num, type Scalar, str, topicKey } from "./db.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
   type ContextSql,
@@ -374,12 +374,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       )
       yield* bulk(
         messageRowColumns,
-        messageRows.map((r) => {
-          const id = migratedMessageId(str(r["message_id"]))
-          const reply = strOrNull(r["reply_to"])
-          const replyTo = reply === null ? null : migratedMessageId(reply)
-          return messageRow({ ...messageOf(to, r), message_id: id, reply_to_message_id: replyTo })
-        }),
+        messageRows.map((r) => messageRow(messageToMigratedChat(messageOf(from, r), to))),
         (rows) =>
           `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${rows} WHERE true ON CONFLICT DO NOTHING`
@@ -403,8 +398,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       for (let i = 0; i < objectRows.length; i++) {
         const decoded = objectOf(objectRows[i]!["body"])
         if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
-        const o: ContextObject = { ...decoded.right, chat_id: to, source_message_id: migratedMessageId(decoded.right.source_message_id) }
-        moved.push(objectRow(o, base + i))
+        moved.push(objectRow(toMigratedChat(decoded.right, to), base + i))
       }
       yield* bulk(
         objectRowColumns,

@@ -3,7 +3,7 @@
  * order (length, then code points) followed by the per-chat append counter of items without a
  * message id. Every read is one indexed range scan in one chat and topic.
  */
-import { HistoryItem, mergeVersions, replacesEventItem } from "@deixis/chathistory/HistoryItem"
+import { HistoryItem, mergeVersions, replacesEventItem, toMigratedChat } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
@@ -290,21 +290,13 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         `SELECT topic, anchor, seq, message_id, event_id, body FROM deixis_history WHERE chat_id = ? ORDER BY ${asc}`,
         [from]
       )
-      const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
       let moved = 0
       for (const r of rows) {
-        const item = yield* itemOf(r["body"])
-        const messageId = rekey(item.message_id)
+        const next = toMigratedChat(yield* itemOf(r["body"]), to)
+        const messageId = next.message_id
         if (messageId !== null) {
           const taken = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [to, messageId])
           if (taken.length > 0) continue
-        }
-        const next: HistoryItem = {
-          ...item,
-          chat_id: to,
-          message_id: messageId,
-          reply_to_message_id: rekey(item.reply_to_message_id),
-          bot_response_id: rekey(item.bot_response_id)
         }
         // An item placed before any message ("" anchor) goes before the old chat's messages.
         const anchor = migratedMessageId(str(r["anchor"]))
