@@ -7,7 +7,8 @@ import { positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { bool, chunks, marks, num, type Row, str, strOrNull, tuples } from "./db.js"
+import { bool, chunks, num, type Row, str, strOrNull } from "./db.js"
+import { list, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 
 export interface PollRef {
@@ -102,7 +103,7 @@ export interface Changes {
   readonly seen: Array<readonly [string, string]>
 }
 
-export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
+export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
   const load = (w: Wanted, now: number): Effect.Effect<Loaded, SqlError | string> =>
     Effect.gen(function*() {
       const chats = [...w.chats].sort()
@@ -114,14 +115,10 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
         // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
         // the same chats run one after the other instead of interleaving their reads and writes.
         yield* db.query(
-          `INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.length, 3)} ON CONFLICT (chat_id) DO NOTHING`,
-          part.flatMap((c) => [c, 1, now])
+          sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))} ON CONFLICT (chat_id) DO NOTHING`
         )
         const rows = yield* db.query(
-          `SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
-            pg ? " FOR UPDATE" : ""
-          }`,
-          part
+          sql`SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${list(part)} ORDER BY chat_id${d.C}${d.forUpdate}`
         )
         for (const r of rows) {
           nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
@@ -140,7 +137,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
           [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
           (from) =>
-            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at, m.edited_at FROM ${from}
+            sql`SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at, m.edited_at FROM ${from}
            ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
         )
         for (const r of rows) {
@@ -169,7 +166,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           [["chat_id", "TEXT"], ["message_id", "TEXT"]],
           [...w.byMessage.values()],
           (from) =>
-            `SELECT o.body, o.seq FROM ${from}
+            sql`SELECT o.body, o.seq FROM ${from}
            ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.source_message_id = k.message_id")} ORDER BY o.seq`
         )
         for (const r of rows) yield* addObject(r)
@@ -179,7 +176,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           [["chat_id", "TEXT"], ["object_id", "TEXT"]],
           [...w.objects.values()],
           (from) =>
-            `SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
+            sql`SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
         )
         for (const r of rows) yield* addObject(r)
       }
@@ -197,11 +194,11 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           [["poll_id", "TEXT"]],
           pollIds.map((id) => [id]),
           (from) =>
-            `SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
+            sql`SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
              FROM ${from} ${probe("deixis_polls", "p", "p.poll_id = k.poll_id")}
            UNION ALL
            SELECT 'c' AS part, c.poll_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT), c.event_id, c.at
-             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`, 2
+             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`
         )
         for (const r of rows) {
           if (r["part"] === "p") polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
@@ -216,7 +213,7 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           [["chat_id", "TEXT"], ["event_id", "TEXT"]],
           [...w.seen.values()],
           (from) =>
-            `SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
+            sql`SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
         )
         for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       }

@@ -12,7 +12,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { chunks, marks, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
+import { chunks, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
+import { join, list, raw, sql } from "./statement.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
   type ContextSql,
@@ -172,7 +173,7 @@ const merge = (into: Wanted, from: Wanted) => {
 }
 
 export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
-  const { C, bulk, db, objectOf, pg } = ctx
+  const { bulk, d, db, objectOf } = ctx
   const load = makeLoad(ctx)
   const bumpRevisions = makeBumpRevisions(db)
 
@@ -185,27 +186,24 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           messageRowColumns,
           changes.messages.map(messageRow),
           (from) =>
-            `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+            sql`INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
       }
       // After the insert: an edit of a message not seen before stores both.
       for (const [chatId, messageId, editedAt] of changes.edits.values()) {
         yield* db.query(
-          `UPDATE deixis_messages SET edited_at = ? WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
-          [editedAt, chatId, positionLength(messageId), messageId]
-        )
+          sql`UPDATE deixis_messages SET edited_at = ${editedAt} WHERE chat_id = ${chatId} AND id_len = ${positionLength(messageId)} AND message_id = ${messageId}`)
       }
       for (const part of chunks([...changes.removed.values()], 2)) {
         yield* db.query(
-          `DELETE FROM deixis_objects WHERE ${part.map(() => "(chat_id = ? AND object_id = ?)").join(" OR ")}`,
-          part.flatMap((o) => [o.chat_id, o.object_id])
+          sql`DELETE FROM deixis_objects WHERE ${join(part.map((o) => sql`(chat_id = ${o.chat_id} AND object_id = ${o.object_id})`), " OR ")}`
         )
       }
       for (const [chatId, isForum] of changes.forums) {
-        yield* db.query(`UPDATE deixis_chats SET is_forum = ? WHERE chat_id = ?`, [isForum ? 1 : 0, chatId])
+        yield* db.query(sql`UPDATE deixis_chats SET is_forum = ${isForum ? 1 : 0} WHERE chat_id = ${chatId}`)
       }
-      yield* writeTitles(db.sql, changes.titles)
+      yield* writeTitles(db, changes.titles)
       const touchedChats = new Set<string>()
       const objectRows: Array<ReadonlyArray<Scalar>> = []
       for (const [k, { fresh, object: o }] of changes.objects) {
@@ -222,7 +220,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           objectRowColumns,
           objectRows,
           (from) =>
-            `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${from} WHERE true
+            sql`INSERT INTO deixis_objects (${raw(objectColumns)}) SELECT * FROM ${from} WHERE true
            ON CONFLICT (chat_id, object_id) DO UPDATE SET
              seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
              source_message_id = excluded.source_message_id, created_by = excluded.created_by,
@@ -234,13 +232,13 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           [["poll_id", "TEXT"], ["chat_id", "TEXT"], ["object_id", "TEXT"], ["stored_at", "BIGINT"]],
           [...changes.polls].map(([id, ref]) => [id, ref.chat_id, ref.object_id, now]),
           (from) =>
-            `INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) SELECT * FROM ${from} WHERE true
+            sql`INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at) SELECT * FROM ${from} WHERE true
            ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at`
         )
       }
       const cleared = [...changes.closes].filter(([, c]) => c === null).map(([id]) => id)
       for (const part of chunks(cleared, 1)) {
-        yield* db.query(`DELETE FROM deixis_poll_closes WHERE poll_id IN ${marks(part.length)}`, part)
+        yield* db.query(sql`DELETE FROM deixis_poll_closes WHERE poll_id IN ${list(part)}`)
       }
       const pending = [...changes.closes].flatMap(([id, c]) => (c === null ? [] : [[id, c] as const]))
       if (pending.length > 0) {
@@ -248,7 +246,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           [["poll_id", "TEXT"], ["event_id", "TEXT"], ["at", "BIGINT"], ["stored_at", "BIGINT"]],
           pending.map(([id, c]) => [id, c.event_id, c.at, now]),
           (from) =>
-            `INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) SELECT * FROM ${from} WHERE true
+            sql`INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at) SELECT * FROM ${from} WHERE true
            ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at`
         )
       }
@@ -257,16 +255,15 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           [["chat_id", "TEXT"], ["event_id", "TEXT"], ["seen_at", "BIGINT"]],
           changes.seen.map(([c, e]) => [c, e, now]),
           (from) =>
-            `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
+            sql`INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
       }
       const chats = [...touchedChats]
       for (const part of chunks(chats, 3)) {
         yield* db.query(
-          `UPDATE deixis_chats SET next_seq = CASE chat_id ${
-            part.map(() => "WHEN ? THEN CAST(? AS BIGINT)").join(" ")
-          } ELSE next_seq END WHERE chat_id IN ${marks(part.length)}`,
-          [...part.flatMap((c) => [c, s.nextSeq.get(c) ?? 1]), ...part]
+          sql`UPDATE deixis_chats SET next_seq = CASE chat_id ${
+            join(part.map((c) => sql`WHEN ${c} THEN CAST(${s.nextSeq.get(c) ?? 1} AS BIGINT)`), " ")
+          } ELSE next_seq END WHERE chat_id IN ${list(part)}`
         )
       }
       // The revision of every chat whose messages or objects changed, in this same transaction, so
@@ -358,20 +355,16 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     from === to ? Effect.succeed({ migrated: false, moved: 0 }) : db.transaction(Effect.gen(function*() {
       // Both chats' rows, locked in a fixed order (as apply takes them), so no batch interleaves.
       const pair = [from, to].sort()
-      yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, 1, ?), (?, 1, ?) ON CONFLICT (chat_id) DO NOTHING`, [
-        pair[0]!, at, pair[1]!, at
-      ])
-      yield* db.query(`SELECT chat_id FROM deixis_chats WHERE chat_id IN (?, ?) ORDER BY chat_id${C}${pg ? " FOR UPDATE" : ""}`, pair)
-      const done = yield* db.query(`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?`, [from])
+      yield* db.query(sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (${pair[0]!}, 1, ${at}), (${pair[1]!}, 1, ${at}) ON CONFLICT (chat_id) DO NOTHING`)
+      yield* db.query(sql`SELECT chat_id FROM deixis_chats WHERE chat_id IN ${list(pair)} ORDER BY chat_id${d.C}${d.forUpdate}`)
+      const done = yield* db.query(sql`SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ${from}`)
       if (done.length > 0) return { migrated: false, moved: 0 }
-      yield* db.query(`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (?, ?, ?)`, [from, to, at])
+      yield* db.query(sql`INSERT INTO deixis_chat_migrations (chat_id, to_chat_id, migrated_at) VALUES (${from}, ${to}, ${at})`)
       yield* bumpRevisions(pair)
 
       // Messages: re-keyed, so the new chat's own ids (from 1 again) never meet the old ones.
       const messageRows = yield* db.query(
-        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at, edited_at FROM deixis_messages WHERE chat_id = ?`,
-        [from]
-      )
+        sql`SELECT message_id, topic, reply_to, sender, from_bot, sent_at, edited_at FROM deixis_messages WHERE chat_id = ${from}`)
       yield* bulk(
         messageRowColumns,
         messageRows.map((r) => {
@@ -381,22 +374,20 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
           return messageRow({ ...messageOf(to, r), message_id: id, reply_to_message_id: replyTo })
         }),
         (rows) =>
-          `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+          sql`INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
            SELECT * FROM ${rows} WHERE true ON CONFLICT DO NOTHING`
       )
       for (const r of messageRows) {
         if (r["edited_at"] === null || r["edited_at"] === undefined) continue
         const id = migratedMessageId(str(r["message_id"]))
         yield* db.query(
-          `UPDATE deixis_messages SET edited_at = ? WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
-          [num(r["edited_at"]), to, positionLength(id), id]
-        )
+          sql`UPDATE deixis_messages SET edited_at = ${num(r["edited_at"])} WHERE chat_id = ${to} AND id_len = ${positionLength(id)} AND message_id = ${id}`)
       }
-      yield* db.query(`DELETE FROM deixis_messages WHERE chat_id = ?`, [from])
+      yield* db.query(sql`DELETE FROM deixis_messages WHERE chat_id = ${from}`)
 
       // Objects: ids stay; they come before the new chat's own in the order of storage.
-      const objectRows = yield* db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? ORDER BY seq`, [from])
-      const lowest = yield* db.query(`SELECT MIN(seq) AS low FROM deixis_objects WHERE chat_id = ?`, [to])
+      const objectRows = yield* db.query(sql`SELECT body FROM deixis_objects WHERE chat_id = ${from} ORDER BY seq`)
+      const lowest = yield* db.query(sql`SELECT MIN(seq) AS low FROM deixis_objects WHERE chat_id = ${to}`)
       const low = lowest[0]?.["low"] === null || lowest[0]?.["low"] === undefined ? 1 : num(lowest[0]["low"])
       const base = Math.min(low, 1) - objectRows.length
       const moved: Array<ReadonlyArray<Scalar>> = []
@@ -409,18 +400,16 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       yield* bulk(
         objectRowColumns,
         moved,
-        (rows) => `INSERT INTO deixis_objects (${objectColumns}) SELECT * FROM ${rows} WHERE true ON CONFLICT (chat_id, object_id) DO NOTHING`
+        (rows) => sql`INSERT INTO deixis_objects (${raw(objectColumns)}) SELECT * FROM ${rows} WHERE true ON CONFLICT (chat_id, object_id) DO NOTHING`
       )
-      yield* db.query(`DELETE FROM deixis_objects WHERE chat_id = ?`, [from])
+      yield* db.query(sql`DELETE FROM deixis_objects WHERE chat_id = ${from}`)
 
       // Poll ids and the event ids already applied follow the chat.
-      yield* db.query(`UPDATE deixis_polls SET chat_id = ? WHERE chat_id = ?`, [to, from])
+      yield* db.query(sql`UPDATE deixis_polls SET chat_id = ${to} WHERE chat_id = ${from}`)
       yield* db.query(
-        `INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT ?, event_id, seen_at FROM deixis_events WHERE chat_id = ?
-         ON CONFLICT DO NOTHING`,
-        [to, from]
-      )
-      yield* db.query(`DELETE FROM deixis_events WHERE chat_id = ?`, [from])
+        sql`INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT ${to}, event_id, seen_at FROM deixis_events WHERE chat_id = ${from}
+         ON CONFLICT DO NOTHING`)
+      yield* db.query(sql`DELETE FROM deixis_events WHERE chat_id = ${from}`)
       return { migrated: true, moved: messageRows.length + objectRows.length }
     })).pipe(Effect.mapError(failStore("migrateChat")), Effect.withSpan("SqlContextStore.migrateChat"))
 

@@ -10,6 +10,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { type Db, type Dialect, num } from "./db.js"
+import { raw, sql } from "./statement.js"
 
 export interface Migration {
   readonly version: number
@@ -17,10 +18,7 @@ export interface Migration {
   readonly statements: (dialect: Dialect) => ReadonlyArray<string>
 }
 
-const types = (dialect: Dialect) =>
-  dialect === "pg"
-    ? { big: "BIGINT", int: "INTEGER", small: "SMALLINT", C: ` COLLATE "C"`, noRowid: "" }
-    : { big: "INTEGER", int: "INTEGER", small: "INTEGER", C: "", noRowid: " WITHOUT ROWID" }
+const types = (dialect: Dialect) => dialect.ddl
 
 export const migrations: ReadonlyArray<Migration> = [
   {
@@ -49,7 +47,7 @@ export const migrations: ReadonlyArray<Migration> = [
           PRIMARY KEY (chat_id, id_len, message_id)
         )${t.noRowid}`,
         // SQLite orders by the primary key itself; PostgreSQL needs the code-point collation.
-        ...(dialect === "pg" ? [`CREATE INDEX deixis_messages_position ON deixis_messages (chat_id, id_len, message_id${t.C})`] : []),
+        ...dialect.pgOnly([`CREATE INDEX deixis_messages_position ON deixis_messages (chat_id, id_len, message_id${t.C})`]),
         `CREATE INDEX deixis_messages_topic ON deixis_messages (chat_id, topic, id_len, message_id${t.C})`,
         `CREATE INDEX deixis_messages_sent ON deixis_messages (sent_at)`,
         // `seq` orders a chat's objects by when they were stored (a topic move stores anew);
@@ -128,9 +126,7 @@ export const migrations: ReadonlyArray<Migration> = [
           body TEXT NOT NULL,
           PRIMARY KEY (chat_id, topic, anchor_len, anchor, seq)
         )`,
-        ...(dialect === "pg"
-          ? [`CREATE INDEX deixis_history_position ON deixis_history (chat_id, topic, anchor_len, anchor${t.C}, seq)`]
-          : []),
+        ...dialect.pgOnly([`CREATE INDEX deixis_history_position ON deixis_history (chat_id, topic, anchor_len, anchor${t.C}, seq)`]),
         `CREATE UNIQUE INDEX deixis_history_message ON deixis_history (chat_id, message_id)`,
         `CREATE INDEX deixis_history_response ON deixis_history (chat_id, response_id)`,
         `CREATE INDEX deixis_history_replies ON deixis_history (chat_id, reply_to, topic)`,
@@ -161,7 +157,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "pg_pool_function",
     // PostgreSQL plans the pool's many-part query anew on every call (over a millisecond); a
     // PL/pgSQL function keeps its plans per connection. SQLite caches prepared statements itself.
-    statements: (dialect) => (dialect === "pg" ? [poolFunction] : [])
+    statements: (dialect) => dialect.pgOnly([poolFunction])
   },
   {
     version: 5,
@@ -173,8 +169,7 @@ export const migrations: ReadonlyArray<Migration> = [
       `DROP INDEX deixis_objects_topic_active`,
       `CREATE INDEX deixis_objects_active ON deixis_objects (chat_id, active_until) WHERE active_until IS NOT NULL`,
       `CREATE INDEX deixis_objects_topic_active ON deixis_objects (chat_id, topic, active_until) WHERE active_until IS NOT NULL`,
-      ...(dialect === "pg"
-        ? [
+      ...dialect.pgOnly([
           // Message ids compare by code point (COLLATE "C") in every column that holds one, so the
           // primary key orders by position too: one index fewer per message, and no second index on
           // (chat_id, id_len) that a plan without statistics can pick for an id lookup and then filter
@@ -183,8 +178,7 @@ export const migrations: ReadonlyArray<Migration> = [
           `ALTER TABLE deixis_objects ALTER COLUMN source_message_id TYPE TEXT COLLATE "C"`,
           `DROP INDEX deixis_messages_position`,
           poolFunctionC
-        ]
-        : [])
+        ])
     ]
   },
   {
@@ -403,27 +397,20 @@ export const migrate = (
   upTo = Number.POSITIVE_INFINITY
 ): Effect.Effect<ReadonlyArray<number>, SqlError> =>
   db.transaction(Effect.gen(function*() {
-    if (db.dialect === "pg") {
-      yield* db.query(`SELECT pg_advisory_xact_lock(hashtext(?))`, [`deixis/migrations/${schema ?? ""}`])
-      if (schema !== undefined) yield* db.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
-    }
+    for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
     yield* db.query(
-      `CREATE TABLE IF NOT EXISTS deixis_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at ${
-        db.dialect === "pg" ? "BIGINT" : "INTEGER"
+      sql`CREATE TABLE IF NOT EXISTS deixis_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at ${
+        raw(db.dialect.ddl.big)
       } NOT NULL)`
     )
-    const rows = yield* db.query(`SELECT version FROM deixis_migrations`)
+    const rows = yield* db.query(sql`SELECT version FROM deixis_migrations`)
     const applied = new Set(rows.map((r) => num(r["version"])))
     const now = yield* Clock.currentTimeMillis
     const done: Array<number> = []
     for (const migration of migrations) {
       if (applied.has(migration.version) || migration.version > upTo) continue
-      for (const statement of migration.statements(db.dialect)) yield* db.query(statement)
-      yield* db.query(`INSERT INTO deixis_migrations (version, name, applied_at) VALUES (?, ?, ?)`, [
-        migration.version,
-        migration.name,
-        now
-      ])
+      for (const statement of migration.statements(db.dialect)) yield* db.query(raw(statement))
+      yield* db.query(sql`INSERT INTO deixis_migrations (version, name, applied_at) VALUES (${migration.version}, ${migration.name}, ${now})`)
       done.push(migration.version)
     }
     return done
