@@ -12,7 +12,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { describe } from "./internal/db.js"
-import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./SqlStore.js"
+import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
 
