@@ -45,7 +45,7 @@ describe("statement builder", () => {
   })
 
   it("rows passed in bulk: one unnest statement on PostgreSQL, power-of-two VALUES chunks on SQLite", () => {
-    const rows = Array.from({ length: 5 }, (_, i) => [`c${i}`, i])
+    const rows = Array.from({ length: 5 }, (_, i): [string, number] => [`c${i}`, i])
     const columns = [["chat_id", "TEXT"], ["n", "INTEGER"]] as const
     const onPg = pg.rowsTables(columns, rows).map((k) => compile(pg, sql`SELECT * FROM ${k}`))
     assert.strictEqual(onPg.length, 1)
