@@ -6,13 +6,14 @@ import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
 import type { ContextObject } from "@deixis/core/ContextObject"
 import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
-import { type MigrationResult, unknownChat } from "@deixis/core/ChatInfo"
+import { type MigrationResult, searchKey, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { chunks, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
+import * as Schedule from "effect/Schedule"
+import { bool, chunks, isRetryable, num, type Scalar, str, strOrNull, topicKey } from "./db.js"
 import { join, list, raw, sql } from "./statement.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
@@ -172,6 +173,99 @@ const merge = (into: Wanted, from: Wanted) => {
   for (const [k, v] of from.seen) into.seen.set(k, v)
 }
 
+/**
+ * What a batch writes besides its changes as they are: its objects' rows with their sequence
+ * numbers (a new or moved object takes its chat's next one), the chats' next sequence numbers,
+ * and what changed in each chat (`changed`: every chat written to gets a new revision).
+ */
+const plan = (changes: Changes, s: Loaded) => {
+  const touchedChats = new Set<string>()
+  const objectRows: Array<ReadonlyArray<Scalar>> = []
+  for (const [k, { fresh, object: o }] of changes.objects) {
+    let seq = s.seqs.get(k)
+    if (fresh || seq === undefined) {
+      seq = s.nextSeq.get(o.chat_id) ?? 1
+      s.nextSeq.set(o.chat_id, seq + 1)
+      touchedChats.add(o.chat_id)
+    }
+    objectRows.push(objectRow(o, seq))
+  }
+  const nextSeqs = [...touchedChats].map((c) => [c, s.nextSeq.get(c) ?? 1] as const)
+  // The revision of every chat whose messages or objects changed, in this same transaction, so
+  // every store's cache of those chats (this process's and others') sees the write; and what
+  // the write touched in each, for this process's cache to keep the rest.
+  const changed = new Map<string, Touched>()
+  const touchedIn = (chatId: string) => {
+    let t = changed.get(chatId)
+    if (t === undefined) changed.set(chatId, t = untouched())
+    return t
+  }
+  const touchObject = (o: ContextObject) => {
+    const t = touchedIn(o.chat_id)
+    t.topics.add(topicKey(o.topic_id))
+    if (o.active_until !== null) t.activeTopics.add(topicKey(o.topic_id))
+    t.sources.add(o.source_message_id)
+    if (o.created_by_user_id !== undefined) t.creators.add(o.created_by_user_id)
+  }
+  for (const chatId of changes.forums.keys()) touchedIn(chatId).everything = true
+  for (const m of changes.messages) {
+    const t = touchedIn(m.chat_id)
+    t.messages.push(m)
+    t.topics.add(topicKey(m.topic_id))
+  }
+  for (const o of changes.removed.values()) touchObject(o)
+  for (const [k, { object }] of changes.objects) {
+    touchObject(object)
+    const before = s.objects.get(k)
+    if (before !== undefined && before !== null) touchObject(before)
+  }
+  // A chat written to otherwise (an event id, a title) gets a new revision too, with nothing of
+  // what a cache keeps touched: a batch that read the chat before this write then sees it moved.
+  for (const [chatId] of changes.seen) touchedIn(chatId)
+  for (const chatId of changes.titles.keys()) touchedIn(chatId)
+  return { objectRows, nextSeqs, changed }
+}
+
+/** Whether a batch writes nothing at all (every event a duplicate). */
+const writesNothing = (c: Changes) =>
+  c.messages.length === 0 && c.edits.size === 0 && c.forums.size === 0 && c.titles.size === 0 && c.removed.size === 0 &&
+  c.objects.size === 0 && c.polls.size === 0 && c.closes.size === 0 && c.seen.length === 0
+
+/** Rows as JSON objects of `columns` (what `jsonb_to_recordset` reads). */
+const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: ReadonlyArray<ReadonlyArray<Scalar>>) =>
+  rows.map((row) => {
+    const out: Record<string, Scalar> = {}
+    columns.forEach(([name], i) => out[name] = row[i] ?? null)
+    return out
+  })
+
+/** The argument of `deixis_apply` (migration 14): the chats read at their revisions, and every row to write. */
+const applyArgument = (changes: Changes, s: Loaded, p: ReturnType<typeof plan>, chats: Iterable<string>, now: number) =>
+  JSON.stringify({
+    now,
+    chats: [...chats].map((chat_id) => ({ chat_id, revision: s.revisions.get(chat_id) ?? 0 })),
+    messages: records(messageRowColumns, changes.messages.map(messageRow)),
+    edits: [...changes.edits.values()].map(([chat_id, message_id, edited_at]) => ({
+      chat_id,
+      id_len: positionLength(message_id),
+      message_id,
+      edited_at
+    })),
+    removed: [...changes.removed.values()].map((o) => ({ chat_id: o.chat_id, object_id: o.object_id })),
+    forums: [...changes.forums].map(([chat_id, isForum]) => ({ chat_id, is_forum: isForum ? 1 : 0 })),
+    titles: [...changes.titles].map(([chat_id, title]) => ({ chat_id, title, title_key: searchKey(title) })),
+    objects: records(objectRowColumns, p.objectRows),
+    polls: [...changes.polls].map(([poll_id, ref]) => ({ poll_id, chat_id: ref.chat_id, object_id: ref.object_id })),
+    cleared: [...changes.closes].filter(([, c]) => c === null).map(([id]) => id),
+    closes: [...changes.closes].flatMap(([poll_id, c]) => (c === null ? [] : [{ poll_id, event_id: c.event_id, at: c.at }])),
+    seen: changes.seen.map(([chat_id, event_id]) => ({ chat_id, event_id })),
+    seqs: p.nextSeqs.map(([chat_id, next_seq]) => ({ chat_id, next_seq })),
+    bump: [...p.changed.keys()]
+  })
+
+/** Times a batch is read and reduced again after a concurrent write moved its chats, before it takes the locks up front. */
+const applyAttempts = 4
+
 export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
   const { bulk, d, db, objectOf } = ctx
   const load = makeLoad(ctx)
@@ -180,6 +274,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
   /** One statement per table over the batch's rows passed in bulk (see rowsTables). */
   const write = (changes: Changes, s: Loaded, now: number) =>
     Effect.gen(function*() {
+      const p = plan(changes, s)
       if (changes.messages.length > 0) {
         // `WHERE true` keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
         yield* bulk(
@@ -204,17 +299,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         yield* db.query(sql`UPDATE deixis_chats SET is_forum = ${isForum ? 1 : 0} WHERE chat_id = ${chatId}`)
       }
       yield* writeTitles(db, changes.titles)
-      const touchedChats = new Set<string>()
-      const objectRows: Array<ReadonlyArray<Scalar>> = []
-      for (const [k, { fresh, object: o }] of changes.objects) {
-        let seq = s.seqs.get(k)
-        if (fresh || seq === undefined) {
-          seq = s.nextSeq.get(o.chat_id) ?? 1
-          s.nextSeq.set(o.chat_id, seq + 1)
-          touchedChats.add(o.chat_id)
-        }
-        objectRows.push(objectRow(o, seq))
-      }
+      const { changed, nextSeqs, objectRows } = p
       if (objectRows.length > 0) {
         yield* bulk(
           objectRowColumns,
@@ -258,41 +343,12 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
             sql`INSERT INTO deixis_events (chat_id, event_id, seen_at) SELECT * FROM ${from} WHERE true ON CONFLICT DO NOTHING`
         )
       }
-      const chats = [...touchedChats]
-      for (const part of chunks(chats, 3)) {
+      for (const part of chunks(nextSeqs, 3)) {
         yield* db.query(
           sql`UPDATE deixis_chats SET next_seq = CASE chat_id ${
-            join(part.map((c) => sql`WHEN ${c} THEN CAST(${s.nextSeq.get(c) ?? 1} AS BIGINT)`), " ")
-          } ELSE next_seq END WHERE chat_id IN ${list(part)}`
+            join(part.map(([c, next]) => sql`WHEN ${c} THEN CAST(${next} AS BIGINT)`), " ")
+          } ELSE next_seq END WHERE chat_id IN ${list(part.map(([c]) => c))}`
         )
-      }
-      // The revision of every chat whose messages or objects changed, in this same transaction, so
-      // every store's cache of those chats (this process's and others') sees the write; and what
-      // the write touched in each, for this process's cache to keep the rest.
-      const changed = new Map<string, Touched>()
-      const touchedIn = (chatId: string) => {
-        let t = changed.get(chatId)
-        if (t === undefined) changed.set(chatId, t = untouched())
-        return t
-      }
-      const touchObject = (o: ContextObject) => {
-        const t = touchedIn(o.chat_id)
-        t.topics.add(topicKey(o.topic_id))
-        if (o.active_until !== null) t.activeTopics.add(topicKey(o.topic_id))
-        t.sources.add(o.source_message_id)
-        if (o.created_by_user_id !== undefined) t.creators.add(o.created_by_user_id)
-      }
-      for (const chatId of changes.forums.keys()) touchedIn(chatId).everything = true
-      for (const m of changes.messages) {
-        const t = touchedIn(m.chat_id)
-        t.messages.push(m)
-        t.topics.add(topicKey(m.topic_id))
-      }
-      for (const o of changes.removed.values()) touchObject(o)
-      for (const [k, { object }] of changes.objects) {
-        touchObject(object)
-        const before = s.objects.get(k)
-        if (before !== undefined && before !== null) touchObject(before)
       }
       const unit = yield* unitOf(db)
       if (unit === undefined) {
@@ -317,27 +373,63 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       return []
     })
 
-  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
-    if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
-    return db.transaction(Effect.gen(function*() {
-      // What the batch reads, from the reducer itself: run once over nothing loaded (no I/O), it asks for
-      // every row its events name, the objects their messages will carry included. Reads that depend
-      // on what is stored (a poll close naming only its poll) are asked for by the rounds below.
+  /**
+   * The batch reduced over the rows it reads. What it reads comes from the reducer itself: run
+   * once over nothing loaded (no I/O), it asks for every row its events name, the objects their
+   * messages will carry included. Reads that depend on what is stored (a poll close naming only
+   * its poll) are asked for by the rounds below; each round loads everything asked for so far,
+   * and a round that asks for nothing new is final.
+   */
+  const reduceLoaded = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, lock: boolean) =>
+    Effect.gen(function*() {
       const wanted = new Wanted()
       reduce(events, options, nothingLoaded(), wanted)
-      // Each round loads everything asked for so far; a round that asks for nothing new is final.
       for (let round = 0;; round++) {
-        const loaded = yield* load(wanted, options.now)
+        const loaded = yield* load(wanted, options.now, lock)
         const missing = new Wanted()
         const { changes, result } = reduce(events, options, loaded, missing)
         const before = wanted.size()
         merge(wanted, missing)
-        if (wanted.size() === before || round >= 8) {
-          const written = yield* write(changes, loaded, options.now)
-          return { result, written }
+        if (wanted.size() === before || round >= 8) return { changes, result, loaded, chats: wanted.chats }
+      }
+    })
+
+  /** The batch in one transaction that takes its chats' locks before it reads. */
+  const applyLocked = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
+    db.transaction(Effect.gen(function*() {
+      const { changes, loaded, result } = yield* reduceLoaded(events, options, true)
+      return { result, written: yield* write(changes, loaded, options.now) }
+    }))
+
+  /**
+   * The batch as one read and one write (`deixis_apply`, migration 14): two round trips, one when
+   * every event is a duplicate. The write compares the chats' revisions with the ones read; when
+   * another write moved one in between, the batch is read and reduced again, and after
+   * `applyAttempts` it runs as `applyLocked`, which always completes (undefined here).
+   */
+  const applyByFunction = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
+    Effect.gen(function*() {
+      for (let attempt = 0; attempt < applyAttempts; attempt++) {
+        const { changes, chats, loaded, result } = yield* reduceLoaded(events, options, false)
+        if (writesNothing(changes)) return { result, written: [] }
+        const p = plan(changes, loaded)
+        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, chats, options.now)} AS jsonb)) AS ok`)
+          .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
+        if (bool(rows[0]?.["ok"])) {
+          return { result, written: [...p.changed].map(([chatId, touched]) => ({ chatId, from: loaded.revisions.get(chatId) ?? 0, touched })) }
         }
       }
-    })).pipe(
+      return undefined
+    })
+
+  const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
+    if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
+    return Effect.serviceOption(SqlClient.TransactionConnection).pipe(
+      Effect.flatMap((outer) =>
+        Option.isNone(outer) && d.applyFunction
+          ? Effect.flatMap(applyByFunction(events, options), (done) => done === undefined ? applyLocked(events, options) : Effect.succeed(done))
+          : applyLocked(events, options)
+      ),
       // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
       // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
       // own transaction this was only a savepoint, which may still roll back: the cache is left at

@@ -56,6 +56,13 @@ export interface Dialect extends Placeholders {
   readonly pooled: boolean
   /** Whether tables have SQLite's `rowid`, so a window can read an index alone and fetch the bodies it picks after. */
   readonly rowid: boolean
+  /**
+   * Several reads as one statement (one round trip), each read's rows as the JSON array in the
+   * column `r0`, `r1`, … of its one row; `undefined` where reads run in the process (SQLite).
+   */
+  readonly readTogether: ((reads: ReadonlyArray<Fragment>) => Fragment) | undefined
+  /** Whether a write batch outside a caller's transaction is one `deixis_apply` call (PostgreSQL, see migration 14). */
+  readonly applyFunction: boolean
   /** Whether the pool is read through the `deixis_pool` server function (PostgreSQL) instead of one UNION statement. */
   readonly poolFunction: boolean
   /** Column types and table options of the schema. */

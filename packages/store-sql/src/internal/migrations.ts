@@ -268,8 +268,83 @@ export const migrations: ReadonlyArray<Migration> = [
     // and its search key (`ChatInfo.searchKey`, lower case as JavaScript folds it): both engines
     // then match a search the same way, whatever their own case folding.
     statements: () => [`ALTER TABLE deixis_chats ADD COLUMN title TEXT`, `ALTER TABLE deixis_chats ADD COLUMN title_key TEXT`]
+  },
+  {
+    version: 14,
+    name: "pg_apply_function",
+    // A write batch in one round trip on PostgreSQL: the batch is read without locks, reduced in
+    // the process, and written by one call that first compares the chats' revisions with the ones
+    // it read (see `applyFunction`).
+    statements: (dialect) => dialect.pgOnly([applyFunction])
   }
 ]
+
+/**
+ * One write batch of the context store (`apply` on PostgreSQL outside a caller's transaction),
+ * as one statement: `p` holds the chats the batch read with the revision each was read at, and
+ * the rows to write. The chats' rows are created if new and locked in a fixed order (as every
+ * writer takes them); when a revision moved since the batch read it, nothing is written and the
+ * result is false (the batch is read and reduced again). Otherwise every row is written, each
+ * chat written to gets a new revision, and the result is true.
+ */
+const applyFunction = `CREATE OR REPLACE FUNCTION deixis_apply(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+BEGIN
+  INSERT INTO deixis_chats (chat_id, next_seq, created_at)
+    SELECT c.chat_id, 1, (p->>'now')::bigint FROM jsonb_to_recordset(p->'chats') AS c(chat_id text, revision bigint)
+    ORDER BY c.chat_id COLLATE "C"
+    ON CONFLICT (chat_id) DO NOTHING;
+  SELECT bool_or(l.revision IS DISTINCT FROM c.revision) INTO v_moved
+    FROM jsonb_to_recordset(p->'chats') AS c(chat_id text, revision bigint)
+    LEFT JOIN (
+      SELECT d.chat_id, d.revision FROM deixis_chats d
+        WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(p->'chats') AS e)
+        ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+    ) AS l ON l.chat_id = c.chat_id;
+  IF v_moved THEN
+    RETURN false;
+  END IF;
+  INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+    SELECT * FROM jsonb_to_recordset(p->'messages') AS m(chat_id text, id_len integer, message_id text, topic text,
+      reply_len integer, reply_to text, sender text, from_bot smallint, sent_at bigint)
+    ON CONFLICT DO NOTHING;
+  UPDATE deixis_messages m SET edited_at = e.edited_at
+    FROM jsonb_to_recordset(p->'edits') AS e(chat_id text, id_len integer, message_id text, edited_at bigint)
+    WHERE m.chat_id = e.chat_id AND m.id_len = e.id_len AND m.message_id = e.message_id;
+  DELETE FROM deixis_objects o USING jsonb_to_recordset(p->'removed') AS r(chat_id text, object_id text)
+    WHERE o.chat_id = r.chat_id AND o.object_id = r.object_id;
+  UPDATE deixis_chats c SET is_forum = f.is_forum
+    FROM jsonb_to_recordset(p->'forums') AS f(chat_id text, is_forum smallint) WHERE c.chat_id = f.chat_id;
+  UPDATE deixis_chats c SET title = t.title, title_key = t.title_key
+    FROM jsonb_to_recordset(p->'titles') AS t(chat_id text, title text, title_key text) WHERE c.chat_id = t.chat_id;
+  INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body)
+    SELECT * FROM jsonb_to_recordset(p->'objects') AS o(chat_id text, object_id text, seq bigint, kind text, topic text,
+      source_message_id text, created_by text, active_until bigint, since bigint, body text)
+    ON CONFLICT (chat_id, object_id) DO UPDATE SET
+      seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
+      source_message_id = excluded.source_message_id, created_by = excluded.created_by,
+      active_until = excluded.active_until, since = excluded.since, body = excluded.body;
+  INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at)
+    SELECT q.poll_id, q.chat_id, q.object_id, (p->>'now')::bigint
+      FROM jsonb_to_recordset(p->'polls') AS q(poll_id text, chat_id text, object_id text)
+    ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at;
+  DELETE FROM deixis_poll_closes WHERE poll_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'cleared') AS e);
+  INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at)
+    SELECT q.poll_id, q.event_id, q.at, (p->>'now')::bigint
+      FROM jsonb_to_recordset(p->'closes') AS q(poll_id text, event_id text, at bigint)
+    ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at;
+  INSERT INTO deixis_events (chat_id, event_id, seen_at)
+    SELECT e.chat_id, e.event_id, (p->>'now')::bigint FROM jsonb_to_recordset(p->'seen') AS e(chat_id text, event_id text)
+    ON CONFLICT DO NOTHING;
+  UPDATE deixis_chats c SET next_seq = s.next_seq
+    FROM jsonb_to_recordset(p->'seqs') AS s(chat_id text, next_seq bigint) WHERE c.chat_id = s.chat_id;
+  UPDATE deixis_chats SET revision = revision + 1
+    WHERE chat_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'bump') AS e);
+  RETURN true;
+END
+$fn$`
 
 /**
  * The candidate pool's rows for one scope (the request's topic, or with `p_fallback` the rest

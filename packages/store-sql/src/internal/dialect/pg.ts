@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { Dialect } from "../dialect.js"
-import { Fragment, raw, sql } from "../statement.js"
+import { Fragment, join, raw, sql } from "../statement.js"
 
 /** SQLSTATEs after which a PostgreSQL transaction is simply run again. */
 const retryable = new Set(["40P01", "40001"])
@@ -61,6 +61,9 @@ export const pg: Dialect = {
   ],
   jsonSetString: (json, member, value) =>
     sql`jsonb_set(${raw(json)}::jsonb, ${raw(`'{${member}}'`)}, to_jsonb(${value(raw(`(${json}::jsonb ->> '${member}')`))}))::text`,
+  readTogether: (reads) =>
+    sql`SELECT ${join(reads.map((read, i) => sql`(SELECT COALESCE(json_agg(x), '[]') FROM (${read}) AS x) AS ${raw(`r${i}`)}`), ", ")}`,
+  applyFunction: true,
   poolFunction: true,
   pooled: true,
   rowid: false,

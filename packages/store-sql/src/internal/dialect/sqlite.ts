@@ -70,6 +70,8 @@ export const sqlite: Dialect = {
   migrationLock: () => [],
   jsonSetString: (json, member, value) =>
     sql`json_set(${raw(json)}, ${raw(`'$.${member}'`)}, ${value(raw(`json_extract(${json}, '$.${member}')`))})`,
+  readTogether: undefined,
+  applyFunction: false,
   poolFunction: false,
   pooled: false,
   rowid: true,
