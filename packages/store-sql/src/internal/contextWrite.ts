@@ -407,7 +407,12 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
    * another write moved one in between, the batch is read and reduced again, and after
    * `applyAttempts` it runs as `applyLocked`, which always completes (undefined here).
    */
-  const applyByFunction = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
+  const applyByFunction = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) => {
+    const named = new Wanted()
+    reduce(events, options, nothingLoaded(), named)
+    return inLanes([...named.chats].sort(), attempts(events, options))
+  }
+  const attempts = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
     Effect.gen(function*() {
       for (let attempt = 0; attempt < applyAttempts; attempt++) {
         const { changes, chats, loaded, result } = yield* reduceLoaded(events, options, false)
@@ -421,6 +426,29 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       }
       return undefined
     })
+
+  /**
+   * This process's writes to a chat, one after the other (its batches over several chats take
+   * the chats in sorted order): they would only move each other's revisions and read again.
+   * Other processes' writes are what the revision check is for.
+   */
+  const lanes = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
+  const inLanes = <A, E, R>(chats: ReadonlyArray<string>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    chats.reduceRight(
+      (inner, chat) =>
+        Effect.suspend(() => {
+          let lane = lanes.get(chat)
+          if (lane === undefined) lanes.set(chat, lane = { semaphore: Effect.unsafeMakeSemaphore(1), users: 0 })
+          const taken = lane
+          taken.users++
+          return taken.semaphore.withPermits(1)(inner).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              if (--taken.users === 0) lanes.delete(chat)
+            }))
+          )
+        }),
+      effect
+    )
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
