@@ -3,13 +3,16 @@
  * changed, all in one transaction holding the batch's chats locked) and `migrateChat`.
  */
 import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { ContextObject } from "@deixis/core/ContextObject"
 import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, searchKey, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -32,19 +35,30 @@ import { type ContextCache, type Touched, touchAll, untouched } from "./contextC
 import { writeTitles } from "./chatDirectory.js"
 import { unitOf } from "./unit.js"
 
-/** Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`. */
-const reduce = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, s: Loaded, missing: Wanted) => {
-  const changes: Changes = {
-    messages: [],
-    edits: new Map(),
-    forums: new Map(),
-    titles: new Map(),
-    removed: new Map(),
-    objects: new Map(),
-    polls: new Map(),
-    closes: new Map(),
-    seen: []
-  }
+const noChanges = (): Changes => ({
+  messages: [],
+  edits: new Map(),
+  forums: new Map(),
+  titles: new Map(),
+  removed: new Map(),
+  objects: new Map(),
+  polls: new Map(),
+  closes: new Map(),
+  seen: []
+})
+
+/**
+ * Runs the reducer over loaded rows; what it asked for and was not loaded goes to `missing`.
+ * `changes` accumulates: batches reduced one after the other over the same rows are applied as
+ * if one after the other.
+ */
+const reduce = (
+  events: ReadonlyArray<ContextEvent>,
+  options: ApplyOptions,
+  s: Loaded,
+  missing: Wanted,
+  changes: Changes = noChanges()
+) => {
   const writer: StateWriter = {
     message: (chatId, messageId) => {
       const found = s.messages.get(key(chatId, messageId))
@@ -263,6 +277,13 @@ const applyArgument = (changes: Changes, s: Loaded, p: ReturnType<typeof plan>, 
     bump: [...p.changed.keys()]
   })
 
+/** A batch waiting in its chats' lane (see `inLane`), answered when written. */
+interface Member {
+  readonly events: ReadonlyArray<ContextEvent>
+  readonly options: ApplyOptions
+  readonly done: Deferred.Deferred<ApplyResult | undefined, SqlError | string>
+}
+
 /** Times a batch is read and reduced again after a concurrent write moved its chats, before it takes the locks up front. */
 const applyAttempts = 4
 
@@ -402,60 +423,86 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     }))
 
   /**
-   * The batch as one read and one write (`deixis_apply`, migration 14): two round trips, one when
-   * every event is a duplicate. The write compares the chats' revisions with the ones read; when
-   * another write moved one in between, the batch is read and reduced again, and after
-   * `applyAttempts` it runs as `applyLocked`, which always completes (undefined here).
+   * Batches as one read and one write (`deixis_apply`, migration 14): two round trips, one when
+   * every event is a duplicate. The batches are reduced one after the other over the rows read
+   * once, and written together. The write compares the chats' revisions with the ones read; when
+   * another write moved one in between, the batches are read and reduced again, and after
+   * `applyAttempts` the result is undefined (each then runs as `applyLocked`, which always
+   * completes). On success this process's cache follows the write.
    */
-  const applyByFunction = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) => {
-    const named = new Wanted()
-    reduce(events, options, nothingLoaded(), named)
-    return inLanes([...named.chats].sort(), attempts(events, options))
-  }
-  const attempts = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
+  const applyTogether = (group: ReadonlyArray<Member>) =>
     Effect.gen(function*() {
+      const now = group[group.length - 1]!.options.now
       for (let attempt = 0; attempt < applyAttempts; attempt++) {
-        const { changes, chats, loaded, result } = yield* reduceLoaded(events, options, false)
-        if (writesNothing(changes)) return { result, written: [] }
-        const p = plan(changes, loaded)
-        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, chats, options.now)} AS jsonb)) AS ok`)
-          .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
-        if (bool(rows[0]?.["ok"])) {
-          return { result, written: [...p.changed].map(([chatId, touched]) => ({ chatId, from: loaded.revisions.get(chatId) ?? 0, touched })) }
+        const wanted = new Wanted()
+        for (const m of group) reduce(m.events, m.options, nothingLoaded(), wanted)
+        for (let round = 0;; round++) {
+          const loaded = yield* load(wanted, now, false)
+          const missing = new Wanted()
+          const changes = noChanges()
+          const results = group.map((m) => reduce(m.events, m.options, loaded, missing, changes).result)
+          const before = wanted.size()
+          merge(wanted, missing)
+          if (wanted.size() !== before && round < 8) continue
+          if (writesNothing(changes)) return results
+          const p = plan(changes, loaded)
+          const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, wanted.chats, now)} AS jsonb)) AS ok`)
+            .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
+          if (!bool(rows[0]?.["ok"])) break
+          for (const [chatId, touched] of p.changed) cache.wrote(chatId, loaded.revisions.get(chatId) ?? 0, touched)
+          return results
         }
       }
       return undefined
     })
 
   /**
-   * This process's writes to a chat, one after the other (its batches over several chats take
-   * the chats in sorted order): they would only move each other's revisions and read again.
-   * Other processes' writes are what the revision check is for.
+   * This process's batches over the same chats, applied in turn, and those that arrive while one
+   * is being written applied together after it (at most `maxGroup`): one read and one write for
+   * all of them, where one after the other they would only move each other's revisions and read
+   * again. Other processes' writes are what the revision check is for.
    */
-  const lanes = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
-  const inLanes = <A, E, R>(chats: ReadonlyArray<string>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    chats.reduceRight(
-      (inner, chat) =>
-        Effect.suspend(() => {
-          let lane = lanes.get(chat)
-          if (lane === undefined) lanes.set(chat, lane = { semaphore: Effect.unsafeMakeSemaphore(1), users: 0 })
-          const taken = lane
-          taken.users++
-          return taken.semaphore.withPermits(1)(inner).pipe(
-            Effect.ensuring(Effect.sync(() => {
-              if (--taken.users === 0) lanes.delete(chat)
-            }))
-          )
-        }),
-      effect
-    )
+  const lanes = new Map<string, Array<Member>>()
+  const maxGroup = 64
+  const inLane = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
+    Effect.gen(function*() {
+      const named = new Wanted()
+      reduce(events, options, nothingLoaded(), named)
+      const lane = [...named.chats].sort().join("\u0000")
+      const done = yield* Deferred.make<ApplyResult | undefined, SqlError | string>()
+      const queue = lanes.get(lane)
+      if (queue !== undefined) queue.push({ events, options, done })
+      else {
+        const started: Array<Member> = [{ events, options, done }]
+        lanes.set(lane, started)
+        yield* Effect.forkDaemon(drain(lane, started))
+      }
+      return yield* Deferred.await(done)
+    })
+  const drain = (lane: string, queue: Array<Member>) =>
+    Effect.gen(function*() {
+      while (queue.length > 0) yield* settle(queue.splice(0, maxGroup))
+      lanes.delete(lane)
+    })
+  /** Applies a group and answers each member; a group that fails is applied member by member, so a failure is its batch's alone. */
+  const settle = (group: ReadonlyArray<Member>): Effect.Effect<void> =>
+    Effect.flatMap(Effect.exit(applyTogether(group)), (exit) => {
+      if (Exit.isSuccess(exit)) {
+        const results = exit.value
+        return Effect.forEach(group, (m, i) => Deferred.succeed(m.done, results?.[i]), { discard: true })
+      }
+      return group.length > 1
+        ? Effect.forEach(group, (m) => settle([m]), { discard: true })
+        : Deferred.failCause(group[0]!.done, exit.cause)
+    })
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
     return Effect.serviceOption(SqlClient.TransactionConnection).pipe(
       Effect.flatMap((outer) =>
         Option.isNone(outer) && d.applyFunction
-          ? Effect.flatMap(applyByFunction(events, options), (done) => done === undefined ? applyLocked(events, options) : Effect.succeed(done))
+          ? Effect.flatMap(inLane(events, options), (result) =>
+            result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
           : applyLocked(events, options)
       ),
       // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
