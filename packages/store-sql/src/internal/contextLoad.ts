@@ -139,7 +139,7 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
    * one after the other; without, everything is read in one go (see `applyFunction`: the write
    * then checks that the chats' revisions have not moved), a chat without a row read as new.
    */
-  const load = (w: Wanted, now: number, lock = true): Effect.Effect<Loaded, SqlError | string> =>
+  const load = (w: Wanted, now: number, lock: boolean): Effect.Effect<Loaded, SqlError | string> =>
     Effect.gen(function*() {
       const chats = [...w.chats].sort()
       const nextSeq = new Map<string, number>()

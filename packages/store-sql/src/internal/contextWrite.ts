@@ -395,31 +395,34 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     })
 
   /**
-   * The batch reduced over the rows it reads. What it reads comes from the reducer itself: run
-   * once over nothing loaded (no I/O), it asks for every row its events name, the objects their
-   * messages will carry included. Reads that depend on what is stored (a poll close naming only
-   * its poll) are asked for by the rounds below; each round loads everything asked for so far,
-   * and a round that asks for nothing new is final.
+   * Batches reduced one after the other over the rows they read (their changes accumulated).
+   * What they read comes from the reducer itself: run once over nothing loaded (no I/O), it asks
+   * for every row the events name, the objects their messages will carry included. Reads that
+   * depend on what is stored (a poll close naming only its poll) are asked for by the rounds
+   * below; each round loads everything asked for so far, and a round that asks for nothing new
+   * is final.
    */
-  const reduceLoaded = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions, lock: boolean) =>
+  const reduceAll = (batches: ReadonlyArray<Pick<Member, "events" | "options">>, lock: boolean) =>
     Effect.gen(function*() {
+      const now = batches[batches.length - 1]!.options.now
       const wanted = new Wanted()
-      reduce(events, options, nothingLoaded(), wanted)
+      for (const b of batches) reduce(b.events, b.options, nothingLoaded(), wanted)
       for (let round = 0;; round++) {
-        const loaded = yield* load(wanted, options.now, lock)
+        const loaded = yield* load(wanted, now, lock)
         const missing = new Wanted()
-        const { changes, result } = reduce(events, options, loaded, missing)
+        const changes = noChanges()
+        const results = batches.map((b) => reduce(b.events, b.options, loaded, missing, changes).result)
         const before = wanted.size()
         merge(wanted, missing)
-        if (wanted.size() === before || round >= 8) return { changes, result, loaded, chats: wanted.chats }
+        if (wanted.size() === before || round >= 8) return { changes, results, loaded, chats: wanted.chats }
       }
     })
 
   /** The batch in one transaction that takes its chats' locks before it reads. */
   const applyLocked = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions) =>
     db.transaction(Effect.gen(function*() {
-      const { changes, loaded, result } = yield* reduceLoaded(events, options, true)
-      return { result, written: yield* write(changes, loaded, options.now) }
+      const { changes, loaded, results } = yield* reduceAll([{ events, options }], true)
+      return { result: results[0]!, written: yield* write(changes, loaded, options.now) }
     }))
 
   /**
@@ -434,21 +437,12 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     Effect.gen(function*() {
       const now = group[group.length - 1]!.options.now
       for (let attempt = 0; attempt < applyAttempts; attempt++) {
-        const wanted = new Wanted()
-        for (const m of group) reduce(m.events, m.options, nothingLoaded(), wanted)
-        for (let round = 0;; round++) {
-          const loaded = yield* load(wanted, now, false)
-          const missing = new Wanted()
-          const changes = noChanges()
-          const results = group.map((m) => reduce(m.events, m.options, loaded, missing, changes).result)
-          const before = wanted.size()
-          merge(wanted, missing)
-          if (wanted.size() !== before && round < 8) continue
-          if (writesNothing(changes)) return results
-          const p = plan(changes, loaded)
-          const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, wanted.chats, now)} AS jsonb)) AS ok`)
-            .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
-          if (!bool(rows[0]?.["ok"])) break
+        const { changes, chats, loaded, results } = yield* reduceAll(group, false)
+        if (writesNothing(changes)) return results
+        const p = plan(changes, loaded)
+        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, chats, now)} AS jsonb)) AS ok`)
+          .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
+        if (bool(rows[0]?.["ok"])) {
           for (const [chatId, touched] of p.changed) cache.wrote(chatId, loaded.revisions.get(chatId) ?? 0, touched)
           return results
         }
