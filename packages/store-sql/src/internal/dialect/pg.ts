@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { Dialect } from "../dialect.js"
-import { Fragment, join, raw, sql } from "../statement.js"
+import { join, raw, sql } from "../statement.js"
 
 /** SQLSTATEs after which a PostgreSQL transaction is simply run again. */
 const retryable = new Set(["40P01", "40001"])
@@ -47,11 +47,8 @@ export const pg: Dialect = {
     raw(`CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} OFFSET 0) AS ${alias}`),
   rowsTables: (columns, rows) => {
     // One typed array per column: the server parses a handful of parameters instead of thousands.
-    const parts = columns.map(([, type], i) => sql`CAST(${rows.map((row) => row[i] ?? null)} AS ${raw(type)}[])`)
-    const strings = ["unnest("]
-    for (let i = 1; i < parts.length; i++) strings.push(", ")
-    strings.push(`) AS k(${columns.map(([name]) => name).join(", ")})`)
-    return [new Fragment(strings, parts)]
+    const arrays = columns.map(([, type], i) => sql`CAST(${rows.map((row) => row[i] ?? null)} AS ${raw(type)}[])`)
+    return [sql`unnest(${join(arrays, ", ")}) AS ${raw(`k(${columns.map(([name]) => name).join(", ")})`)}`]
   },
   contains: (haystack, needle) => sql`strpos(${raw(haystack)}, ${needle}) > 0`,
   transactionLock: (key) => sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
