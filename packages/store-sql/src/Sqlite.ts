@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { describe } from "./internal/db.js"
 import { registerReader } from "./internal/readConnection.js"
-import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./SqlStore.js"
+import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
 
