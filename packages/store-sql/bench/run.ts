@@ -5,6 +5,9 @@
  * throughput — memory, SQLite and PostgreSQL side by side in one run. Not a test: it prints a
  * table (Markdown) for the README.
  *
+ * Then the write suites (bench/writes.ts): concurrent one-event writers, and resolve latency
+ * with and without writes in other chats, per store. BENCH_SUITES picks (default reads,writes).
+ *
  * Environment: BENCH_MESSAGES (default 100000), BENCH_CALLS (default 2000 per tool and engine),
  * BENCH_ENGINES (default memory,sqlite,pg), DEIXIS_TEST_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/test; the bench works in a schema of its own, dropped after),
@@ -16,7 +19,6 @@ import { type ContextEvent, decodeEvents } from "@deixis/core/ContextEvent"
 import * as ContextStore from "@deixis/core/ContextStore"
 import * as Deixis from "@deixis/core/Deixis"
 import { ReferenceResolver, type ResolveRequest } from "@deixis/core/ReferenceResolver"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -24,17 +26,19 @@ import * as Metric from "effect/Metric"
 import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
-import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { cacheHits, cacheMisses } from "../src/internal/contextCache.js"
 import * as SqlStore from "../src/SqlStore.js"
+import * as child from "./child.js"
+import { writesSuite } from "./writes.js"
 
 const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 100_000)
 const CALLS = Number(process.env["BENCH_CALLS"] ?? 2000)
 const ENGINES = (process.env["BENCH_ENGINES"] ?? "memory,sqlite,pg").split(",")
+const SUITES = (process.env["BENCH_SUITES"] ?? "reads,writes").split(",")
 const PG_URL = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 /** Keep the PostgreSQL schema (and the SQLite file) afterwards, to EXPLAIN queries over the data. */
 const KEEP = process.env["BENCH_KEEP"] === "1"
@@ -261,7 +265,7 @@ const measureOne = (engine: string) =>
       const layer = SqlStore.layerContextStore({ sweep_interval: 0 }).pipe(
         Layer.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "bench.db") }))
       )
-      const result = yield* run("SQLite (file, WAL, synchronous=FULL)", layer)
+      const result = yield* run("SQLite (file, WAL, synchronous=NORMAL)", layer)
       if (KEEP) console.error(`kept ${path.join(dir, "bench.db")}`)
       else fs.rmSync(dir, { recursive: true, force: true })
       return result
@@ -275,37 +279,23 @@ const measureOne = (engine: string) =>
       console.error(`kept schema ${schema}`)
       return result
     }
-    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
-      Effect.provide(SqlStore.layerPgClient({ url: PG_URL }))
-    )
+    yield* child.dropSchema(PG_URL, schema)
     return result
   })
 
 /** Each engine in a fresh process, one after the other, so no engine pays for another's heap. */
 const inChild = (engine: string) =>
-  Effect.async<Result, Error>((resume) => {
-    const child = fork(fileURLToPath(import.meta.url), [], {
-      env: { ...process.env, BENCH_CHILD: engine },
-      execArgv: process.execArgv,
-      stdio: ["ignore", "pipe", "inherit", "ipc"]
-    })
-    let out = ""
-    child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()))
-    child.on("exit", (code) => {
-      const line = out.trim().split("\n").pop() ?? ""
-      const parsed = Schema.decodeUnknownEither(Schema.parseJson(ResultSchema))(line)
-      if (code === 0 && parsed._tag === "Right") resume(Effect.succeed(parsed.right))
-      else resume(Effect.fail(new Error(`${engine} bench failed (exit ${code})`)))
-    })
-  })
+  child.inChild(fileURLToPath(import.meta.url), { BENCH_CHILD: engine }, ResultSchema, engine)
 
 const main = Effect.gen(function*() {
-  const child = process.env["BENCH_CHILD"]
-  if (child !== undefined) {
-    const result = yield* measureOne(child)
+  const engine = process.env["BENCH_CHILD"]
+  if (engine !== undefined) {
+    const result = yield* measureOne(engine)
     console.log(JSON.stringify(result))
     return
   }
+  if (process.env["BENCH_WRITES_CHILD"] !== undefined) return
+  if (!SUITES.includes("reads")) return yield* writesSuite
   const results: Array<Result> = []
   for (const engine of ENGINES) results.push(yield* inChild(engine))
   console.log(`\n@deixis/store-sql benchmark — ${SIZE.toLocaleString("en-US")} messages in one chat over ${TOPICS} topics, ` +
@@ -330,6 +320,7 @@ const main = Effect.gen(function*() {
     } / ${ms(percentile(r.liveOther, 0.99))} | ${r.liveHitRatio === null ? "—" : `${(r.liveHitRatio * 100).toFixed(1)}%`} |`)
   }
   console.log("\nTargets at 100k messages: p99 <= 1 ms (SQLite) and <= 3 ms (PostgreSQL) for both tools; ingest >= 20,000 events/s (SQLite) and >= 5,000 events/s (PostgreSQL).")
+  if (SUITES.includes("writes")) yield* writesSuite
 })
 
 Effect.runPromise(main).catch((error: unknown) => {

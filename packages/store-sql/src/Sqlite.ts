@@ -7,18 +7,24 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Reactivity from "@effect/experimental/Reactivity"
 import { defaultsOf } from "@deixis/core/ConfigKeys"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as path from "node:path"
 import { describe } from "./internal/db.js"
-import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./SqlStore.js"
+import { registerFile } from "./internal/groupCommit.js"
+import { registerReader } from "./internal/readConnection.js"
+import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
 
 /**
  * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
- * and a 64 MiB page cache applied before anything else runs.
+ * and a 64 MiB page cache applied before anything else runs; the stores built over it read
+ * outside their transactions on a second, read-only connection to the file, which never
+ * waits for a write transaction.
  *
  * @since 0.2.0
  * @category layers
@@ -38,7 +44,21 @@ export const layerClient = (
         sql.unsafe(`PRAGMA journal_mode = WAL`)
       ], { discard: true }))
   )
-  return tuned.pipe(
+  // The read connection (see internal/readConnection.ts), opened once the file is in WAL mode,
+  // and the file's write lock in this process (see internal/groupCommit.ts).
+  const reader = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (writer) => {
+    const file = options.filename
+    if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
+    registerFile(writer, path.resolve(file))
+    return SqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
+      Effect.tap((client) =>
+        Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })
+      ),
+      Effect.map((client) => registerReader(writer, client)),
+      Effect.provide(Reactivity.layer)
+    )
+  }))
+  return Layer.provideMerge(reader, tuned).pipe(
     Layer.provideMerge(SqliteClient.layer({ filename: options.filename })),
     Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
   )

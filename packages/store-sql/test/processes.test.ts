@@ -1,7 +1,8 @@
 /**
  * Many instances and durability, with real OS processes: two bot processes ingesting into the
- * same chats through one database, and a process killed with SIGKILL in the middle of ingest.
- * Both engines; each run in a fresh SQLite file or PostgreSQL schema.
+ * same chats through one database, and a process killed with SIGKILL in the middle of ingest
+ * (SQLite with `synchronous=NORMAL`, the default, and `FULL`). Both engines; each run in a
+ * fresh SQLite file or PostgreSQL schema.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -16,6 +17,8 @@ interface Engine {
   readonly name: string
   /** A fresh database for one test, removed when the scope closes. */
   readonly fresh: Effect.Effect<Pick<WorkerConfig, "engine" | "filename" | "url" | "schema">, never, import("effect/Scope").Scope>
+  /** The `synchronous` settings the durability test runs with (SQLite: both; PostgreSQL: none). */
+  readonly synchronous: ReadonlyArray<WorkerConfig["synchronous"]>
 }
 
 const dropSchema = (schema: string) =>
@@ -27,14 +30,16 @@ const dropSchema = (schema: string) =>
 const engines: ReadonlyArray<Engine> = [
   {
     name: "sqlite",
-    fresh: Effect.map(tempDir, (dir) => ({ engine: "sqlite" as const, filename: path.join(dir, "shared.db") }))
+    fresh: Effect.map(tempDir, (dir) => ({ engine: "sqlite" as const, filename: path.join(dir, "shared.db") })),
+    synchronous: ["normal", "full"]
   },
   {
     name: "postgres",
     fresh: Effect.acquireRelease(
       Effect.sync(() => ({ engine: "pg" as const, url: pgUrl, schema: freshSchema() })),
       (c) => dropSchema(c.schema)
-    )
+    ),
+    synchronous: [undefined]
   }
 ]
 
@@ -75,25 +80,33 @@ for (const engine of engines) {
         }
       }), { timeout: 180_000 })
 
-    it.scoped("a process killed with SIGKILL mid-ingest keeps every batch it acknowledged after a restart", () =>
-      Effect.gen(function*() {
-        const db = yield* engine.fresh
-        const chats = [`durable-${engine.name}`]
-        const base = { ...db, worker: 0, workers: 1, chats, messages: 0, batch: 20 }
-        const writer = yield* scopedWorker({ ...base, mode: "durable" })
-        const acked = yield* writer.acks(12)
-        writer.child.kill("SIGKILL")
-        assert.strictEqual(yield* writer.exited, "SIGKILL")
-        // Acknowledgements that arrived before the kill took effect count too.
-        const acknowledged = acked.flatMap((a) => a.ids)
+    for (const synchronous of engine.synchronous) {
+      const setting = synchronous === undefined ? "" : ` (synchronous=${synchronous})`
+      it.scoped(`a process killed with SIGKILL mid-ingest keeps every batch it acknowledged after a restart${setting}`, () =>
+        Effect.gen(function*() {
+          const db = yield* engine.fresh
+          // Four writers at once, one per chat: on SQLite their transactions are committed in groups.
+          const chats = [0, 1, 2, 3].map((n) => `durable-${engine.name}-${n}`)
+          const base = { ...db, synchronous, worker: 0, workers: 1, chats, messages: 0, batch: 20 }
+          const writer = yield* scopedWorker({ ...base, mode: "durable" })
+          const acked = yield* writer.acks(24)
+          writer.child.kill("SIGKILL")
+          assert.strictEqual(yield* writer.exited, "SIGKILL")
 
-        const restarted = yield* scopedWorker({ ...base, mode: "report" })
-        const [chat] = (yield* restarted.next("report")).chats
-        const stored = new Set(chat!.messages)
-        const lost = acknowledged.filter((id) => !stored.has(id))
-        assert.deepStrictEqual(lost, [])
-        const history = new Set(chat!.history)
-        assert.deepStrictEqual(acked.map((a) => a.ids[a.ids.length - 1]!).filter((id) => !history.has(id)), [])
-      }), { timeout: 120_000 })
+          const restarted = yield* scopedWorker({ ...base, mode: "report" })
+          const report = (yield* restarted.next("report")).chats
+          // Acknowledgements that arrived before the kill took effect count too.
+          const lost = acked.flatMap((a) => {
+            const chat = report.find((c) => c.chat === a.chat)!
+            const stored = new Set(chat.messages)
+            const history = new Set(chat.history)
+            return [
+              ...a.ids.filter((id) => !stored.has(id)).map((id) => `${a.chat} message ${id}`),
+              ...(history.has(a.ids[a.ids.length - 1]!) ? [] : [`${a.chat} history item of batch ${a.batch}`])
+            ]
+          })
+          assert.deepStrictEqual(lost, [])
+        }), { timeout: 120_000 })
+    }
   })
 }

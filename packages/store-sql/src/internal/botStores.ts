@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { chunks, type Db, describe, num, type Row, str, topicKey } from "./db.js"
+import { empty, list, raw, sql as fragment, tuples } from "./statement.js"
 
 const fail = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
@@ -30,13 +31,10 @@ const reminderOf = (row: Row): Effect.Effect<Reminder, string> =>
   })
 
 export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
-  const sql = db.sql
-  const lock = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
-  const C = sql.literal(db.C)
+  const sql = db.run
+  const { C, skipLocked: lock } = db.dialect
   // The body of a moved reminder: its source message id in migrated form (a constant prefix).
-  const migratedBody = db.dialect === "pg"
-    ? sql`jsonb_set(body::jsonb, '{source_message_id}', to_jsonb(${migratedIdPrefix} || (body::jsonb ->> 'source_message_id')))::text`
-    : sql`json_set(body, '$.source_message_id', ${migratedIdPrefix} || json_extract(body, '$.source_message_id'))`
+  const migratedBody = db.dialect.jsonSetString("body", "source_message_id", (id) => fragment`${migratedIdPrefix} || ${id}`)
   return {
     add: (r) =>
       sql`INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
@@ -44,7 +42,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         ON CONFLICT (chat_id, object_id) DO UPDATE SET topic = excluded.topic, due_at = excluded.due_at,
           next_at = excluded.next_at, owner = NULL, attempts = 0, body = excluded.body`.pipe(Effect.asVoid, Effect.mapError(fail("reminder add"))),
     get: (chatId, objectId) =>
-      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId}`.pipe(
+      sql`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId}`.pipe(
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(reminderOf(rows[0]), Option.some)),
         Effect.mapError(fail("reminder get"))
       ),
@@ -54,14 +52,14 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         Effect.mapError(fail("reminder remove"))
       ),
     list: (chatId, { limit, topic_id }) =>
-      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
+      sql`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
         ORDER BY CASE WHEN topic = ${topicKey(topic_id)} THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, reminderOf)),
         Effect.mapError(fail("reminder list"))
       ),
     claimDue: ({ lease, limit, now, owner }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
+        const rows = yield* sql`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
           ORDER BY next_at, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
         const out: Array<ClaimedReminder> = []
         for (const row of rows) {
@@ -79,7 +77,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
     retryAt: (chatId, objectId, owner, at) =>
       sql`UPDATE deixis_reminders SET owner = NULL, next_at = ${at}
         WHERE chat_id = ${chatId} AND object_id = ${objectId} AND owner = ${owner} RETURNING object_id`.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder retry"))),
-    nextDueAt: sql<Row>`SELECT MIN(next_at) AS m FROM deixis_reminders`.pipe(
+    nextDueAt: sql`SELECT MIN(next_at) AS m FROM deixis_reminders`.pipe(
       Effect.map((rows) => {
         const m = rows[0]?.["m"]
         return m === null || m === undefined ? Option.none() : Option.some(num(m))
@@ -87,7 +85,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
       Effect.mapError(fail("reminder next due"))
     ),
     stats: (now) =>
-      sql<Row>`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ${now} THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`
+      sql`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ${now} THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`
         .pipe(
           Effect.map((rows) => ({ pending: num(rows[0]?.["pending"] ?? 0), due: num(rows[0]?.["due"] ?? 0) })),
           Effect.mapError(fail("reminder stats"))
@@ -106,16 +104,20 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
 }
 
 export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
-  const sql = db.sql
-  const skipLocked = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
-  const forUpdate = sql.literal(db.dialect === "pg" ? " FOR UPDATE" : "")
-  const C = sql.literal(db.C)
+  const sql = db.run
+  const { C, forUpdate, skipLocked } = db.dialect
   const handedOf = (row: Row): Handed => ({
     update_id: num(row["update_id"]),
     chat: str(row["chat"]),
     payload: str(row["payload"]),
     attempts: num(row["attempts"]) + 1
   })
+  const markHanded = (source: string, ids: ReadonlyArray<number>, until: number) =>
+    Effect.forEach(
+      chunks(ids, 1),
+      (chunk) => sql`UPDATE deixis_updates SET lease_until = ${until}, attempts = attempts + 1 WHERE source = ${source} AND update_id IN ${list(chunk)}`,
+      { discard: true }
+    )
   // The updates of `chats` not done (`waitingOnly`: those not handed), oldest first, handed to
   // the caller in the same transaction: each hand-out one more attempt.
   const handPending = (source: string, chats: ReadonlyArray<string>, waitingOnly: boolean, until: number) =>
@@ -123,10 +125,8 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       if (chats.length === 0) return []
       const out: Array<Handed> = []
       for (const chunk of chunks(chats, 1)) {
-        const rows = yield* sql<Row>`SELECT update_id, chat, payload, attempts FROM deixis_updates
-          WHERE source = ${source} AND ${sql.in("chat", chunk)} AND payload IS NOT NULL${
-          sql.literal(waitingOnly ? " AND lease_until IS NULL" : "")
-        }`
+        const rows = yield* sql`SELECT update_id, chat, payload, attempts FROM deixis_updates
+          WHERE source = ${source} AND chat IN ${list(chunk)} AND payload IS NOT NULL${waitingOnly ? raw(" AND lease_until IS NULL") : empty}`
         for (const row of rows) out.push(handedOf(row))
       }
       yield* markHanded(source, out.map((h) => h.update_id), until)
@@ -135,19 +135,12 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
   // Chats claimed with nothing to hand over (their updates were done meanwhile) are released at once.
   const releaseIdle = (source: string, owner: string, chats: ReadonlyArray<string>, handed: ReadonlyArray<Handed>) => {
     const busy = new Set(handed.map((h) => h.chat))
-    const idle = chats.filter((chat) => !busy.has(chat)).sort()
     return Effect.forEach(
-      chunks(idle, 1),
-      (chunk) => sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND waiting = 0 AND ${sql.in("chat", chunk)}`,
+      chunks(chats.filter((chat) => !busy.has(chat)).sort(), 1),
+      (chunk) => sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND waiting = 0 AND chat IN ${list(chunk)}`,
       { discard: true }
     )
   }
-  const markHanded = (source: string, ids: ReadonlyArray<number>, until: number) =>
-    Effect.forEach(
-      chunks(ids, 1),
-      (chunk) => sql`UPDATE deixis_updates SET lease_until = ${until}, attempts = attempts + 1 WHERE source = ${source} AND ${sql.in("update_id", chunk)}`,
-      { discard: true }
-    )
   return {
     receive: ({ lease, now, owner, source, updates }) => {
       // One id once, even when the batch repeats it.
@@ -156,16 +149,9 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       return db.transaction(Effect.gen(function*() {
         const fresh: Array<number> = []
         for (const chunk of chunks(unique, 7)) {
-          const rows = yield* sql<Row>`INSERT INTO deixis_updates ${
-            sql.insert(chunk.map((u) => ({
-              source,
-              update_id: u.update_id,
-              chat: u.chat,
-              received_at: now,
-              lease_until: null,
-              attempts: 0,
-              payload: u.payload
-            })))
+          // Waiting (`lease_until` null, no attempt yet) until handed below.
+          const rows = yield* sql`INSERT INTO deixis_updates (source, update_id, chat, received_at, lease_until, attempts, payload) VALUES ${
+            tuples(chunk.map((u) => [source, u.update_id, u.chat, now, null, 0, u.payload]))
           } ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`
           for (const row of rows) fresh.push(num(row["update_id"]))
         }
@@ -176,24 +162,23 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
         // transaction holds the write lock.
         const before = new Map<string, Row>()
         for (const chunk of chunks(chats, 1)) {
-          const rows = yield* sql<Row>`SELECT chat, owner, lease_until, waiting FROM deixis_update_chats
-            WHERE source = ${source} AND ${sql.in("chat", chunk)} ORDER BY chat${C}${forUpdate}`
+          const rows = yield* sql`SELECT chat, owner, lease_until, waiting FROM deixis_update_chats
+            WHERE source = ${source} AND chat IN ${list(chunk)} ORDER BY chat${C}${forUpdate}`
           for (const row of rows) before.set(str(row["chat"]), row)
         }
         const held = (row: Row | undefined) => row !== undefined && str(row["owner"]) !== owner && num(row["lease_until"]) > now
-        const wanted = chats.filter((chat) => !held(before.get(chat)))
         const claimed = new Set<string>()
-        for (const chunk of chunks(wanted, 5)) {
+        for (const chunk of chunks(chats.filter((chat) => !held(before.get(chat))), 5)) {
           // A claim inserted meanwhile by another process (unseen above) stays theirs.
-          const rows = yield* sql<Row>`INSERT INTO deixis_update_chats ${
-            sql.insert(chunk.map((chat) => ({ source, chat, owner, lease_until: now + lease, waiting: 0 })))
+          const rows = yield* sql`INSERT INTO deixis_update_chats (source, chat, owner, lease_until, waiting) VALUES ${
+            tuples(chunk.map((chat) => [source, chat, owner, now + lease, 0]))
           } ON CONFLICT (source, chat) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until, waiting = 0
             WHERE deixis_update_chats.owner = excluded.owner OR deixis_update_chats.lease_until <= ${now} RETURNING chat`
           for (const row of rows) claimed.add(str(row["chat"]))
         }
         const waiting = chats.filter((chat) => !claimed.has(chat))
         for (const chunk of chunks(waiting, 1)) {
-          yield* sql`UPDATE deixis_update_chats SET waiting = 1 WHERE source = ${source} AND ${sql.in("chat", chunk)}`
+          yield* sql`UPDATE deixis_update_chats SET waiting = 1 WHERE source = ${source} AND chat IN ${list(chunk)}`
         }
         // Taken over from another owner: every update not done; held with updates waiting: those;
         // otherwise only the fresh ones.
@@ -225,30 +210,30 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
         : db.transaction(Effect.gen(function*() {
           const until = now + lease
           for (const chunk of chunks(done, 1)) {
-            yield* sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND ${sql.in("update_id", chunk)}`
+            yield* sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND update_id IN ${list(chunk)}`
           }
           const givenBack = new Set<string>()
           for (const chunk of chunks(returned, 1)) {
-            const rows = yield* sql<Row>`UPDATE deixis_updates SET lease_until = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
-              WHERE source = ${source} AND ${sql.in("update_id", chunk)} AND payload IS NOT NULL AND lease_until IS NOT NULL RETURNING chat`
+            const rows = yield* sql`UPDATE deixis_updates SET lease_until = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
+              WHERE source = ${source} AND update_id IN ${list(chunk)} AND payload IS NOT NULL AND lease_until IS NOT NULL RETURNING chat`
             for (const row of rows) givenBack.add(str(row["chat"]))
           }
-          for (const chunk of chunks([...givenBack].sort(), 1)) {
-            yield* sql`UPDATE deixis_update_chats SET waiting = 1 WHERE source = ${source} AND ${sql.in("chat", chunk)}`
-          }
           // Claims are locked in sorted order (as `receive` takes them): no two writers deadlock.
+          for (const chunk of chunks([...givenBack].sort(), 1)) {
+            yield* sql`UPDATE deixis_update_chats SET waiting = 1 WHERE source = ${source} AND chat IN ${list(chunk)}`
+          }
           for (const chunk of chunks([...hold].sort(), 1)) {
-            yield* sql`UPDATE deixis_update_chats SET lease_until = ${until} WHERE source = ${source} AND owner = ${owner} AND ${sql.in("chat", chunk)}`
+            yield* sql`UPDATE deixis_update_chats SET lease_until = ${until} WHERE source = ${source} AND owner = ${owner} AND chat IN ${list(chunk)}`
           }
           for (const chunk of chunks([...stall].sort(), 1)) {
             yield* sql`UPDATE deixis_update_chats SET owner = '', lease_until = ${until}, waiting = 1
-              WHERE source = ${source} AND owner = ${owner} AND ${sql.in("chat", chunk)}`
+              WHERE source = ${source} AND owner = ${owner} AND chat IN ${list(chunk)}`
           }
           const kept: Array<string> = []
           for (const chunk of chunks([...release].sort(), 1)) {
-            yield* sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND waiting = 0 AND ${sql.in("chat", chunk)}`
-            const rows = yield* sql<Row>`UPDATE deixis_update_chats SET waiting = 0, lease_until = ${until}
-              WHERE source = ${source} AND owner = ${owner} AND waiting = 1 AND ${sql.in("chat", chunk)} RETURNING chat`
+            yield* sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND waiting = 0 AND chat IN ${list(chunk)}`
+            const rows = yield* sql`UPDATE deixis_update_chats SET waiting = 0, lease_until = ${until}
+              WHERE source = ${source} AND owner = ${owner} AND waiting = 1 AND chat IN ${list(chunk)} RETURNING chat`
             for (const row of rows) kept.push(str(row["chat"]))
           }
           const handed = yield* handPending(source, kept, true, until)
@@ -257,12 +242,12 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
         })).pipe(Effect.mapError(fail("update settle"))),
     claimStale: ({ lease, limit, now, owner, source }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`SELECT chat FROM deixis_update_chats WHERE source = ${source} AND lease_until <= ${now}
+        const rows = yield* sql`SELECT chat FROM deixis_update_chats WHERE source = ${source} AND lease_until <= ${now}
           ORDER BY lease_until, chat${C} LIMIT ${Math.max(0, Math.floor(limit))}${skipLocked}`
         const chats = rows.map((row) => str(row["chat"]))
         for (const chunk of chunks(chats, 1)) {
           yield* sql`UPDATE deixis_update_chats SET owner = ${owner}, lease_until = ${now + lease}, waiting = 0
-            WHERE source = ${source} AND ${sql.in("chat", chunk)}`
+            WHERE source = ${source} AND chat IN ${list(chunk)}`
         }
         const handed = yield* handPending(source, chats, false, now + lease)
         yield* releaseIdle(source, owner, chats, handed)

@@ -1,0 +1,222 @@
+/**
+ * SQLite group commit: write transactions that arrive together share one
+ * `BEGIN IMMEDIATE … COMMIT`, each inside a savepoint of its own.
+ *
+ * - **Together** means queued while the previous batch ran, or in the same tick as the first
+ *   write of a batch (the leader yields once before it takes the queue), at most
+ *   {@link maxBatch} writes per transaction. No write waits on a timer: one write alone
+ *   commits at once.
+ * - **One failing write fails alone.** A write whose effect fails is rolled back to its
+ *   savepoint and fails at once; the batch goes on. Should SQLite have dropped the whole
+ *   transaction (a savepoint can no longer be released or rolled back to), the writes before it
+ *   fail too and the writes after it run in the next batch.
+ * - **Acknowledged after the shared `COMMIT`.** A write succeeds only once the transaction that
+ *   holds it committed; a failed `COMMIT` fails every write of the batch.
+ *
+ * Each write runs in its own caller's fiber (its context, spans and interruption are its own):
+ * a leader fiber opens the transaction and hands the connection to the batch's writers one
+ * after another (a `Deferred` each), waits until each says it is finished, commits, then
+ * completes every writer's commit `Deferred`. With `synchronous=FULL` the batch costs one
+ * `fsync`, not one per write.
+ *
+ * **One writer per file in this process.** better-sqlite3 waits for another connection's write
+ * lock synchronously (its busy handler sleeps, blocking the event loop), and a batch holds its
+ * transaction open while its writers' fibers run: a second connection to the same file in the
+ * same process (two store layers over one file) would wait on a lock whose holder it blocks.
+ * Every connection to one file in this process therefore takes that file's
+ * {@link writeLock} — asynchronously — for each transaction and each write outside one; SQLite's
+ * own busy wait is then only ever against other processes.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as Scope from "effect/Scope"
+
+/** The most writes one transaction takes; the rest wait for the next. */
+export const maxBatch = 64
+
+/**
+ * Whether writes of this fiber join a group commit (default true); false runs each write as
+ * its own `BEGIN IMMEDIATE … COMMIT`, as before group commit (the bench compares the two).
+ */
+export const groupCommitEnabled: FiberRef.FiberRef<boolean> = FiberRef.unsafeMake(true)
+
+/** What a writer tells the leader once its turn is over. */
+type Finished =
+  /** Its effect succeeded and its savepoint was released: it waits for the commit. */
+  | "done"
+  /** Its effect failed and was rolled back to its savepoint, or it never ran (interrupted). */
+  | "out"
+  /** The transaction is gone (a savepoint could not be released or rolled back to). */
+  | { readonly broken: SqlError }
+
+interface Job {
+  readonly turn: Deferred.Deferred<Connection, SqlError>
+  readonly finished: Deferred.Deferred<Finished>
+  readonly committed: Deferred.Deferred<void, SqlError>
+}
+
+type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+
+const exec = (conn: Connection, text: string) => Effect.asVoid(conn.executeUnprepared(text, [], undefined))
+
+/** The per-write statements, run once per write: prepared once, from the connection's statement cache. */
+const execCached = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
+
+/** The process's write lock of each SQLite file a client was registered for (see {@link registerFile}). */
+const fileLocks = new Map<string, Effect.Semaphore>()
+const lockOfClient = new WeakMap<SqlClient.SqlClient, Effect.Semaphore>()
+
+/** Registers `sql` as a connection to `file` (an absolute path): it shares the file's write lock. */
+export const registerFile = (sql: SqlClient.SqlClient, file: string): void => {
+  let lock = fileLocks.get(file)
+  if (lock === undefined) {
+    lock = Effect.unsafeMakeSemaphore(1)
+    fileLocks.set(file, lock)
+  }
+  lockOfClient.set(sql, lock)
+}
+
+/** Runs `effect` holding the write lock of `sql`'s file in this process (none registered: as it is). */
+export const writeLock = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const lock = lockOfClient.get(sql)
+  return lock === undefined ? effect : lock.withPermits(1)(effect)
+}
+
+const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
+  const queue: Array<Job> = []
+  let leading = false
+
+  const runBatch = (batch: ReadonlyArray<Job>): Effect.Effect<void> =>
+    writeLock(sql, Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const opened = yield* Effect.exit(Effect.tap(Scope.extend(sql.reserve, scope), (conn) => exec(conn, "BEGIN IMMEDIATE")))
+      if (Exit.isFailure(opened)) {
+        yield* Scope.close(scope, Exit.void)
+        for (const job of batch) yield* Deferred.failCause(job.turn, opened.cause)
+        return
+      }
+      const conn = opened.value
+      const waiting: Array<Job> = []
+      let broken: SqlError | undefined
+      let next = 0
+      while (next < batch.length && broken === undefined) {
+        const job = batch[next++]!
+        yield* Deferred.succeed(job.turn, conn)
+        const finished = yield* Deferred.await(job.finished)
+        if (finished === "done") waiting.push(job)
+        else if (finished !== "out") broken = finished.broken
+      }
+      let outcome: Exit.Exit<void, SqlError>
+      if (broken !== undefined) {
+        outcome = Exit.fail(broken)
+        // Not yet run: they go first into the next batch.
+        queue.unshift(...batch.slice(next))
+      } else {
+        outcome = yield* Effect.exit(exec(conn, "COMMIT"))
+      }
+      if (Exit.isFailure(outcome)) yield* Effect.ignore(exec(conn, "ROLLBACK"))
+      yield* Scope.close(scope, Exit.void)
+      for (const job of waiting) yield* Deferred.done(job.committed, outcome)
+    })).pipe(
+      // Nothing above should fail; should it die, no writer is left waiting.
+      Effect.catchAllCause((cause) =>
+        Effect.forEach(batch, (job) =>
+          Effect.zipRight(Deferred.failCause(job.turn, cause), Deferred.failCause(job.committed, cause)), {
+          discard: true
+        })
+      )
+    )
+
+  const lead: Effect.Effect<void> = Effect.gen(function*() {
+    // The writes of the same tick join the first one.
+    yield* Effect.yieldNow()
+    while (queue.length > 0) yield* runBatch(queue.splice(0, maxBatch))
+  }).pipe(Effect.ensuring(Effect.suspend(() => {
+    leading = false
+    return queue.length > 0 ? start : Effect.void
+  })))
+
+  const start: Effect.Effect<void> = Effect.suspend(() => {
+    if (leading) return Effect.void
+    leading = true
+    return Effect.asVoid(Effect.forkDaemon(lead))
+  })
+
+  const grouped: Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const job: Job = {
+          turn: yield* Deferred.make<Connection, SqlError>(),
+          finished: yield* Deferred.make<Finished>(),
+          committed: yield* Deferred.make<void, SqlError>()
+        }
+        queue.push(job)
+        yield* start
+        return yield* Effect.gen(function*() {
+          const conn = yield* restore(Deferred.await(job.turn))
+          const saved = yield* Effect.exit(execCached(conn, "SAVEPOINT deixis_write"))
+          if (Exit.isFailure(saved)) {
+            yield* Deferred.succeed(job.finished, brokenBy(saved))
+            return yield* Effect.failCause(saved.cause)
+          }
+          const exit = yield* Effect.exit(restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0])))
+          const closed = yield* Effect.exit(
+            Exit.isSuccess(exit)
+              ? execCached(conn, "RELEASE deixis_write")
+              : Effect.zipRight(execCached(conn, "ROLLBACK TO deixis_write"), execCached(conn, "RELEASE deixis_write"))
+          )
+          if (Exit.isFailure(closed)) {
+            yield* Deferred.succeed(job.finished, brokenBy(closed))
+            return yield* (Exit.isFailure(exit) ? Effect.failCause(exit.cause) : Effect.failCause(closed.cause))
+          }
+          yield* Deferred.succeed(job.finished, Exit.isSuccess(exit) ? "done" : "out")
+          if (Exit.isFailure(exit)) return yield* exit
+          yield* restore(Deferred.await(job.committed))
+          return exit.value
+        }).pipe(
+          // Interrupted before its turn (or failed to get one): the leader skips it.
+          Effect.ensuring(Deferred.succeed(job.finished, "out"))
+        )
+      })
+    )
+
+  return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.flatMap(
+      Effect.serviceOption(SqlClient.TransactionConnection),
+      (outer): Effect.Effect<A, E | SqlError, R> =>
+        // Inside a transaction already: a savepoint of it, as @effect/sql nests.
+        outer._tag === "Some"
+          ? single(effect)
+          : Effect.flatMap(FiberRef.get(groupCommitEnabled), (enabled) => enabled ? grouped(effect) : writeLock(sql, single(effect)))
+    )
+}
+
+/** A savepoint statement that failed, in any way: the transaction can no longer be trusted. */
+const brokenBy = (exit: Exit.Exit<void, SqlError>): Finished =>
+  Exit.isSuccess(exit) ? "out" : {
+    broken: exit.cause._tag === "Fail"
+      ? exit.cause.error
+      : new SqlError({ cause: Cause.squash(exit.cause), message: "a savepoint of the shared transaction failed" })
+  }
+
+/** One queue per connection: every store over the same `SqlClient` joins the same batches. */
+const ofClient = new WeakMap<SqlClient.SqlClient, Transaction>()
+
+/**
+ * The write transaction of a SQLite `SqlClient` with group commit; `single` runs one write as
+ * its own transaction (used inside a transaction, where it nests as a savepoint, and when
+ * {@link groupCommitEnabled} is false).
+ */
+export const groupCommit = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
+  const known = ofClient.get(sql)
+  if (known !== undefined) return known
+  const made = make(sql, single)
+  ofClient.set(sql, made)
+  return made
+}
