@@ -25,6 +25,12 @@ import { storable } from "./ids.js"
 
 const unknownHead: Head = { revision: -1, isForum: false }
 
+/** A scope's rows read before its need came (see `headAndScope`), with the kinds whose parts they hold (tagged `k` and their index). */
+interface Preread {
+  readonly rows: ReadonlyArray<Row>
+  readonly kinds: ReadonlyArray<ObjectKind>
+}
+
 /**
  * What a scope's rows depend on besides the chat's revision and `now`: its parts but the
  * per-kind ones (kept apart, `kindKey`) and the reply chain (read apart, `readChain`).
@@ -387,11 +393,11 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
   /**
    * PostgreSQL: the chat's head (a part `h` row: `sent_at` its revision, `from_bot` 1 in a forum;
    * no such row for a chat never seen) and the rows of the request's own scope read by `shared(q)`
-   * with the kind parts of `prefer`, in one statement — one snapshot, one round trip. The scope's
+   * with the parts of `kinds`, in one statement — one snapshot, one round trip. The scope's
    * topic is settled in the statement from the same row (`settled`): a request without a topic
    * in a forum is in the General topic.
    */
-  const headAndScope = (q: PoolQuery, prefer: ReadonlyArray<ObjectKind>) => {
+  const headAndScope = (q: PoolQuery, kinds: ReadonlyArray<ObjectKind>) => {
     const forum = sql`COALESCE((SELECT is_forum FROM deixis_chats WHERE chat_id = ${q.chat_id}), 0) <> 0`
     const topic = q.topic_id === null
       ? sql`CASE WHEN ${forum} THEN CAST(${topicKey(generalTopicId)} AS TEXT) ELSE CAST(${topicKey(null)} AS TEXT) END`
@@ -402,7 +408,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
          revision AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
        FROM deixis_chats WHERE chat_id = ${q.chat_id}
       UNION ALL
-      SELECT * FROM ${poolCall(shared(q), false, prefer, topic)}`
+      SELECT * FROM ${poolCall(shared(q), false, kinds, topic)}`
     )
   }
 
@@ -572,7 +578,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     entry: ChatEntry | undefined,
     revision: number,
     q: PoolQuery,
-    home?: ReadonlyArray<Row>
+    home?: Preread
   ): Effect.Effect<CandidatePool, string | SqlError> => {
     const assembly = assemblePool(q)
     const go = (step: IteratorResult<Need, Either.Either<CandidatePool, string>>): Effect.Effect<CandidatePool, string | SqlError> => {
@@ -618,18 +624,20 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
       const known = cached ? headNow(query.chat_id) : undefined
       const fast = known === undefined ? undefined : served(known)
       if (fast !== undefined) return Effect.succeed(fast)
-      // PostgreSQL, when the chat's revision must be read and the cache could not serve the
-      // request even at the revision it holds: the revision and the request's own scope in one
-      // statement (`headAndScope`), the scope's rows kept at the revision read with them.
+      // PostgreSQL, when the chat's revision must be read and the cache lacks the request's own
+      // scope even at the revision it holds: the revision and that scope in one statement
+      // (`headAndScope`), the scope's rows kept at the revision read with them.
       const headRead = cached ? known === undefined : query.topic_id === null
-      if (d.poolFunction && headRead && !(cached && servable(query))) {
+      if (d.poolFunction && headRead && !(cached && homeKept(query))) {
         return Effect.suspend(() => {
           const token = headsToken()
-          const read = Effect.flatMap(headAndScope(query, preferredOf(query)), (rows) => {
+          // The kinds asked of the chat before come along, as when the scope is read alone (`scopeOf`).
+          const kinds = withAsked(cached ? cache.current(query.chat_id) : undefined, query, preferredOf(query), () => true)
+          const read = Effect.flatMap(headAndScope(query, kinds), (rows) => {
             const h = rows.find((r) => r["part"] === "h")
             const head = keepHead(query.chat_id, token, h === undefined ? unknownHead : { revision: num(h["sent_at"]), isForum: num(h["from_bot"]) !== 0 })
             const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
-            return drive(entry, head.revision, settled(query, head), h === undefined ? rows : rows.filter((r) => r !== h))
+            return drive(entry, head.revision, settled(query, head), { rows: h === undefined ? rows : rows.filter((r) => r !== h), kinds })
           })
           return Effect.withSpan(read, "SqlContextStore.pool", { captureStackTrace: false })
         }).pipe(Effect.mapError(failStore("pool")))
@@ -654,17 +662,21 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
-  /** Whether chats were last seen to be forums (whatever was committed since), for `servable`. */
+  /** Whether chats were last seen to be forums (whatever was committed since), for `homeKept`. */
   const forums = new Map<string, boolean>()
   /**
-   * Whether the chat's cache entry holds every need of `query` at the revision it was filled at
-   * (the chat last seen a forum or not); its hits are not counted, the request is not served by it.
+   * Whether the chat's cache entry, at the revision it was filled at, keeps the rows of the
+   * request's own scope (the chat as last seen, a forum or not): then the revision alone is read
+   * first, and at most the parts the entry lacks after it (a kind's part, a chain), which are
+   * smaller reads than the scope.
    */
-  const servable = (query: PoolQuery): boolean => {
+  const homeKept = (query: PoolQuery): boolean => {
     const entry = cache.current(query.chat_id)
     const isForum = query.topic_id === null ? forums.get(query.chat_id) : false
-    return entry !== undefined && isForum !== undefined &&
-      fromMemory(entry, settled(query, { revision: entry.revision, isForum }), { hits: 0 }) !== undefined
+    if (entry === undefined || isForum === undefined) return false
+    const q = settled(query, { revision: entry.revision, isForum })
+    const kept = cache.scope(entry, scopeKey(q, false))
+    return kept !== undefined && kept.now <= q.now
   }
 
   /**
@@ -790,23 +802,37 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
   }
 
   /**
+   * `first`, then the other kinds asked of the chat (`entry.kinds`) that the scope `q` can hold
+   * and `wanted` accepts: the kinds whose parts a read of the scope brings along.
+   */
+  const withAsked = (entry: ChatEntry | undefined, q: PoolQuery, first: ReadonlyArray<ObjectKind>, wanted: (kind: ObjectKind) => boolean) => {
+    const out = [...first]
+    if (entry === undefined || q.active_only) return out
+    for (const k of entry.kinds) {
+      const kind = k as ObjectKind
+      if (!out.includes(kind) && (q.kinds === undefined || q.kinds.includes(kind)) && wanted(kind)) out.push(kind)
+    }
+    return out
+  }
+
+  /**
    * A scope's parts (by part, in the statement's order) as the database answers `q` at `q.now`:
    * the scope's rows and each preferred kind's part from the chat's cache entry where it holds
    * them (the scope's read at or before `q.now`), the rest read in one statement — with the
    * parts of the other kinds asked of the chat, when the scope itself is read — and kept.
-   * `read`: the scope's rows with every preferred kind's part, already read with the chat's
-   * revision (`headAndScope`), kept as read.
+   * `read`: the scope's rows with the parts of `read.kinds` (every preferred kind first), already
+   * read with the chat's revision (`headAndScope`), kept as read.
    */
   const scopeOf = (
     entry: ChatEntry | undefined,
     revision: number,
     q: PoolQuery,
     fallback: boolean,
-    read?: ReadonlyArray<Row>
+    read?: Preread
   ): Effect.Effect<ReadonlyMap<string, ReadonlyArray<Row>>, SqlError> => {
     const prefer = preferredOf(q)
     if (entry === undefined) {
-      return Effect.map(read === undefined ? scopeRows(shared(q), fallback, prefer) : Effect.succeed(read), (rows) => byPart(servedAt(rows, q, objectOf)))
+      return Effect.map(read === undefined ? scopeRows(shared(q), fallback, prefer) : Effect.succeed(read.rows), (rows) => byPart(servedAt(rows, q, objectOf)))
     }
     const hit = read === undefined ? hitOf((tally) => cachedScope(entry, q, fallback, tally)) : undefined
     if (hit !== undefined) return hit
@@ -852,18 +878,13 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     // and, for a reply whose topic's recent window is not kept, the window (SQLite: in the same
     // statement; PostgreSQL: at the same time, on another connection), so that its chain is
     // walked in memory right after instead of read after the scope. Rows already `read` came
-    // with every preferred kind's part and no window.
-    const fetch = [...missing]
-    if (read === undefined && !q.active_only) {
-      for (const k of entry.kinds) {
-        const kind = k as ObjectKind
-        if (fetch.includes(kind) || kinds.has(kind) || (q.kinds !== undefined && !q.kinds.includes(kind))) continue
-        if (cache.scope(entry, kindKey(q, fallback, kind)) === undefined) fetch.push(kind)
-      }
-    }
+    // with the parts of their kinds and no window.
+    const fetch = read !== undefined
+      ? read.kinds
+      : withAsked(entry, q, missing, (kind) => !kinds.has(kind) && cache.scope(entry, kindKey(q, fallback, kind)) === undefined)
     const withWindow = read === undefined && !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
     const reading = read !== undefined
-      ? Effect.succeed(read)
+      ? Effect.succeed(read.rows)
       : !withWindow
       ? scopeRows(shared(q), fallback, fetch)
       : d.pooled
