@@ -156,7 +156,7 @@ const main = async () => {
   const pgSchema = `deixis_http_rss_${Date.now().toString(36)}`
   const engines = [
     { key: "memory", name: "memory", env: { DEIXIS_STORE: "memory" } },
-    { key: "sqlite", name: "SQLite (file, WAL, synchronous=FULL)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "rss.sqlite")}` } },
+    { key: "sqlite", name: "SQLite (file, WAL, synchronous=NORMAL, the default)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "rss.sqlite")}` } },
     { key: "pg", name: "PostgreSQL (loopback)", env: { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: pgSchema } }
   ].filter((e) => stores.includes(e.key))
   const rows: Array<Row> = []

@@ -133,7 +133,7 @@ const main = async () => {
   const sqliteDir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
   const pgSchema = `deixis_http_bench_${Date.now().toString(36)}`
   const engines: Array<{ readonly name: string; readonly env: Record<string, string> }> = [
-    ...(stores.includes("sqlite") ? [{ name: "SQLite store (file, WAL, synchronous=FULL)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "bench.sqlite")}` } }] : []),
+    ...(stores.includes("sqlite") ? [{ name: "SQLite store (file, WAL, synchronous=NORMAL, the default)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "bench.sqlite")}` } }] : []),
     ...(stores.includes("pg") ? [{ name: "PostgreSQL store (loopback)", env: { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: pgSchema } }] : [])
   ]
   const others: Array<ChildProcess> = []
