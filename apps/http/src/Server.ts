@@ -8,8 +8,8 @@
  * endpoint (`FastPath.ts`) or the Effect app (HttpApi and the routes outside it).
  */
 import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
-import { ContextStore, ConversationState, Deixis } from "@deixis/core"
-import { ContextLoader, HistoryStore, WritePolicy } from "@deixis/chathistory"
+import { ContextStore } from "@deixis/core"
+import { DeixisServices, HistoryStore } from "@deixis/chathistory"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -18,7 +18,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { ConfigKeys } from "@deixis/core"
+import { ConfigKeys, Lifecycle } from "@deixis/core"
 import { StoreConfig } from "@deixis/store-sql"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
@@ -27,7 +27,6 @@ import * as Auth from "./Auth.js"
 import * as Edge from "./Edge.js"
 import * as FastPath from "./FastPath.js"
 import * as Inspector from "./Inspector.js"
-import * as Lifecycle from "./Lifecycle.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
 import * as Metrics from "./Metrics.js"
@@ -105,11 +104,8 @@ export const config: Config.Config<ServerOptions> = Config.all({
 /** Every default, as the service reads them with no keys set (for tests and embedders). */
 export const defaults: ServerOptions = ConfigKeys.defaultsOf(config)
 
-/** The core's services and the history side, over the given stores (built once: layers memoize). */
-export const services = <E, R>(stores: Layer.Layer<Store.Stores, E, R>) =>
-  Layer.mergeAll(ConversationState.layerConfig(), ContextLoader.layerConfig(), WritePolicy.layerConfig).pipe(
-    Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
-  )
+/** Deixis over the given stores, configured from `DEIXIS_*` keys: the composition every entrance uses. */
+export const services = DeixisServices.layerConfig
 
 const { healthz, metrics, readyz } = Routes.service
 
@@ -147,7 +143,7 @@ export const routes = (options: Pick<ServerOptions, "telegram">) =>
   )
 
 /** The whole service on a Node HTTP server, over the given stores. */
-export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<Store.Stores, E, R>) =>
+export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<DeixisServices.Stores, E, R>) =>
   Layer.suspend(() => {
     // Timeouts are checked every second rather than Node's default 30 (slow clients go sooner).
     const server = createServer({ connectionsCheckingInterval: 1_000 })

@@ -4,4 +4,4 @@
  * uses, `StoreConfig` of `@deixis/store-sql`; its default file is `.deixis/deixis.sqlite`
  * under the directory `pnpm start` was typed in (pnpm's INIT_CWD), or else the working directory.
  */
-export { config, layer, layerMemory, type StoreChoice, type Stores } from "@deixis/store-sql/StoreConfig"
+export { config, layer, layerMemory, type StoreChoice } from "@deixis/store-sql/StoreConfig"

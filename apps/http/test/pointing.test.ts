@@ -5,6 +5,7 @@
  * it, resolved over POST /v1/tools/resolve_reference_target and MCP's tools/call; and MCP's
  * read_url reading a page on loopback through an injected, loopback-only connector.
  */
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import { HttpServer } from "@effect/platform"
 import { chats, corpus, options } from "@deixis/telegraf/TelegramFixtures"
 import { SqlStore } from "@deixis/store-sql"
@@ -65,7 +66,7 @@ const page = Effect.acquireRelease(
   (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
 )
 
-const serve = (stores: Layer.Layer<Store.Stores, unknown>) =>
+const serve = (stores: Layer.Layer<DeixisServices.Stores, unknown>) =>
   Effect.gen(function*() {
     const dns = UrlReaderTesting.tableResolver({ "plans.example": ["127.0.0.1"], "intranet.example": ["10.0.0.9"] })
     const reader = UrlReader.layer({ allow_hosts: ["plans.example"] }, { resolver: dns.resolver, connector: guard.connector })

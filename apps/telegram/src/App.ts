@@ -6,20 +6,18 @@
  *
  * @since 0.1.0
  */
-import * as WritePolicy from "@deixis/chathistory/WritePolicy"
-import * as ConversationState from "@deixis/core/ConversationState"
-import * as Deixis from "@deixis/core/Deixis"
+import * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import * as Logging from "@deixis/core/Logging"
 import { StoreConfig } from "@deixis/store-sql"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import * as ConfigKeys from "@deixis/core/ConfigKeys"
+import * as Lifecycle from "@deixis/core/Lifecycle"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
@@ -27,23 +25,28 @@ import * as crypto from "node:crypto"
 import * as os from "node:os"
 import * as Bot from "./Bot.js"
 import * as BotConfig from "./BotConfig.js"
-import * as Lifecycle from "./Lifecycle.js"
 import * as Metrics from "./Metrics.js"
 import * as Ops from "./Ops.js"
 import * as Runner from "./Runner.js"
-import { version } from "./Version.js"
 
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
- * from the core's `DEIXIS_*` keys.
+ * from the core's `DEIXIS_*` keys: chathistory's `DeixisServices.layerConfig`, the composition
+ * every entrance uses.
  *
  * @since 0.1.0
  * @category layers
  */
-export const services = <E, R>(stores: Layer.Layer<StoreConfig.Stores, E, R>) =>
-  Layer.mergeAll(ConversationState.layerConfig(), WritePolicy.layerConfig).pipe(
-    Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
-  )
+export const services = DeixisServices.layerConfig
+
+/**
+ * The bot's version, from its package.json, as its start line reports it (core's
+ * `Lifecycle.versionOf`, read once).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const version: string = Lifecycle.versionOf("@deixis/telegram-bot", import.meta.url)
 
 /**
  * A name for this process in claims: unique even for two processes on one host.
@@ -87,7 +90,7 @@ export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> 
  * Runs the bot with the given configuration until interrupted (SIGINT / SIGTERM through
  * `NodeRuntime.runMain`), or until polling cannot go on (a failure: reported, then the process
  * exits non-zero). The whole stop takes at most `DEIXIS_SHUTDOWN_TIMEOUT` from the signal:
- * updates being handled get all of it but a reserve for closing the stores (`Lifecycle`), then
+ * updates being handled get all of it but a reserve for closing the stores (core's `Lifecycle`), then
  * they are interrupted (an LLM turn included) and handled after the next start. The last line
  * says why it stopped and how long that took.
  *

@@ -15,12 +15,12 @@ import { objectIdFor } from "@deixis/core/ContextObject"
 import type { ContextEvent } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore } from "@deixis/core/ContextStore"
-import { ConversationState, ConversationStateStore } from "@deixis/core/ConversationState"
+import { ConversationState } from "@deixis/core/ConversationState"
 import { isMigratedMessageId } from "@deixis/core/Ids"
 import { TargetKindHint } from "@deixis/core/ObjectKind"
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import type { ClaimedReminder, Reminder } from "@deixis/core/ReminderStore"
 import { ReminderStore } from "@deixis/core/ReminderStore"
-import type { UpdateInbox } from "@deixis/core/UpdateInbox"
 import { DeixisTelegraf, TelegramRecorder, UpdateMapper } from "@deixis/telegraf"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -45,12 +45,13 @@ import * as TelegramSend from "./TelegramSend.js"
 import * as Times from "./Times.js"
 
 /**
- * What the bot needs: the deixis services, the reminder store and the update inbox.
+ * What the bot needs: deixis over every store (`DeixisServices`, the composition every
+ * entrance uses), the reminder store and the update inbox among them.
  *
  * @since 0.1.0
  * @category models
  */
-export type Services = DeixisTelegraf.Services | ConversationStateStore | ReminderStore | UpdateInbox
+export type Services = DeixisServices.Services | DeixisServices.Stores
 
 /**
  * The update types the bot asks Telegram for (`message_reaction` must be asked for by name).
@@ -530,7 +531,7 @@ export const make = (
           const superseded = scope === undefined ? undefined : turns.get(turnKey(scope))
           if (superseded === undefined || scope === undefined) return Effect.void
           // Only a message the bot will answer supersedes: a remark in passing leaves the turn running.
-          const text = mapped.decoded.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+          const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
           return mapped.addressed || Llm.mentionsAlias(text, settings.aliases) ? Deferred.succeed(superseded, undefined) : Effect.void
         })
     }

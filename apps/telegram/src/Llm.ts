@@ -27,7 +27,6 @@
  * @since 0.1.0
  */
 import * as ContextLoader from "@deixis/chathistory/ContextLoader"
-import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
@@ -71,7 +70,6 @@ export interface LlmConfig {
   /** Extra instructions appended to the system prompt. */
   readonly instructions: string
   readonly budgets: DeixisToolkit.Budgets
-  readonly context: ContextLoader.ContextLoaderSettings
   /** The prompt's token budget (`DEIXIS_PROMPT_*`). */
   readonly prompt: PromptAssembler.PromptBudget
   /** `read_url`'s bounds (`DEIXIS_FETCH_*`). */
@@ -94,9 +92,9 @@ export const defaults = {
 /**
  * `LLM_BASE_URL` (LLM mode is off when unset), `LLM_MODEL` (required with it), `LLM_API_KEY`
  * (optional, redacted), `LLM_MAX_ROUNDS` (6), `LLM_TIMEOUT` (60 seconds), `LLM_ALIASES`
- * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`
- * the loader's `DEIXIS_CONTEXT_*`, the prompt budget's `DEIXIS_PROMPT_*` and `read_url`'s
- * `DEIXIS_FETCH_*` keys.
+ * (comma-separated, none), `LLM_INSTRUCTIONS` (empty), and the tools' `DEIXIS_TOOLS_BUDGET_*`,
+ * the prompt budget's `DEIXIS_PROMPT_*` and `read_url`'s `DEIXIS_FETCH_*` keys. The context
+ * loader (`DEIXIS_CONTEXT_*`) is the deixis composition's (`DeixisServices.layerConfig`).
  *
  * @since 0.1.0
  * @category config
@@ -117,7 +115,6 @@ export const config: Config.Config<Option.Option<LlmConfig>> = Config.all({
   ),
   instructions: Config.string("LLM_INSTRUCTIONS").pipe(Config.withDefault(defaults.instructions)),
   budgets: DeixisToolkit.config,
-  context: ContextLoader.config,
   prompt: PromptAssembler.config,
   fetch: UrlReader.config
 }).pipe(Config.mapOrFail(({ baseUrl, model, ...rest }) =>
@@ -396,11 +393,11 @@ export interface Assistant {
  */
 export const make = (settings: LlmConfig) =>
   Effect.gen(function*() {
-    const history = yield* HistoryStore.HistoryStore
     const stateService = yield* ConversationState.ConversationState
     const activeContext = yield* ActiveContext.ActiveContext
     const ingest = yield* ContextIngest
-    const loader = ContextLoader.make(history, settings.context)
+    // The loader of the deixis composition (`DeixisServices`), as the HTTP service's.
+    const loader = yield* ContextLoader.ContextLoader
     const reader = Option.getOrElse(
       yield* Effect.serviceOption(UrlReader.UrlReader),
       () => UrlReader.make(settings.fetch, { onRead: Metrics.recordRead })
@@ -481,11 +478,8 @@ export const make = (settings: LlmConfig) =>
         const mapped = ctx.deixis.update
         const scope = ctx.deixis.scope
         if (scope === undefined || mapped.skipped !== undefined) return
-        const items = yield* Effect.forEach(mapped.history, (encoded) => Effect.option(HistoryItem.decode(encoded)))
         // The message itself, not the replied-to copy the mapper puts before it.
-        const current = items.flatMap((o) =>
-          Option.isSome(o) && o.value.kind === "inbound_user" && o.value.message_id === scope.message_id ? [o.value] : []
-        )[0]
+        const current = mapped.history.find((item) => item.kind === "inbound_user" && item.message_id === scope.message_id)
         if (current === undefined || current.text.trim() === "") return
         const byAlias = !mapped.addressed && mentionsAlias(current.text, settings.aliases)
         if (!mapped.addressed && !byAlias) return

@@ -15,7 +15,6 @@ export * as ChatSettings from "./ChatSettings.js"
 /** @since 0.1.0 */
 export * as Dispatcher from "./Dispatcher.js"
 /** @since 0.3.0 */
-export * as Lifecycle from "./Lifecycle.js"
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"
 /** @since 0.1.0 */
@@ -33,4 +32,3 @@ export * as TelegramSend from "./TelegramSend.js"
 /** @since 0.1.0 */
 export * as Times from "./Times.js"
 /** @since 0.3.0 */
-export * as Version from "./Version.js"

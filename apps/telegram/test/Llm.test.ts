@@ -1,5 +1,6 @@
 import * as ActiveContext from "@deixis/core/ActiveContext"
 import * as ConversationState from "@deixis/core/ConversationState"
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as PromptAssembler from "@deixis/chathistory/PromptAssembler"
 import { DeixisToolkit, type Envelope, UrlReader } from "@deixis/tools"
@@ -68,7 +69,6 @@ const llmConfig = (baseUrl: string, overrides: Partial<Llm.LlmConfig> = {}): Llm
   aliases: ["deixie"],
   instructions: "",
   budgets: DeixisToolkit.defaultBudgets,
-  context: { recency_window: 10, reply_context_window: 3, gap_threshold_minutes: 15, reply_chain: true, chain_max_messages: 8, chain_side_replies_per_message: 3, chain_side_replies_total: 12 },
   prompt: PromptAssembler.defaults,
   fetch: UrlReader.defaults,
   ...overrides
@@ -416,7 +416,7 @@ const pgStores = Layer.unwrapScoped(Effect.map(
   ),
   (schema) => SqlStore.layerPg({ url: pgUrl, schema, max_connections: 4, sweep_interval: 0 })
 ))
-const storeChoices: ReadonlyArray<readonly [string, Layer.Layer<StoreConfig.Stores, unknown>]> = [
+const storeChoices: ReadonlyArray<readonly [string, Layer.Layer<DeixisServices.Stores, unknown>]> = [
   ["memory", StoreConfig.layerMemory],
   ["sqlite", sqliteStores],
   ["postgres", pgStores]

@@ -1,3 +1,4 @@
+import * as ContextLoader from "@deixis/chathistory/ContextLoader"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as ContextStore from "@deixis/core/ContextStore"
@@ -24,6 +25,7 @@ describe("README", () => {
       ContextStore.memoryConfig,
       HistoryStore.memoryConfig,
       WritePolicy.config,
+      ContextLoader.config,
       ConversationState.MaxBytesConfig,
       SqlStore.sqliteConfig,
       SqlStore.pgConfig,

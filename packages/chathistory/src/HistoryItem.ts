@@ -10,7 +10,7 @@
  */
 import { InvalidEvent, pathOf } from "@deixis/core/Errors"
 import type { MessageMeta } from "@deixis/core/ContextObject"
-import { ChatId, formatTimestamp, MessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
+import { ChatId, formatTimestamp, MessageId, migratedMessageId, OptionalTopicId, Timestamp, UserId } from "@deixis/core/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -249,6 +249,25 @@ export const encodeTrusted = (item: HistoryItem): HistoryItemEncoded => {
   if (item.event_id !== undefined) out.event_id = item.event_id
   return out
 }
+
+/**
+ * The item as it is kept in the chat `to` that its chat migrated into (a Telegram group
+ * upgraded to a supergroup): its message, reply and response ids become
+ * `Ids.migratedMessageId(id)`, as every store's `migrateChat` re-keys them. The one rule for
+ * moving an item: the stores' migrations and the recorder of a late update use it.
+ *
+ * @since 0.1.0
+ * @category migration
+ */
+export const toMigratedChat = (item: HistoryItem, to: string): HistoryItem => ({
+  ...item,
+  chat_id: to,
+  message_id: migratedOrNull(item.message_id),
+  reply_to_message_id: migratedOrNull(item.reply_to_message_id),
+  bot_response_id: migratedOrNull(item.bot_response_id)
+})
+
+const migratedOrNull = (id: string | null): string | null => (id === null ? null : migratedMessageId(id))
 
 /**
  * The Markdown blockquote of a quote: `> [Bob](tg:@bob): text`, every line quoted.

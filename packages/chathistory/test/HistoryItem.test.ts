@@ -157,6 +157,23 @@ describe("HistoryItem", () => {
     assert.isTrue(Option.isNone(HistoryItem.toMessageMeta({ ...built.item, message_id: null })))
   })
 
+  it("an item moved to the chat its chat migrated into keeps everything but its chat and its ids, which are marked as carried over", () => {
+    const built = HistoryItem.build({
+      kind: "outbound_agent",
+      chat_id: "-5",
+      message_id: "3",
+      reply_to_message_id: "2",
+      sender: { user_id: "99", username: "bot" },
+      text: "x"
+    }, 5)
+    const item = { ...built.item, bot_response_id: "4" }
+    const moved = HistoryItem.toMigratedChat(item, "-1009")
+    assert.deepStrictEqual(moved, { ...item, chat_id: "-1009", message_id: "~3", reply_to_message_id: "~2", bot_response_id: "~4" })
+    // An item without a message (a reaction) keeps its null ids.
+    const reaction = HistoryItem.toMigratedChat({ ...item, message_id: null, bot_response_id: null }, "-1009")
+    assert.deepStrictEqual([reaction.message_id, reaction.reply_to_message_id, reaction.bot_response_id], [null, "~2", null])
+  })
+
   it("property: encodeTrusted is Schema's encode, byte for byte, for any valid item", () => {
     const forward = fc.option(fc.record({
       origin: fc.constantFrom("user" as const, "hidden_user" as const, "chat" as const, "channel" as const),

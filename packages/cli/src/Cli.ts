@@ -10,13 +10,11 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
+import * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
-import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as ChatInfo from "@deixis/core/ChatInfo"
 import { ContextObject } from "@deixis/core/ContextObject"
 import { ContextStore, memoryConfig } from "@deixis/core/ContextStore"
-import * as ConversationState from "@deixis/core/ConversationState"
-import * as Deixis from "@deixis/core/Deixis"
 import * as SqlStore from "@deixis/store-sql/SqlStore"
 import * as StoreConfig from "@deixis/store-sql/StoreConfig"
 import * as Clock from "effect/Clock"
@@ -24,7 +22,6 @@ import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Import from "./Import.js"
@@ -36,18 +33,14 @@ import * as Import from "./Import.js"
 const storesOf = (choice: StoreConfig.StoreChoice) => StoreConfig.layer(choice, { scheduledSweep: false })
 
 /**
- * The services recording needs over the stores a choice names, configured as the apps are
- * (the retention sweep aside: an import never has what it wrote removed under it).
+ * Deixis over the stores a choice names, composed and configured as the apps compose it
+ * (chathistory's `DeixisServices.layerConfig`), the retention sweep aside: an import never has
+ * what it wrote removed under it.
  *
  * @since 0.1.0
  * @category layers
  */
-export const services = (choice: StoreConfig.StoreChoice) => {
-  const stores = storesOf(choice)
-  return Layer.mergeAll(ConversationState.layerConfig(), WritePolicy.layerConfig).pipe(
-    Layer.provideMerge(Layer.merge(Deixis.layerWithConfig(stores), stores))
-  )
-}
+export const services = (choice: StoreConfig.StoreChoice) => DeixisServices.layerConfig(storesOf(choice))
 
 /** Where output goes: injectable so tests read what an operator would see. */
 export interface Output {

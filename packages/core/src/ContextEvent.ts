@@ -35,7 +35,7 @@ export const EventId = Ids.EventId
  * the same JSON Schema (it stands in for it). `schema` is `Schema.Array(item)` refined, its
  * bound set with `Schema.maxItems`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const lengthCheckedFirst: <A, I, R>(
@@ -331,6 +331,23 @@ export type ContextEvent = typeof ContextEvent.Type
  * @category models
  */
 export type ContextEventInput = typeof ContextEvent.Encoded
+
+/**
+ * The event as it applies to the chat `to` that its chat migrated into (a Telegram group
+ * upgraded to a supergroup): a message's ids become `Ids.migratedMessageId(id)`, as
+ * `ContextStore.migrateChat` re-keyed the chat's messages. Other events name no chat and are
+ * returned as they are.
+ *
+ * @since 0.1.0
+ * @category migration
+ */
+export const toMigratedChat = (event: ContextEvent, to: string): ContextEvent =>
+  event.type !== "message_observed" && event.type !== "message_edited" ? event : {
+    ...event,
+    chat_id: to,
+    message_id: Ids.migratedMessageId(event.message_id),
+    reply_to_message_id: event.reply_to_message_id === null ? null : Ids.migratedMessageId(event.reply_to_message_id)
+  }
 
 /**
  * A batch of events (at most 1,000; the length is checked before any event is decoded).

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { ChatId, MessageId, ObjectId, Timestamp, TopicId, UserId } from "./Ids.js"
+import { ChatId, MessageId, migratedMessageId, ObjectId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import type { PoolTier } from "./ContextStore.js"
 import { TextSpan } from "./Quote.js"
@@ -207,6 +207,36 @@ export const MessageMeta = Schema.Struct({
  * @category models
  */
 export type MessageMeta = typeof MessageMeta.Type
+
+/**
+ * The message as it is kept in the chat `to` that its chat migrated into (a Telegram group
+ * upgraded to a supergroup): its id and the id it replies to become
+ * `Ids.migratedMessageId(id)` (the new chat numbers its messages from 1 again). The one rule
+ * for moving a message; every `ContextStore.migrateChat` uses it.
+ *
+ * @since 0.1.0
+ * @category migration
+ */
+export const messageToMigratedChat = (message: MessageMeta, to: string): MessageMeta => ({
+  ...message,
+  chat_id: to,
+  message_id: migratedMessageId(message.message_id),
+  reply_to_message_id: message.reply_to_message_id === null ? null : migratedMessageId(message.reply_to_message_id)
+})
+
+/**
+ * The object as it is kept in the chat `to` that its chat migrated into: its id stays, its
+ * source message's id becomes `Ids.migratedMessageId(id)`, as {@link messageToMigratedChat}
+ * moves that message.
+ *
+ * @since 0.1.0
+ * @category migration
+ */
+export const toMigratedChat = (object: ContextObject, to: string): ContextObject => ({
+  ...object,
+  chat_id: to,
+  source_message_id: migratedMessageId(object.source_message_id)
+})
 
 /**
  * The id of the object that stands for a plain message, which has no typed object of its own.

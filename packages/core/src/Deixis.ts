@@ -1,5 +1,8 @@
 /**
- * The core, composed: ingest, both tools, the scorer and the TTL policy over one store.
+ * The core, composed: ingest, both tools, the scorer and the TTL policy over one store. Every
+ * layer here is the same composition with other settings. A deployment with the history side
+ * too (conversation state, context loader, write policy, every store port) uses
+ * `DeixisServices` of `@deixis/chathistory`, which builds on this.
  *
  * @since 0.1.0
  */
@@ -41,6 +44,14 @@ export const tools: Layer.Layer<
   ContextStore.ContextStore | Scoring.Scoring | TtlPolicy.TtlPolicy
 > = Layer.mergeAll(ContextIngest.layer, ReferenceResolver.layer, ActiveContext.layer)
 
+// The one composition every variant below is: the tools over the store, the scorer and the
+// policy (the scorer may read the policy).
+const compose = <E, R, E1, E2>(
+  store: Layer.Layer<ContextStore.ContextStore, E, R>,
+  policy: Layer.Layer<TtlPolicy.TtlPolicy, E1>,
+  scorer: Layer.Layer<Scoring.Scoring, E2, TtlPolicy.TtlPolicy>
+): Layer.Layer<Services, E | E1 | E2, R> =>
+  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(scorer, policy))))
 
 /**
  * The core's services over any ContextStore layer.
@@ -51,8 +62,7 @@ export const tools: Layer.Layer<
 export const layerWith = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>,
   options: { readonly ttl?: Partial<TtlPolicy.TtlSettings>; readonly scoring?: Scoring.ScoringOptions } = {}
-): Layer.Layer<Services, E, R> =>
-  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layer(options.scoring), TtlPolicy.layer(options.ttl)))))
+): Layer.Layer<Services, E, R> => compose(store, TtlPolicy.layer(options.ttl), Scoring.layer(options.scoring))
 
 /**
  * Replaced rules: a TTL policy layer, a scorer layer (it may read the policy), and custom
@@ -80,8 +90,7 @@ export const layerWithRules = <E, R, E1 = never, E2 = never>(
 ): Layer.Layer<Services, E | E1 | E2 | KindRegistry.InvalidKindDescriptor, R> => {
   const policy: Layer.Layer<TtlPolicy.TtlPolicy, E1> = rules.policy ?? TtlPolicy.layer()
   const scorer: Layer.Layer<Scoring.Scoring, E2, TtlPolicy.TtlPolicy> = rules.scorer ?? Scoring.layer()
-  const core = tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(scorer, policy))))
-  return Layer.provide(core, KindRegistry.layer(rules.kinds ?? []))
+  return Layer.provide(compose(store, policy, scorer), KindRegistry.layer(rules.kinds ?? []))
 }
 
 /**
@@ -107,8 +116,7 @@ export const layerMemory = (
  */
 export const layerWithConfig = <E, R>(
   store: Layer.Layer<ContextStore.ContextStore, E, R>
-): Layer.Layer<Services, E | ConfigError.ConfigError, R> =>
-  tools.pipe(Layer.provideMerge(Layer.merge(store, Layer.provideMerge(Scoring.layerConfig, TtlPolicy.layerConfig))))
+): Layer.Layer<Services, E | ConfigError.ConfigError, R> => compose(store, TtlPolicy.layerConfig, Scoring.layerConfig)
 
 /**
  * The core's services over the in-memory store, every setting read from configuration.

@@ -7,7 +7,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as ActiveContext from "../src/ActiveContext.js"
 import * as Schema from "effect/Schema"
-import { ContextEventBatch, decodeEvents } from "../src/ContextEvent.js"
+import { ContextEventBatch, decodeEvents, toMigratedChat } from "../src/ContextEvent.js"
 import { activate, ingest, message, withCore } from "./fixtures.js"
 
 const failure = (input: unknown) => {
@@ -23,6 +23,18 @@ describe("events", () => {
       [event!.chat_id, event!.type === "message_observed" ? event!.message_id : "", event!.type === "message_observed" ? event!.topic_id : ""],
       ["-1001234567890", "42", "7"]
     )
+  })
+
+  it("a message event moved to the chat its chat migrated into carries the new chat and the carried-over ids; other events stay", () => {
+    const [observed, edited, closed] = Either.getOrThrow(decodeEvents([
+      { type: "message_observed", chat_id: "-5", message_id: "42", reply_to_message_id: "41" },
+      { type: "message_edited", chat_id: "-5", message_id: "43", edited_at: "2026-02-13T08:20:10Z" },
+      { type: "poll_closed", event_id: "poll_closed:1", poll_id: "1" }
+    ]))
+    const moved = [observed!, edited!, closed!].map((e) => toMigratedChat(e, "-1009"))
+    assert.deepStrictEqual(moved[0], Object.assign({}, observed, { chat_id: "-1009", message_id: "~42", reply_to_message_id: "~41" }))
+    assert.deepStrictEqual(moved[1], Object.assign({}, edited, { chat_id: "-1009", message_id: "~43", reply_to_message_id: null }))
+    assert.strictEqual(moved[2], closed)
   })
 
   it("a malformed event names the failing field", () => {

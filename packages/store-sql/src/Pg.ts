@@ -14,7 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { describe } from "./internal/db.js"
 import { isIdentifier } from "./internal/migrations.js"
-import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } from "./SqlStore.js"
+import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(pgConfig)
 

@@ -15,7 +15,7 @@ import * as Layer from "effect/Layer"
 import { describe } from "./internal/db.js"
 import { registerReader } from "./internal/readConnection.js"
 import * as sqliteClient from "./internal/sqliteClient.js"
-import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./SqlStore.js"
+import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
 

@@ -1,7 +1,8 @@
 /**
  * The one parser of a deployment's store choice, shared by every app (the HTTP service, the
  * Telegram bot): `DEIXIS_STORE` names where state lives, and {@link layer} builds every store
- * port there.
+ * port there (chathistory's `DeixisServices.Stores`, which `DeixisServices.layerConfig`
+ * composes deixis over).
  *
  * - unset or `sqlite` → a SQLite file: `DEIXIS_SQLITE_FILE`, or the app's default file;
  * - `sqlite:<file>` → that SQLite file;
@@ -14,6 +15,7 @@
  *
  * @since 0.1.0
  */
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as ContextStore from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
@@ -39,19 +41,6 @@ export type StoreChoice =
   | { readonly _tag: "memory" }
   | { readonly _tag: "sqlite"; readonly filename: string }
   | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string> }
-
-/**
- * Every store port a choice provides.
- *
- * @since 0.1.0
- * @category models
- */
-export type Stores =
-  | ContextStore.ContextStore
-  | HistoryStore.HistoryStore
-  | ConversationState.ConversationStateStore
-  | ReminderStore.ReminderStore
-  | UpdateInbox.UpdateInbox
 
 /**
  * The parser, given the app's default SQLite file (used when `DEIXIS_STORE` names SQLite
@@ -108,7 +97,7 @@ const memoryStores = (sweep: { readonly sweep_interval?: number }) =>
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<Stores, ConfigError.ConfigError> = memoryStores({})
+export const layerMemory: Layer.Layer<DeixisServices.Stores, ConfigError.ConfigError> = memoryStores({})
 
 /**
  * Options of {@link layer}.
@@ -135,7 +124,7 @@ export interface LayerOptions {
 export const layer = (
   choice: StoreChoice,
   options: LayerOptions = {}
-): Layer.Layer<Stores, ConfigError.ConfigError | SqlStore.SqlStoreError> => {
+): Layer.Layer<DeixisServices.Stores, ConfigError.ConfigError | SqlStore.SqlStoreError> => {
   const sweep = options.scheduledSweep === false ? { sweep_interval: 0 } : {}
   switch (choice._tag) {
     case "memory":

@@ -22,12 +22,13 @@ import * as path from "node:path"
 import { cacheEvictions, cacheHits, cacheMisses, makeContextCache, untouched } from "../src/internal/contextCache.js"
 import { sqliteChanges } from "../src/internal/changes.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
-import { type Db, makeDb } from "../src/internal/db.js"
+import { type Db, makeDb, withQuery } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
 import * as Pg from "../src/Pg.js"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
 import { freshSchema, pgUrl, poolQuery, T0, tempDir, writeSnapshotRows } from "./helpers.js"
+import { compile, raw, sql } from "../src/internal/statement.js"
 
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 const settings = (cache_mb: number) => ({ ...SqlStore.retentionDefaults, sweep_interval: 0, cache_mb })
@@ -66,7 +67,7 @@ const twoDatabases = (engine: Engine): Effect.Effect<readonly [Db, Db], unknown,
     }
     const schema = freshSchema()
     const admin = yield* client(Pg.layerClient({ url: pgUrl, max_connections: 1 }))
-    yield* Effect.addFinalizer(() => Effect.orDie(admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)))
+    yield* Effect.addFinalizer(() => Effect.orDie(admin.query(raw(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))))
     const a = yield* client(Pg.layerClient({ url: pgUrl, schema, max_connections: 2 }))
     yield* migrate(a, schema)
     return [a, yield* client(Pg.layerClient({ url: pgUrl, schema, max_connections: 2 }))] as const
@@ -157,7 +158,7 @@ for (const engine of ["sqlite", "pg"] as const) {
       Effect.gen(function*() {
         const [dbA, dbB] = yield* twoDatabases(engine)
         let statements = 0
-        const counted: Db = { ...dbB, query: (text, params) => Effect.suspend(() => (statements++, dbB.query(text, params))) }
+        const counted: Db = withQuery(dbB, (statement) => Effect.suspend(() => (statements++, dbB.query(statement))))
         const a = yield* storeOn(dbA, settings(64))
         const b = yield* storeOn(counted, settings(64))
         const direct = yield* storeOn(dbB, settings(0))
@@ -520,15 +521,15 @@ describe("the SQLite commit probe (the -shm wal-index header)", () => {
       const [a, b] = yield* twoDatabases("sqlite")
       const probe = yield* sqliteChanges(a.sql)
       assert.isDefined(probe)
-      yield* a.query(`SELECT count(*) FROM deixis_chats`)
+      yield* a.query(sql`SELECT count(*) FROM deixis_chats`)
       const first = probe!.token()
       assert.isDefined(first)
-      yield* b.query(`SELECT count(*) FROM deixis_messages`)
+      yield* b.query(sql`SELECT count(*) FROM deixis_messages`)
       assert.strictEqual(probe!.token(), first, "a read commits nothing")
-      yield* b.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ('probe', 1, 0)`)
+      yield* b.query(sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ('probe', 1, 0)`)
       const second = probe!.token()
       assert.notStrictEqual(second, first, "the other connection's commit")
-      yield* a.query(`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id = 'probe'`)
+      yield* a.query(sql`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id = 'probe'`)
       assert.notStrictEqual(probe!.token(), second, "this connection's own commit")
       const memory = yield* Layer.build(Sqlite.layerClient({ filename: ":memory:" }))
       assert.isUndefined(yield* sqliteChanges(Context.get(memory, SqlClient.SqlClient)))
@@ -624,15 +625,11 @@ const upgradeFrom7 = Effect.gen(function*() {
   const reference = makeMemory()
   yield* reference.apply(decode(seed(chat)), { now: T0, ttl: TtlPolicy.defaultPolicy })
   const written = yield* reference.snapshot(chat)
-  yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at, is_forum) VALUES (?, ?, ?, 0)`, [
-    chat,
-    written.objects.length + 1,
-    T0
-  ])
+  yield* db.query(sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at, is_forum) VALUES (${chat}, ${written.objects.length + 1}, ${T0}, 0)`)
   yield* writeSnapshotRows(db, chat, written)
   assert.deepStrictEqual(yield* migrate(db, undefined), migrations.map((m) => m.version).filter((v) => v > 7))
   assert.deepStrictEqual(migrations.map((m) => m.version).slice(0, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-  const revision = () => Effect.map(db.query(`SELECT revision FROM deixis_chats WHERE chat_id = ?`, [chat]), (rows) => Number(rows[0]!["revision"]))
+  const revision = () => Effect.map(db.query(sql`SELECT revision FROM deixis_chats WHERE chat_id = ${chat}`), (rows) => Number(rows[0]!["revision"]))
   assert.strictEqual(yield* revision(), 0)
   const store = makeSqlContextStore(db, settings(64))
   const before = yield* store.pool(query(chat))
@@ -649,7 +646,7 @@ const upgradeFrom7 = Effect.gen(function*() {
     type: "message_edited" as const, chat_id: chat, message_id: 5, topic_id: 1, edited_at: at, links: [{ url }]
   })
   yield* apply(store, [edit("2026-11-22T10:20:00Z", "https://example.com/newer"), edit("2026-11-22T10:10:00Z", "https://example.com/older")])
-  const editedAt = yield* db.query(`SELECT edited_at FROM deixis_messages WHERE chat_id = ? AND message_id = ?`, [chat, "5"])
+  const editedAt = yield* db.query(sql`SELECT edited_at FROM deixis_messages WHERE chat_id = ${chat} AND message_id = ${"5"}`)
   assert.strictEqual(Number(editedAt[0]!["edited_at"]), Date.parse("2026-11-22T10:20:00Z"))
   const refs = (yield* store.snapshot(chat)).objects.filter((o) => o.source_message_id === "5").map((o) => o.ref)
   assert.deepStrictEqual(refs, ["https://example.com/newer"])
@@ -668,5 +665,74 @@ describe("migrations 8 (chat revisions) and 9 (edit times)", () => {
       )
       yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE SCHEMA "${schema}"`)).pipe(Effect.provide(admin))
       yield* upgradeFrom7.pipe(Effect.provide(Pg.layerClient({ url: pgUrl, schema, max_connections: 1 })))
+    }))
+})
+
+describe("PostgreSQL: a write batch in one round trip", () => {
+  it.scoped("a new message in a known chat is one read and one write call, a redelivered batch one read; nothing runs in a transaction", () =>
+    Effect.gen(function*() {
+      const [db] = yield* twoDatabases("pg")
+      const statements: Array<string> = []
+      const counted = withQuery(db, (statement) => Effect.suspend(() => (statements.push(compile(db.dialect, statement).text), db.query(statement))))
+      const store = yield* storeOn(counted, settings(0))
+      yield* apply(store, seed("rt"))
+      statements.length = 0
+      const message = [{ type: "message_observed", chat_id: "rt", message_id: 4, topic_id: 1, reply_to_message_id: 1, links: [{ url: "https://example.com/rt" }] }]
+      const first = yield* apply(store, message)
+      assert.strictEqual(first.applied, 1)
+      assert.strictEqual(statements.length, 2, statements.join("\n---\n"))
+      assert.include(statements[1]!, "deixis_apply(")
+      statements.length = 0
+      const again = yield* apply(store, message)
+      assert.strictEqual(again.duplicates, 1)
+      assert.strictEqual(statements.length, 1)
+      const snapshot = yield* store.snapshot("rt")
+      assert.deepStrictEqual(snapshot.messages.map((m) => m.message_id).sort(), ["1", "2", "3", "4"])
+      assert.deepStrictEqual(snapshot.objects.filter((o) => o.source_message_id === "4").map((o) => o.ref), ["https://example.com/rt"])
+    }))
+
+  it.scoped("two instances writing into one chat at once lose nothing: every message, each object with its own sequence number", () =>
+    Effect.gen(function*() {
+      const [dbA, dbB] = yield* twoDatabases("pg")
+      const a = yield* storeOn(dbA, settings(64))
+      const b = yield* storeOn(dbB, settings(64))
+      const batches = Array.from({ length: 40 }, (_, i) => [
+        { type: "message_observed", chat_id: "race", message_id: i + 1, topic_id: 1, links: [{ url: `https://example.com/race/${i + 1}` }] }
+      ])
+      const results = yield* Effect.forEach(batches, (batch, i) => apply(i % 2 === 0 ? a : b, batch), { concurrency: 8 })
+      assert.deepStrictEqual(results.map((r) => r.applied), batches.map(() => 1))
+      const snapshot = yield* b.snapshot("race")
+      assert.strictEqual(snapshot.messages.length, 40)
+      assert.strictEqual(snapshot.objects.length, 40)
+      const seqs = yield* dbA.query(sql`SELECT seq FROM deixis_objects WHERE chat_id = ${"race"}`)
+      assert.strictEqual(new Set(seqs.map((r) => Number(r["seq"]))).size, 40)
+      const chat = yield* dbA.query(sql`SELECT next_seq, revision FROM deixis_chats WHERE chat_id = ${"race"}`)
+      assert.strictEqual(Number(chat[0]!["next_seq"]), 41)
+      // One revision per write; batches that arrived together at one instance were one write.
+      assert.isAtLeast(Number(chat[0]!["revision"]), 2)
+      assert.isAtMost(Number(chat[0]!["revision"]), 40)
+      // Both instances' caches answer as the database does.
+      assert.deepStrictEqual(shape(yield* a.pool(query("race"))), shape(yield* makeSqlContextStore(dbA, settings(0)).pool(query("race"))))
+    }))
+
+  it.scoped("batches that arrive at one instance while its write to their chat is under way are written together, each answered as if applied alone", () =>
+    Effect.gen(function*() {
+      const [db] = yield* twoDatabases("pg")
+      let writes = 0
+      const counted = withQuery(db, (statement) =>
+        Effect.suspend(() => {
+          if (compile(db.dialect, statement).text.includes("deixis_apply(")) writes++
+          return db.query(statement)
+        }))
+      const store = yield* storeOn(counted, settings(64))
+      const batch = (i: number) => [{ type: "message_observed", chat_id: "together", message_id: i, topic_id: 1, links: [{ url: `https://example.com/t/${i}` }] }]
+      // The same message twice in the burst: the second is a duplicate, as it would be one after the other.
+      const results = yield* Effect.forEach([...Array.from({ length: 20 }, (_, i) => batch(i + 1)), batch(1)], (b) => apply(store, b), { concurrency: "unbounded" })
+      assert.deepStrictEqual(results.map((r) => [r.applied, r.duplicates]), [...Array.from({ length: 20 }, () => [1, 0]), [0, 1]])
+      assert.isBelow(writes, 20)
+      const snapshot = yield* store.snapshot("together")
+      assert.strictEqual(snapshot.messages.length, 20)
+      assert.strictEqual(snapshot.objects.length, 20)
+      assert.deepStrictEqual(shape(yield* store.pool(query("together"))), shape(yield* makeSqlContextStore(db, settings(0)).pool(query("together"))))
     }))
 })

@@ -29,7 +29,10 @@ const manifest = JSON.parse(fs.readFileSync(new URL("../package.json", import.me
 const drivers = ["@effect/sql-sqlite-node", "@effect/sql-pg"]
 
 /** Every bare module a source file reaches through static imports (`import … from`, `export … from`). */
-const staticImports = (entry: string): Set<string> => {
+const staticImports = (entry: string): Set<string> => reach(entry).bare
+
+/** The bare modules and the source files (relative to src/) a source file reaches through static imports. */
+const reach = (entry: string) => {
   const seen = new Set<string>()
   const bare = new Set<string>()
   const visit = (file: string) => {
@@ -43,7 +46,8 @@ const staticImports = (entry: string): Set<string> => {
     }
   }
   visit(new URL(entry, src).pathname)
-  return bare
+  const files = new Set([...seen].map((file) => path.relative(new URL(src).pathname, file)))
+  return { bare, files }
 }
 
 const T0 = Date.parse("2026-11-25T10:00:00Z")
@@ -58,6 +62,19 @@ describe("engines as entry points", () => {
     assert.isTrue([...staticImports("Pg.ts")].some((s) => s.startsWith("@effect/sql-pg")))
     assert.isFalse([...staticImports("Sqlite.ts")].some((s) => s.startsWith("@effect/sql-pg")))
     assert.isFalse([...staticImports("Pg.ts")].some((s) => s.startsWith("@effect/sql-sqlite-node")))
+  })
+
+  it("the engines build on the shared code and never on the root module, which alone loads them (when a layer is built)", () => {
+    for (const engine of ["Sqlite.ts", "Pg.ts"]) {
+      const files = reach(engine).files
+      assert.isTrue(files.has("internal/stores.ts"), engine)
+      assert.isFalse(files.has("SqlStore.ts"), `${engine} reaches SqlStore.ts`)
+      assert.isFalse(files.has("index.ts"), `${engine} reaches index.ts`)
+    }
+    const loaders = fs.readdirSync(new URL(src).pathname, { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".ts"))
+      .filter((file) => /import\(\s*"\.\/(Sqlite|Pg)\.js"\s*\)|from\s+"[./]*(Sqlite|Pg)\.js"/.test(fs.readFileSync(new URL(file, src), "utf8")))
+    assert.deepStrictEqual(loaders, ["SqlStore.ts"])
   })
 
   it("drivers are optional peer dependencies, and each engine has its own export", () => {

@@ -24,7 +24,7 @@ const setup = Effect.gen(function*() {
   const filename = path.join(yield* tempDir, "group.db")
   const sql = yield* Effect.map(Layer.build(Sqlite.layerClient({ filename })), Context.get(SqlClient.SqlClient))
   const db = makeDb(sql)
-  yield* db.query("CREATE TABLE t (k TEXT PRIMARY KEY)")
+  yield* db.run`CREATE TABLE t (k TEXT PRIMARY KEY)`
   const reader = yield* Effect.map(Layer.build(SqliteClient.layer({ filename })), Context.get(SqlClient.SqlClient))
   /** Whether the other connection sees `k` committed. */
   const committed = (k: string) =>
@@ -32,7 +32,7 @@ const setup = Effect.gen(function*() {
       // Run on the other connection even from inside a transaction (@effect/sql would run it on the transaction's).
       Effect.mapInputContext((context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context))
     )
-  const insert = (k: string) => db.query("INSERT INTO t (k) VALUES (?)", [k])
+  const insert = (k: string) => db.run`INSERT INTO t (k) VALUES (${k})`
   return { db, committed, insert }
 })
 
@@ -49,7 +49,7 @@ describe("SQLite group commit", () => {
         db.transaction(Effect.gen(function*() {
           yield* insert(k)
           // In the shared transaction, the first write's row; on the other connection, nothing yet.
-          const mine = yield* db.query("SELECT k FROM t WHERE k = 'w0'")
+          const mine = yield* db.run`SELECT k FROM t WHERE k = 'w0'`
           seen.push([k, mine.length === 1, yield* committed("w0")])
         }))
       yield* Effect.all(Array.from({ length: 8 }, (_, i) => write(`w${i}`)), { concurrency: "unbounded", discard: true })
@@ -98,7 +98,7 @@ describe("SQLite group commit", () => {
         [
           db.transaction(insert("before")),
           // A statement that ends the shared transaction: its savepoint cannot be released.
-          db.transaction(Effect.zipRight(insert("breaker"), db.query("ROLLBACK"))),
+          db.transaction(Effect.zipRight(insert("breaker"), db.run`ROLLBACK`)),
           db.transaction(insert("after"))
         ].map(Effect.exit),
         { concurrency: "unbounded" }
@@ -159,11 +159,11 @@ describe("SQLite group commit", () => {
       })))
       yield* Deferred.await(inserted)
       // The write transaction holds the write connection until the gate opens: this read would wait for it.
-      const during = yield* db.query("SELECT k FROM t")
+      const during = yield* db.run`SELECT k FROM t`
       assert.deepStrictEqual(during, [])
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(write)
       assert.isTrue(yield* committed("open"))
-      assert.deepStrictEqual(yield* db.query("SELECT k FROM t"), [{ k: "open" }])
+      assert.deepStrictEqual(yield* db.run`SELECT k FROM t`, [{ k: "open" }])
     }))
 })

@@ -15,6 +15,7 @@ import * as Pg from "../src/Pg.js"
 import * as Sqlite from "../src/Sqlite.js"
 import type { Db } from "../src/internal/db.js"
 import * as SqlStore from "../src/SqlStore.js"
+import { sql } from "../src/internal/statement.js"
 
 export const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 
@@ -97,14 +98,10 @@ export const writeSnapshotRows = (db: Db, chat: string, written: ChatSnapshot) =
   Effect.gen(function*() {
     for (const m of written.messages) {
       yield* db.query(
-        `INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [chat, m.message_id.length, m.message_id, m.topic_id ?? "", m.reply_to_message_id?.length ?? null, m.reply_to_message_id, m.sender_user_id, 0, m.sent_at]
-      )
+        sql`INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at) VALUES (${chat}, ${m.message_id.length}, ${m.message_id}, ${m.topic_id ?? ""}, ${m.reply_to_message_id?.length ?? null}, ${m.reply_to_message_id}, ${m.sender_user_id}, ${0}, ${m.sent_at})`)
     }
     for (const [i, o] of written.objects.entries()) {
       yield* db.query(
-        `INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [chat, o.object_id, i + 1, o.kind, o.topic_id ?? "", o.source_message_id, o.created_by_user_id ?? null, o.active_until, o.active_until ?? o.created_at, JSON.stringify(o)]
-      )
+        sql`INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body) VALUES (${chat}, ${o.object_id}, ${i + 1}, ${o.kind}, ${o.topic_id ?? ""}, ${o.source_message_id}, ${o.created_by_user_id ?? null}, ${o.active_until}, ${o.active_until ?? o.created_at}, ${JSON.stringify(o)})`)
     }
   })

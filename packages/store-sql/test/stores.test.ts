@@ -18,6 +18,7 @@ import { makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
 import * as SqlStore from "../src/SqlStore.js"
 import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir, writeSnapshotRows } from "./helpers.js"
+import { sql } from "../src/internal/statement.js"
 
 /** Keys as the environment spells them (`DEIXIS_PG_URL`). */
 const env = (map: Map<string, string>) => ConfigProvider.fromMap(map, { pathDelim: "_" })
@@ -221,9 +222,9 @@ const upgradeFrom4 = Effect.gen(function*() {
     { now: T0, ttl: TtlPolicy.defaultPolicy }
   )
   const written = yield* reference.snapshot(chat)
-  yield* db.query(`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, ?, ?)`, [chat, written.objects.length + 1, T0])
+  yield* db.query(sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (${chat}, ${written.objects.length + 1}, ${T0})`)
   yield* writeSnapshotRows(db, chat, written)
-  yield* db.query(`INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES (?, ?, ?)`, [chat, "e1", T0])
+  yield* db.query(sql`INSERT INTO deixis_events (chat_id, event_id, seen_at) VALUES (${chat}, ${"e1"}, ${T0})`)
   assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(4))
   const after = makeSqlContextStore(db, settings)
   const chain = yield* after.replyChain(chat, "11", 8)
@@ -285,13 +286,7 @@ describe("upgrades", () => {
 const upgradeFrom8 = Effect.gen(function*() {
   const db = makeDb(yield* SqlClient.SqlClient)
   assert.deepStrictEqual(yield* migrate(db, undefined, 8), [1, 2, 3, 4, 5, 6, 7, 8])
-  yield* db.query(`INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES (?, ?, ?, ?, ?)`, [
-    "bot-1",
-    41,
-    T0,
-    T0 + 1_000,
-    `{"update_id":41}`
-  ])
+  yield* db.query(sql`INSERT INTO deixis_updates (source, update_id, received_at, lease_until, payload) VALUES (${"bot-1"}, ${41}, ${T0}, ${T0 + 1_000}, ${`{"update_id":41}`})`)
   assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.slice(8))
   const inbox = makeSqlUpdateInbox(db)
   const claim = (now: number) => inbox.claimStale({ source: "bot-1", now, owner: "b", lease: 1_000, limit: 10 })

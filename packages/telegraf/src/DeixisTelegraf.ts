@@ -13,13 +13,12 @@ import type { ListResult } from "@deixis/core/ActiveContext"
 import { ActiveContext, ListRequest } from "@deixis/core/ActiveContext"
 import * as ContextStoreModule from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
-import * as Deixis from "@deixis/core/Deixis"
+import type * as Deixis from "@deixis/core/Deixis"
 import type { ResolveResult } from "@deixis/core/ReferenceResolver"
 import { ReferenceResolver, ResolveRequest } from "@deixis/core/ReferenceResolver"
-import type * as Scoring from "@deixis/core/Scoring"
-import type * as TtlPolicy from "@deixis/core/TtlPolicy"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
-import * as HistoryStore from "@deixis/chathistory/HistoryStore"
+import * as DeixisServices from "@deixis/chathistory/DeixisServices"
+import type * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -49,47 +48,27 @@ export type Services =
   | WritePolicy.WritePolicy
 
 /**
- * The stores a deployment chooses (memory here; `SqlStore.layerSqlite` / `layerPg` from
- * `@deixis/store-sql` provide the same three).
+ * Options of {@link layerWith} and {@link layerMemory}: chathistory's `DeixisServices.Options`
+ * (TTL, scoring, conversation state, context loader, write policy).
  *
  * @since 0.1.0
  * @category models
  */
-export type Stores = ContextStoreModule.ContextStore | HistoryStore.HistoryStore | ConversationState.ConversationStateStore
+export type LayerOptions = DeixisServices.Options
 
 /**
- * Options of {@link layerWith} and {@link layerMemory}.
- *
- * @since 0.1.0
- * @category models
- */
-export interface LayerOptions {
-  readonly ttl?: Partial<TtlPolicy.TtlSettings>
-  readonly scoring?: Scoring.ScoringOptions
-  readonly writePolicy?: Partial<WritePolicy.WritePolicySettings>
-  readonly state?: ConversationState.Options
-}
-
-/**
- * All {@link Services} over the given stores.
+ * All {@link Services} over the given stores (chathistory's `DeixisServices.Stores`, the one
+ * store type: `DeixisServices.storesMemory`, `SqlStore.layerSqlite` / `layerPg` or
+ * `StoreConfig.layer` of `@deixis/store-sql`): chathistory's `DeixisServices.layer`, the
+ * composition every entrance uses.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerWith = <E, R>(
-  stores: Layer.Layer<Stores, E, R>,
-  options: LayerOptions = {}
-): Layer.Layer<Services, E, R> => {
-  // `stores` appears twice; layers are memoised by reference, so it is built once.
-  return Layer.mergeAll(
-    Deixis.layerWith(stores, {
-      ...(options.ttl === undefined ? {} : { ttl: options.ttl }),
-      ...(options.scoring === undefined ? {} : { scoring: options.scoring })
-    }),
-    ConversationState.layer(options.state),
-    WritePolicy.layer(options.writePolicy)
-  ).pipe(Layer.provideMerge(stores))
-}
+export const layerWith: <E, R>(
+  stores: Layer.Layer<DeixisServices.Stores, E, R>,
+  options?: LayerOptions
+) => Layer.Layer<DeixisServices.Services | DeixisServices.Stores, E, R> = DeixisServices.layer
 
 /**
  * All {@link Services} in memory (lost on restart).
@@ -97,11 +76,8 @@ export const layerWith = <E, R>(
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory = (options: LayerOptions = {}): Layer.Layer<Services> =>
-  layerWith(
-    Layer.mergeAll(ContextStoreModule.layerMemory(), HistoryStore.layerMemory(), ConversationState.layerMemory),
-    options
-  )
+export const layerMemory = (options: LayerOptions = {}): Layer.Layer<DeixisServices.Services | DeixisServices.Stores> =>
+  layerWith(DeixisServices.storesMemory, options)
 
 /**
  * Options of {@link record} and the middleware.

@@ -16,7 +16,7 @@
  * @since 0.1.0
  */
 import type { ChatInfo } from "@deixis/core/ChatInfo"
-import type { ApplyResult, ContextEvent } from "@deixis/core/ContextEvent"
+import type { ApplyResult } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import { ConversationStateStore } from "@deixis/core/ConversationState"
@@ -27,10 +27,9 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { migratedMessageId } from "@deixis/core/Ids"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
-import { mapMessage, mapUpdate } from "./UpdateMapper.js"
+import { mapMessage, mapUpdate, toMigratedChats } from "./UpdateMapper.js"
 
 /**
  * A store outside deixis' own three that keeps data by chat and must follow a chat's
@@ -167,12 +166,6 @@ export const migrateChat = (
     return core.migrated
   })
 
-/** Decoded history items of a mapped update, in order: the mapper builds them decoded. */
-const itemsOf = (mapped: MappedUpdate): ReadonlyArray<HistoryItem.HistoryItem> => mapped.decoded.history
-
-/** Decoded events of a mapped update, in order. */
-const eventsOf = (mapped: MappedUpdate): ReadonlyArray<ContextEvent> => mapped.decoded.events
-
 // A reaction carries no thread: it belongs where the reacted message is.
 const needsPlace = (item: HistoryItem.HistoryItem) =>
   item.topic_id === null && item.message_id === null && item.reply_to_message_id !== null
@@ -192,7 +185,7 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
  */
 export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> => {
   const groups = new Set<string>()
-  for (const item of mapped.decoded.history) if (item.chat_type === "group") groups.add(item.chat_id)
+  for (const item of mapped.history) if (item.chat_type === "group") groups.add(item.chat_id)
   for (const r of mapped.retractions ?? []) if (r.chat_type === "group") groups.add(r.chat_id)
   if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
   return groups.size === 0 ? Effect.succeed(mapped) : Effect.gen(function*() {
@@ -202,78 +195,8 @@ export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpda
       const info = yield* store.chat(chat)
       if (info.migrated_to !== null) moved.set(chat, info.migrated_to)
     }
-    return moved.size === 0 ? mapped : rekeyMapped(mapped, moved)
+    return moved.size === 0 ? mapped : toMigratedChats(mapped, moved)
   })
-}
-
-const rekeyMapped = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): MappedUpdate => {
-  const id = (v: unknown) => (typeof v === "string" ? migratedMessageId(v) : v === null ? null : migratedMessageId(String(v)))
-  const chatOf = (v: unknown) => moved.get(String(v))
-  const events = mapped.events.map((e) => {
-    if (e.type !== "message_observed" && e.type !== "message_edited") return e
-    const to = chatOf(e.chat_id)
-    if (to === undefined) return e
-    return { ...e, chat_id: to, message_id: id(e.message_id), reply_to_message_id: id(e.reply_to_message_id ?? null) } as typeof e
-  })
-  const history = mapped.history.map((item) => {
-    const to = chatOf(item.chat_id)
-    if (to === undefined) return item
-    return {
-      ...item,
-      chat_id: to,
-      message_id: id(item.message_id ?? null),
-      reply_to_message_id: id(item.reply_to_message_id ?? null),
-      bot_response_id: id(item.bot_response_id ?? null)
-    } as HistoryItem.HistoryItemEncoded
-  })
-  const decodedEvents = mapped.decoded.events.map((e): ContextEvent => {
-    if (e.type !== "message_observed" && e.type !== "message_edited") return e
-    const to = chatOf(e.chat_id)
-    if (to === undefined) return e
-    return {
-      ...e,
-      chat_id: to,
-      message_id: migratedMessageId(e.message_id),
-      reply_to_message_id: e.reply_to_message_id === null ? null : migratedMessageId(e.reply_to_message_id)
-    }
-  })
-  const decodedHistory = mapped.decoded.history.map((item): HistoryItem.HistoryItem => {
-    const to = chatOf(item.chat_id)
-    if (to === undefined) return item
-    const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
-    return {
-      ...item,
-      chat_id: to,
-      message_id: rekey(item.message_id),
-      reply_to_message_id: rekey(item.reply_to_message_id),
-      bot_response_id: rekey(item.bot_response_id)
-    }
-  })
-  const scopeTo = mapped.scope === undefined ? undefined : chatOf(mapped.scope.chat_id)
-  return {
-    ...mapped,
-    events,
-    history,
-    decoded: { events: decodedEvents, history: decodedHistory },
-    ...(mapped.scope === undefined || scopeTo === undefined ? {} : {
-      scope: {
-        ...mapped.scope,
-        chat_id: scopeTo,
-        message_id: migratedMessageId(mapped.scope.message_id),
-        reply_to_message_id: mapped.scope.reply_to_message_id === null ? null : migratedMessageId(mapped.scope.reply_to_message_id)
-      }
-    }),
-    ...(mapped.retractions === undefined ? {} : {
-      // The item keeps its event id when its chat moves: only the chat changes.
-      retractions: mapped.retractions.map((r) => ({ ...r, chat_id: chatOf(r.chat_id) ?? r.chat_id }))
-    }),
-    ...(mapped.responses === undefined ? {} : {
-      responses: mapped.responses.map((r) => {
-        const to = chatOf(r.chat_id)
-        return to === undefined ? r : { ...r, chat_id: to, message_id: migratedMessageId(r.message_id), response_id: migratedMessageId(r.response_id) }
-      })
-    })
-  }
 }
 
 /**
@@ -306,7 +229,7 @@ const storeAll = (
       while (j < mappedUpdates.length && mappedUpdates[j]!.migration === undefined) j++
       const run = yield* Effect.forEach(mappedUpdates.slice(i, j), redirectMigrated)
       if (run.length > 0) {
-        const all = run.flatMap(eventsOf)
+        const all = run.flatMap((mapped) => mapped.events)
         if (all.length > 0) {
           // The mapper builds events only of the registry's own kinds: a refusal is a bug, not input to report.
           const applied = yield* Effect.catchTag(ingest.apply(all), "InvalidEvent", (error) => Effect.die(error))
@@ -321,7 +244,7 @@ const storeAll = (
         const owners: Array<number> = []
         for (let k = 0; k < run.length; k++) {
           const mapped = run[k]!
-          for (const item of itemsOf(mapped)) {
+          for (const item of mapped.history) {
             if (!WritePolicy.shouldRecord(mode, item.kind, mapped.addressed || HistoryItem.isOutbound(item))) continue
             items.push(needsPlace(item) ? yield* placeItem(item) : item)
             owners.push(k)

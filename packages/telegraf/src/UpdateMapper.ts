@@ -8,8 +8,9 @@
  */
 import { generalTopicId as coreGeneralTopicId, maxTitleLength } from "@deixis/core/ChatInfo"
 import { capLabel } from "@deixis/core/ContextObject"
-import type { ContextEvent, ContextEventInput, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
-import { formatTimestamp, isValidId } from "@deixis/core/Ids"
+import type { ContextEvent, MessageEdited, MessageObserved } from "@deixis/core/ContextEvent"
+import { toMigratedChat as eventToMigratedChat } from "@deixis/core/ContextEvent"
+import { isValidId, migratedMessageId } from "@deixis/core/Ids"
 import * as Json from "@deixis/core/Json"
 import * as KindRegistry from "@deixis/core/KindRegistry"
 import { MediaKind } from "@deixis/core/ObjectKind"
@@ -106,13 +107,17 @@ export interface MappedUpdate {
   readonly update_id: number | null
   /** The update's kind (`message`, `poll`, …), or null for an unknown or malformed update. */
   readonly update_type: string | null
-  /** Events for `ContextIngest.ingest` (their wire form). */
-  readonly events: ReadonlyArray<ContextEventInput>
   /**
-   * History items for `HistoryStore.append` after `HistoryItem.decode` (their wire form): a
-   * message replied to comes first, as the copy seen through the reply (`seen_via: "reply"`).
+   * Events for `ContextIngest.apply`, decoded (`Schema.encode(ContextEventBatch)` gives their
+   * wire form, what `ContextIngest.ingest` and `POST /v1/events` take).
    */
-  readonly history: ReadonlyArray<HistoryItem.HistoryItemEncoded>
+  readonly events: ReadonlyArray<ContextEvent>
+  /**
+   * History items for `HistoryStore.append`, decoded (`HistoryItem.encodeTrusted` gives their
+   * wire form): a message replied to comes first, as the copy seen through the reply
+   * (`seen_via: "reply"`).
+   */
+  readonly history: ReadonlyArray<HistoryItem.HistoryItem>
   /** A group upgraded to a supergroup: move its data. */
   readonly migration?: ChatMigration
   /** Messages the bot's message answers (a sent reply). */
@@ -130,14 +135,6 @@ export interface MappedUpdate {
   readonly warnings: ReadonlyArray<string>
   /** Why nothing was mapped; absent when something was. */
   readonly skipped?: string
-  /**
-   * The same events and items, decoded — what `ContextIngest.apply` and
-   * `HistoryStore.append` take — built alongside the wire forms so no consumer decodes again.
-   */
-  readonly decoded: {
-    readonly events: ReadonlyArray<ContextEvent>
-    readonly history: ReadonlyArray<HistoryItem.HistoryItem>
-  }
 }
 
 /**
@@ -229,63 +226,19 @@ const empty = (
   history: [],
   addressed: false,
   warnings,
-  skipped,
-  decoded: noneDecoded
+  skipped
 })
 
-const noneDecoded: MappedUpdate["decoded"] = { events: [], history: [] }
-
-/**
- * The wire form of an event the mapper built, as `Schema.encode(ContextEvent)` would give it
- * but without re-validating (and without the empty `links` / `media` lists).
- */
-const wireEvent = (e: ContextEvent): ContextEventInput => {
-  if (e.type !== "message_observed" && e.type !== "message_edited") {
-    return e.type === "poll_closed" ? { type: e.type, event_id: e.event_id, ...(e.poll_id === undefined ? {} : { poll_id: e.poll_id }) } : e as never
-  }
-  const out: Record<string, unknown> = {
-    type: e.type,
-    chat_id: e.chat_id,
-    message_id: e.message_id,
-    topic_id: e.topic_id,
-    reply_to_message_id: e.reply_to_message_id,
-    sender_user_id: e.sender_user_id,
-    direction: e.direction,
-    ...(e.sent_at === undefined ? {} : { sent_at: formatTimestamp(e.sent_at) }),
-    ...(e.is_forum === undefined ? {} : { is_forum: e.is_forum }),
-    ...(e.chat_title === undefined ? {} : { chat_title: e.chat_title })
-  }
-  if (e.type === "message_edited") out["edited_at"] = formatTimestamp(e.edited_at)
-  if (e.links.length > 0) out["links"] = e.links
-  if (e.media.length > 0) out["media"] = e.media
-  if (e.media_group_id !== undefined) out["media_group_id"] = e.media_group_id
-  if (e.poll !== undefined) out["poll"] = e.poll
-  if (e.quote !== undefined) out["quote"] = e.quote
-  return out as ContextEventInput
-}
-
-/**
- * A mapped update from decoded events and items. The wire forms are derived from them when
- * first read: the recorder never reads them.
- */
+/** A mapped update of these events and items. */
 const mapped = (
-  fields: Omit<MappedUpdate, "events" | "history" | "decoded">,
+  fields: Omit<MappedUpdate, "events" | "history">,
   events: ReadonlyArray<ContextEvent>,
   history: ReadonlyArray<HistoryItem.HistoryItem>
-): MappedUpdate => {
-  let wireEvents: ReadonlyArray<ContextEventInput> | undefined
-  let wireHistory: ReadonlyArray<HistoryItem.HistoryItemEncoded> | undefined
-  return {
-    ...fields,
-    get events() {
-      return wireEvents ??= events.map(wireEvent)
-    },
-    get history() {
-      return wireHistory ??= history.map(HistoryItem.encodeTrusted)
-    },
-    decoded: { events, history }
-  }
-}
+): MappedUpdate => ({ ...fields, events, history })
+
+// A Telegram date (seconds) in epoch ms; `+ 0` makes a date of -0 the instant 0, as its
+// wire form decodes.
+const millisOf = (seconds: number): number => seconds * 1000 + 0
 
 // Whether a Telegram date (seconds) is an instant a Date can hold (±8.64e15 ms).
 const inDateRange = (seconds: number): boolean => Math.abs(seconds) <= maxDateSeconds
@@ -372,7 +325,7 @@ const forwardOf = (origin: Tg.ForwardOrigin | undefined, automatic: boolean): Hi
     : undefined
   const sender = originPerson(origin)
   if (kind === undefined || sender === null) return undefined
-  return { origin: kind, sender, sent_at: origin.date * 1000, ...(automatic ? { automatic } : {}) }
+  return { origin: kind, sender, sent_at: millisOf(origin.date), ...(automatic ? { automatic } : {}) }
 }
 
 const inRange = (text: string, e: Tg.Entity) => e.offset >= 0 && e.length > 0 && e.offset + e.length <= text.length
@@ -601,7 +554,7 @@ const mapOne = (
     ? m.media_group_id
     : undefined
   const editedSeconds = m.edit_date !== undefined && inDateRange(m.edit_date) ? m.edit_date : m.date
-  const editedAt = context.edited || m.edit_date !== undefined ? editedSeconds * 1000 : undefined
+  const editedAt = context.edited || m.edit_date !== undefined ? millisOf(editedSeconds) : undefined
 
   let poll: MessageObserved["poll"]
   if (m.poll !== undefined) {
@@ -624,7 +577,7 @@ const mapOne = (
     reply_to_message_id: context.replyTo,
     sender_user_id: senderId,
     direction: outbound ? "outbound" : "inbound",
-    sent_at: m.date * 1000,
+    sent_at: millisOf(m.date),
     is_forum: m.chat.is_forum === true,
     ...(chatTitle === undefined ? {} : { chat_title: chatTitle }),
     links,
@@ -634,7 +587,7 @@ const mapOne = (
     ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, m.quote?.position) })
   }
   const event: MessageObserved | MessageEdited = context.edited
-    ? { ...observed, type: "message_edited", edited_at: editedAt ?? m.date * 1000 }
+    ? { ...observed, type: "message_edited", edited_at: editedAt ?? millisOf(m.date) }
     : observed
 
   const forward = forwardOf(m.forward_origin, m.is_automatic_forward === true)
@@ -656,7 +609,7 @@ const mapOne = (
     ...(forward === undefined ? {} : { forward }),
     ...(album === undefined ? {} : { album_id: album }),
     ...(context.seenVia === undefined ? {} : { seen_via: context.seenVia })
-  }, m.date * 1000)
+  }, millisOf(m.date))
   warnings.push(...built.warnings)
   return {
     event,
@@ -754,7 +707,7 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
     if (migration === undefined || migration.from_chat_id === migration.to_chat_id) {
       return empty(updateId, updateType, `service message (${serviceKind(input)}): not conversation`)
     }
-    return { update_id: updateId, update_type: updateType, events: [], history: [], migration, addressed: false, warnings, decoded: noneDecoded }
+    return { update_id: updateId, update_type: updateType, events: [], history: [], migration, addressed: false, warnings }
   }
 
   const reply = replyOf(m)
@@ -858,7 +811,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
       update_type: "message_reaction",
       addressed: false,
       warnings: [],
-      retractions: [{ chat_id: String(r.chat.id), chat_type: chatType, event_id: eventId, at: r.date * 1000 }]
+      retractions: [{ chat_id: String(r.chat.id), chat_type: chatType, event_id: eventId, at: millisOf(r.date) }]
     }, [], [])
   }
   const sender = r.actor_chat !== undefined
@@ -876,7 +829,7 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
     reply_to_message_id: String(r.message_id),
     sender,
     text: cut(reactionText(r.new_reaction.slice(0, 20)), 512)
-  }, r.date * 1000)
+  }, millisOf(r.date))
   return mapped({ update_id: updateId, update_type: "message_reaction", addressed: false, warnings: built.warnings }, [], [
     withinLimits(built.item)
   ])
@@ -939,3 +892,44 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
   const keys = Object.keys(update).filter((k) => k !== "update_id").slice(0, 3).map((k) => cut(k, 40))
   return empty(updateId, null, `unknown update type: ${keys.length === 0 ? "(none)" : keys.join(", ")}`)
 }
+
+/**
+ * The update as it applies to the chats its chats migrated into (`moved`: old chat id → new
+ * chat id, from `ContextStore.chat(id).migrated_to`), so a late or redelivered update of a
+ * group that became a supergroup is recorded where the chat's data now is, under the ids the
+ * migration gave its messages. Its events move by core's `ContextEvent.toMigratedChat`, its
+ * items by chathistory's `HistoryItem.toMigratedChat`; its scope and answers the same way; a
+ * withdrawn reaction keeps its event id (only the chat changes). Parts of other chats stay.
+ *
+ * @since 0.1.0
+ * @category migration
+ */
+export const toMigratedChats = (mapped: MappedUpdate, moved: ReadonlyMap<string, string>): MappedUpdate => {
+  const migrated = <A extends { readonly chat_id: string }>(value: A, move: (value: A, to: string) => A): A => {
+    const to = moved.get(value.chat_id)
+    return to === undefined ? value : move(value, to)
+  }
+  const { responses, retractions, scope } = mapped
+  return {
+    ...mapped,
+    events: mapped.events.map((e) => {
+      const to = e.type === "message_observed" || e.type === "message_edited" ? moved.get(e.chat_id) : undefined
+      return to === undefined ? e : eventToMigratedChat(e, to)
+    }),
+    history: mapped.history.map((item) => migrated(item, HistoryItem.toMigratedChat)),
+    ...(scope === undefined ? {} : { scope: migrated(scope, scopeToMigratedChat) }),
+    ...(retractions === undefined ? {} : { retractions: retractions.map((r) => migrated(r, (r, to) => ({ ...r, chat_id: to }))) }),
+    ...(responses === undefined ? {} : {
+      responses: responses.map((r) =>
+        migrated(r, (r, to) => ({ ...r, chat_id: to, message_id: migratedMessageId(r.message_id), response_id: migratedMessageId(r.response_id) }))
+      )
+    })
+  }
+}
+
+const scopeToMigratedChat = (scope: MessageScope, to: string): MessageScope => ({
+  ...scope,
+  chat_id: to,
+  message_id: migratedMessageId(scope.message_id),
+  reply_to_message_id: scope.reply_to_message_id === null ? null : migratedMessageId(scope.reply_to_message_id)
+})

@@ -2,6 +2,8 @@ import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as ContextStoreModule from "@deixis/core/ContextStore"
 import { ContextStore, StoreError } from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
+import * as ReminderStore from "@deixis/core/ReminderStore"
+import * as UpdateInbox from "@deixis/core/UpdateInbox"
 import * as HistoryStoreModule from "@deixis/chathistory/HistoryStore"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import { assert, describe, it } from "@effect/vitest"
@@ -168,7 +170,9 @@ const historyDown = Layer.succeed(HistoryStore, {
   ...HistoryStoreModule.makeMemory(),
   appendAll: () => Effect.fail(new StoreError({ message: "disk full" }))
 })
-const Down = DeixisTelegraf.layerWith(Layer.mergeAll(ContextStoreModule.layerMemory(), historyDown, ConversationState.layerMemory))
+const Down = DeixisTelegraf.layerWith(
+  Layer.mergeAll(ContextStoreModule.layerMemory(), historyDown, ConversationState.layerMemory, ReminderStore.layerMemory, UpdateInbox.layerMemory)
+)
 
 const withHandler = (options: DeixisTelegraf.MiddlewareOptions) =>
   Effect.gen(function*() {

@@ -10,6 +10,8 @@ import * as HistoryStore from "@deixis/chathistory/HistoryStore"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as ContextStore from "@deixis/core/ContextStore"
 import * as ConversationState from "@deixis/core/ConversationState"
+import * as ReminderStore from "@deixis/core/ReminderStore"
+import * as UpdateInbox from "@deixis/core/UpdateInbox"
 import type { ContextEventInput } from "@deixis/core/ContextEvent"
 import { ReferenceResolver, ResolveRequest, type ResolveResult } from "@deixis/core/ReferenceResolver"
 import * as Pg from "@deixis/store-sql/Pg"
@@ -264,7 +266,13 @@ const ownershipRows: ReadonlyArray<OwnershipRow> = [
 ]
 
 // No scheduled sweep: the test clock jumps to `now`, and a sweep every minute would run for every minute since 1970.
-const memory = Layer.mergeAll(ContextStore.layerMemory({ sweep_interval: 0 }), HistoryStore.layerMemory({ sweep_interval: 0 }), ConversationState.layerMemory)
+const memory = Layer.mergeAll(
+  ContextStore.layerMemory({ sweep_interval: 0 }),
+  HistoryStore.layerMemory({ sweep_interval: 0 }),
+  ConversationState.layerMemory,
+  ReminderStore.layerMemory,
+  UpdateInbox.layerMemory
+)
 
 const stores = [
   ["memory", DeixisTelegraf.layerWith(memory)],

@@ -1,11 +1,11 @@
-import { decodeEvents } from "@deixis/core/ContextEvent"
+import { ContextEventBatch, decodeEvents, toMigratedChat } from "@deixis/core/ContextEvent"
 import * as Json from "@deixis/core/Json"
 import * as HistoryItem from "@deixis/chathistory/HistoryItem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
-import { type MappedUpdate, mapMessage, mapUpdate } from "../src/UpdateMapper.js"
+import { type MappedUpdate, mapMessage, mapUpdate, toMigratedChats } from "../src/UpdateMapper.js"
 import * as Tg from "../src/internal/telegram.js"
 import { corpus } from "../src/TelegramFixtures.js"
 import * as F from "./fixtures/updates.js"
@@ -26,10 +26,15 @@ const item = (mapped: MappedUpdate) => {
   return mapped.history[mapped.history.length - 1]!
 }
 
-// Whatever comes out must be accepted whole by the consumers' decoders.
+// Whatever comes out is what the consumers' Schemas hold: its wire form decodes back to it.
+const encodeEvents = Schema.encodeEither(ContextEventBatch)
 const assertConsumable = (mapped: MappedUpdate) => {
-  assert.isTrue(Either.isRight(decodeEvents(mapped.events)), "events decode")
-  for (const h of mapped.history) assert.isTrue(Either.isRight(decodeItem(h)), "history item decodes")
+  const wire = encodeEvents(mapped.events)
+  assert.isTrue(Either.isRight(wire), "events encode")
+  assert.deepStrictEqual(decodeEvents(Either.getOrThrow(wire)), Either.right(mapped.events), "events decode to themselves")
+  for (const h of mapped.history) {
+    assert.deepStrictEqual(decodeItem(HistoryItem.encodeTrusted(h)), Either.right(h), "history item decodes to itself")
+  }
 }
 
 describe("UpdateMapper: messages", () => {
@@ -45,14 +50,15 @@ describe("UpdateMapper: messages", () => {
       reply_to_message_id: null,
       sender_user_id: "1001",
       direction: "inbound",
-      sent_at: "2026-02-13T16:26:40.000Z",
+      sent_at: Date.parse("2026-02-13T16:26:40.000Z"),
       is_forum: true,
       chat_title: "Team",
       // Spans in UTF-16 code units: the emoji before them counts two.
       links: [
         { url: "https://example.com/rust", span: { offset: 7, length: 24 } },
         { url: "https://example.com/spec", title: "spec", span: { offset: 40, length: 4 } }
-      ]
+      ],
+      media: []
     })
     const h = item(mapped)
     assert.strictEqual(h.kind, "inbound_user")
@@ -123,7 +129,7 @@ describe("UpdateMapper: messages", () => {
       assertConsumable(mapped)
     }
     const sticker = mapUpdate(F.sticker, options)
-    assert.strictEqual(observed(sticker).media, undefined)
+    assert.deepStrictEqual(observed(sticker).media, [])
     assert.deepStrictEqual(item(sticker).attachments, [{ kind: "sticker", name: "👍" }])
   })
 
@@ -157,6 +163,32 @@ describe("UpdateMapper: messages", () => {
     assert.strictEqual(event.sender_user_id, "-1005555555555")
     assert.deepStrictEqual(event.links, [{ url: "https://example.com/notes", span: { offset: 14, length: 25 } }])
     assert.strictEqual(item(mapped).sender.display_ref, "[News](tg:@news)")
+  })
+})
+
+describe("UpdateMapper: a migrated chat", () => {
+  it("a reply of a chat that migrated moves whole: its events, items and scope carry the new chat and the migrated ids", () => {
+    const mapped = mapUpdate(F.plainReplyChain, options)
+    const from = mapped.scope!.chat_id
+    const moved = toMigratedChats(mapped, new Map([[from, "-1009"]]))
+    assert.deepStrictEqual(moved.events.map((e) => e.type === "message_observed" ? [e.chat_id, e.message_id, e.reply_to_message_id] : []), [
+      ["-1009", "~299", null],
+      ["-1009", "~300", "~299"]
+    ])
+    assert.deepStrictEqual(moved.history.map((h) => [h.chat_id, h.message_id, h.reply_to_message_id]), [
+      ["-1009", "~299", null],
+      ["-1009", "~300", "~299"]
+    ])
+    assert.deepStrictEqual([moved.scope!.chat_id, moved.scope!.message_id, moved.scope!.reply_to_message_id], ["-1009", "~300", "~299"])
+    // Each part moves by its owner's rule, the same one the stores' migrations use.
+    assert.deepStrictEqual(moved.history[1], HistoryItem.toMigratedChat(mapped.history[1]!, "-1009"))
+    assert.deepStrictEqual(moved.events[1], toMigratedChat(mapped.events[1]!, "-1009"))
+    assertConsumable(moved)
+  })
+
+  it("an update of a chat that did not migrate is left as it is", () => {
+    const mapped = mapUpdate(F.plainReplyChain, options)
+    assert.deepStrictEqual(toMigratedChats(mapped, new Map([["-1", "-1009"]])), mapped)
   })
 })
 
@@ -274,7 +306,7 @@ describe("UpdateMapper: hostile input", () => {
 
   it("out-of-range entities are skipped with warnings; the message is kept", () => {
     const mapped = mapUpdate(F.hostile.entitiesOutOfRange, options)
-    assert.strictEqual(observed(mapped).links, undefined)
+    assert.deepStrictEqual(observed(mapped).links, [])
     assert.strictEqual(item(mapped).text, "short")
     assert.isAtLeast(mapped.warnings.length, 2)
   })
@@ -286,10 +318,10 @@ describe("UpdateMapper: hostile input", () => {
     })
     // "😀" is two UTF-16 code units: offset 1 starts, and offset 15 ends, inside it.
     const url = mapUpdate(message("😀https://a.example😀", [{ type: "url", offset: 1, length: 18 }]), options)
-    assert.strictEqual(observed(url).links, undefined)
+    assert.deepStrictEqual(observed(url).links, [])
     assert.isTrue(url.warnings.some((w) => w.includes("cuts a character")), url.warnings.join("; "))
     const titled = mapUpdate(message("😀😀 docs", [{ type: "text_link", offset: 1, length: 2, url: "https://docs.example" }]), options)
-    assert.strictEqual(observed(titled).links, undefined)
+    assert.deepStrictEqual(observed(titled).links, [])
     assert.isTrue(titled.warnings.some((w) => w.includes("cuts a character")), titled.warnings.join("; "))
     // The same entities on whole characters are links.
     assert.deepStrictEqual(observed(mapUpdate(message("😀https://a.example😀", [{ type: "url", offset: 2, length: 17 }]), options)).links, [
@@ -323,7 +355,7 @@ describe("UpdateMapper: hostile input", () => {
     const h = item(mapped)
     assert.strictEqual(h.text.length, 8192)
     assert.strictEqual(h.text, "😀".repeat(4096))
-    assert.strictEqual(observed(mapped).links, undefined)
+    assert.deepStrictEqual(observed(mapped).links, [])
     assert.isTrue(mapped.warnings.some((w) => w.includes("text cut")))
     assertConsumable(mapped)
   })
@@ -336,7 +368,7 @@ describe("UpdateMapper: hostile input", () => {
 
   it("an over-long url is dropped, the message kept", () => {
     const mapped = mapUpdate(F.hostile.overlongUrl, options)
-    assert.strictEqual(observed(mapped).links, undefined)
+    assert.deepStrictEqual(observed(mapped).links, [])
     assert.isTrue(mapped.warnings.some((w) => w.includes("no usable url")))
   })
 

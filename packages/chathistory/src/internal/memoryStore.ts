@@ -2,7 +2,7 @@ import { compareMessageIds, migratedMessageId } from "@deixis/core/Ids"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { HistoryItem, Sender } from "../HistoryItem.js"
-import { mergeVersions, replacesEventItem } from "../HistoryItem.js"
+import { mergeVersions, replacesEventItem, toMigratedChat } from "../HistoryItem.js"
 import type {
   AppendResult,
   HistoryEntry,
@@ -289,7 +289,6 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
     if (lastWritten === old) lastWritten = undefined
     total -= old.size
     const chat = chatFor(to)
-    const rekey = (id: string | null) => (id === null ? null : migratedMessageId(id))
     // Oldest first, so the new chat evicts the old chat's items before its own.
     const arrivals: Array<Entry> = []
     for (let i = old.arrival.head; i < old.arrival.items.length; i++) {
@@ -298,16 +297,8 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
     }
     const moved: Array<Entry> = []
     for (const e of arrivals) {
-      const item = e.item
-      const messageId = rekey(item.message_id)
-      if (messageId !== null && chat.byId.has(messageId)) continue
-      const next: HistoryItem = {
-        ...item,
-        chat_id: to,
-        message_id: messageId,
-        reply_to_message_id: rekey(item.reply_to_message_id),
-        bot_response_id: rekey(item.bot_response_id)
-      }
+      const next = toMigratedChat(e.item, to)
+      if (next.message_id !== null && chat.byId.has(next.message_id)) continue
       // An item placed before any message ("" anchor) goes before the old chat's messages.
       const entry = new Entry(next, e.anchor === "" ? migratedMessageId("") : migratedMessageId(e.anchor), e.seq)
       chat.topic(next.topic_id).insert(entry)

@@ -4,7 +4,7 @@ import type { ChatInfo, ChatPage, ChatQuery, ChatSummary, MigrationResult } from
 import { compareChats, effectiveTopic, matchesSearch, maxChatPage, unknownChat } from "../ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "../ContextEvent.js"
 import type { ContextObject, MessageMeta } from "../ContextObject.js"
-import { compareActivity, isActive, messageObject, standsIn } from "../ContextObject.js"
+import { compareActivity, isActive, messageObject, messageToMigratedChat, standsIn, toMigratedChat } from "../ContextObject.js"
 import type {
   ApplyOptions,
   CandidatePool,
@@ -526,7 +526,6 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
     chat.info = existing?.info ?? (old.info === undefined ? undefined : { ...old.info, chat_id: to, migrated_to: null, migrated_at: null })
     chats.set(to, chat)
     lastUsed = chat
-    const rekey = (id: string) => migratedMessageId(id)
     const legacyMessages = [...old.messages.values()].sort((a, b) => compareMessageIds(a.message_id, b.message_id))
     const pushMessage = (m: MessageMeta) => {
       chat.messages.set(m.message_id, m)
@@ -535,16 +534,9 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       chat.topic(m.topic_id).messages.push(m)
       totalMessages++
     }
-    for (const [id, at] of old.edits) chat.edits.set(rekey(id), at)
+    for (const [id, at] of old.edits) chat.edits.set(migratedMessageId(id), at)
     if (existing !== undefined) for (const [id, at] of existing.edits) chat.edits.set(id, at)
-    for (const m of legacyMessages) {
-      pushMessage({
-        ...m,
-        chat_id: to,
-        message_id: rekey(m.message_id),
-        reply_to_message_id: m.reply_to_message_id === null ? null : rekey(m.reply_to_message_id)
-      })
-    }
+    for (const m of legacyMessages) pushMessage(messageToMigratedChat(m, to))
     if (existing !== undefined) {
       totalMessages -= existing.messages.size
       const items = existing.all.messages.items
@@ -578,7 +570,7 @@ export const makeMemoryStore = (settings: MemoryStoreOptions): ContextStoreShape
       return out
     }
     const legacyObjects = liveOrder(old)
-    for (const o of legacyObjects) pushObject({ ...o, chat_id: to, source_message_id: rekey(o.source_message_id) })
+    for (const o of legacyObjects) pushObject(toMigratedChat(o, to))
     if (existing !== undefined) for (const o of liveOrder(existing)) pushObject(o)
     for (const [pollId, ref] of polls) {
       if (ref.chat_id === from) polls.set(pollId, { chat_id: to, object_id: ref.object_id })

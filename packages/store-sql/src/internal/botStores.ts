@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { chunks, type Db, describe, num, type Row, str, topicKey } from "./db.js"
+import { list, sql as fragment, tuples } from "./statement.js"
 
 const fail = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
@@ -30,13 +31,10 @@ const reminderOf = (row: Row): Effect.Effect<Reminder, string> =>
   })
 
 export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
-  const sql = db.sql
-  const lock = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
-  const C = sql.literal(db.C)
+  const sql = db.run
+  const { C, skipLocked: lock } = db.dialect
   // The body of a moved reminder: its source message id in migrated form (a constant prefix).
-  const migratedBody = db.dialect === "pg"
-    ? sql`jsonb_set(body::jsonb, '{source_message_id}', to_jsonb(${migratedIdPrefix} || (body::jsonb ->> 'source_message_id')))::text`
-    : sql`json_set(body, '$.source_message_id', ${migratedIdPrefix} || json_extract(body, '$.source_message_id'))`
+  const migratedBody = db.dialect.jsonSetString("body", "source_message_id", (id) => fragment`${migratedIdPrefix} || ${id}`)
   return {
     add: (r) =>
       sql`INSERT INTO deixis_reminders (chat_id, object_id, topic, due_at, next_at, owner, attempts, body)
@@ -44,7 +42,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         ON CONFLICT (chat_id, object_id) DO UPDATE SET topic = excluded.topic, due_at = excluded.due_at,
           next_at = excluded.next_at, owner = NULL, attempts = 0, body = excluded.body`.pipe(Effect.asVoid, Effect.mapError(fail("reminder add"))),
     get: (chatId, objectId) =>
-      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId}`.pipe(
+      sql`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId} AND object_id = ${objectId}`.pipe(
         Effect.flatMap((rows) => rows[0] === undefined ? Effect.succeed(Option.none()) : Effect.map(reminderOf(rows[0]), Option.some)),
         Effect.mapError(fail("reminder get"))
       ),
@@ -54,14 +52,14 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
         Effect.mapError(fail("reminder remove"))
       ),
     list: (chatId, { limit, topic_id }) =>
-      sql<Row>`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
+      sql`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
         ORDER BY CASE WHEN topic = ${topicKey(topic_id)} THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, reminderOf)),
         Effect.mapError(fail("reminder list"))
       ),
     claimDue: ({ lease, limit, now, owner }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
+        const rows = yield* sql`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
           ORDER BY next_at, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
         const out: Array<ClaimedReminder> = []
         for (const row of rows) {
@@ -79,7 +77,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
     retryAt: (chatId, objectId, owner, at) =>
       sql`UPDATE deixis_reminders SET owner = NULL, next_at = ${at}
         WHERE chat_id = ${chatId} AND object_id = ${objectId} AND owner = ${owner} RETURNING object_id`.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("reminder retry"))),
-    nextDueAt: sql<Row>`SELECT MIN(next_at) AS m FROM deixis_reminders`.pipe(
+    nextDueAt: sql`SELECT MIN(next_at) AS m FROM deixis_reminders`.pipe(
       Effect.map((rows) => {
         const m = rows[0]?.["m"]
         return m === null || m === undefined ? Option.none() : Option.some(num(m))
@@ -87,7 +85,7 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
       Effect.mapError(fail("reminder next due"))
     ),
     stats: (now) =>
-      sql<Row>`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ${now} THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`
+      sql`SELECT COUNT(*) AS pending, COALESCE(SUM(CASE WHEN due_at <= ${now} THEN 1 ELSE 0 END), 0) AS due FROM deixis_reminders`
         .pipe(
           Effect.map((rows) => ({ pending: num(rows[0]?.["pending"] ?? 0), due: num(rows[0]?.["due"] ?? 0) })),
           Effect.mapError(fail("reminder stats"))
@@ -106,8 +104,8 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
 }
 
 export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
-  const sql = db.sql
-  const lock = sql.literal(db.dialect === "pg" ? " FOR UPDATE SKIP LOCKED" : "")
+  const sql = db.run
+  const lock = db.dialect.skipLocked
   return {
     receive: ({ lease, now, source, updates }) => {
       // One id once, even when the batch repeats it.
@@ -116,8 +114,8 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       return db.transaction(Effect.gen(function*() {
         const fresh: Array<number> = []
         for (const chunk of chunks(unique, 5)) {
-          const rows = yield* sql<Row>`INSERT INTO deixis_updates ${
-            sql.insert(chunk.map((u) => ({ source, update_id: u.update_id, received_at: now, lease_until: now + lease, attempts: 1, payload: u.payload })))
+          const rows = yield* sql`INSERT INTO deixis_updates (source, update_id, received_at, lease_until, attempts, payload) VALUES ${
+            tuples(chunk.map((u) => [source, u.update_id, now, now + lease, 1, u.payload]))
           } ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`
           for (const row of rows) fresh.push(num(row["update_id"]))
         }
@@ -128,12 +126,12 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
       updateIds.length === 0 ? Effect.void : Effect.forEach(
         chunks(updateIds, 1),
         (chunk) =>
-          sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND ${sql.in("update_id", chunk)}`,
+          sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND update_id IN ${list(chunk)}`,
         { discard: true }
       ).pipe(Effect.mapError(fail("update done"))),
     claimStale: ({ lease, limit, now, source }) =>
       db.transaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`SELECT update_id, payload, attempts FROM deixis_updates
+        const rows = yield* sql`SELECT update_id, payload, attempts FROM deixis_updates
           WHERE source = ${source} AND payload IS NOT NULL AND lease_until <= ${now}
           ORDER BY update_id LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
         // The rows are this transaction's (locked on PostgreSQL, the write lock on SQLite): the
@@ -149,7 +147,7 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => {
         chunks(updateIds, 1),
         (chunk) =>
           sql`UPDATE deixis_updates SET attempts = attempts - 1
-            WHERE source = ${source} AND ${sql.in("update_id", chunk)} AND payload IS NOT NULL AND attempts > 0`,
+            WHERE source = ${source} AND update_id IN ${list(chunk)} AND payload IS NOT NULL AND attempts > 0`,
         { discard: true }
       ).pipe(Effect.mapError(fail("update defer"))),
     sweep: (before, limit) =>

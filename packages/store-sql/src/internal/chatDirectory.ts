@@ -8,43 +8,38 @@
  */
 import type { ChatPage, ChatQuery, ChatSummary } from "@deixis/core/ChatInfo"
 import { maxChatPage, searchKey } from "@deixis/core/ChatInfo"
-import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
-import { bool, num, str, strOrNull } from "./db.js"
+import { bool, type Db, num, str, strOrNull } from "./db.js"
+import { and, or, raw, sql } from "./statement.js"
 
 /** What `last_at` reads for a chat without messages: before any timestamp (year 0 is -6.2e13 ms). */
 const noMessages = -1_000_000_000_000_000
 
 /** Stores the titles `apply` saw change, inside its transaction. */
-export const writeTitles = (sql: SqlClient, titles: ReadonlyMap<string, string>): Effect.Effect<void, SqlError> =>
+export const writeTitles = (db: Db, titles: ReadonlyMap<string, string>): Effect.Effect<void, SqlError> =>
   Effect.forEach(
     titles,
-    ([chatId, title]) => sql`UPDATE deixis_chats SET title = ${title}, title_key = ${searchKey(title)} WHERE chat_id = ${chatId}`,
+    ([chatId, title]) => db.query(sql`UPDATE deixis_chats SET title = ${title}, title_key = ${searchKey(title)} WHERE chat_id = ${chatId}`),
     { discard: true }
   )
 
 /** One page of the chat list (see `ContextStoreShape.chats`). */
-export const listChats = (sql: SqlClient, query: ChatQuery): Effect.Effect<ChatPage, SqlError> =>
+export const listChats = (db: Db, query: ChatQuery): Effect.Effect<ChatPage, SqlError> =>
   Effect.gen(function*() {
     const limit = Math.max(1, Math.min(maxChatPage, Math.floor(query.limit)))
     // Chat ids order by code point, as in memory; PostgreSQL's default collation would not.
-    const C = sql.literal(sql.onDialectOrElse({ pg: () => ` COLLATE "C"`, orElse: () => "" }))
-    const contains = (haystack: string, needle: string) =>
-      sql.onDialectOrElse({
-        pg: () => sql`strpos(${sql.literal(haystack)}, ${needle}) > 0`,
-        orElse: () => sql`instr(${sql.literal(haystack)}, ${needle}) > 0`
-      })
+    const { C, contains } = db.dialect
     const search = query.search ?? ""
-    const matching = search === "" ? [] : [sql.or([contains("c.chat_id", search), contains("c.title_key", searchKey(search))])]
+    const matching = search === "" ? [] : [or([contains("c.chat_id", search), contains("c.title_key", searchKey(search))])]
     const after = query.after
-    const afterAt = after === undefined ? undefined : after.last_message_at ?? noMessages
+    const afterAt = after?.last_message_at ?? noMessages
     const page = after === undefined
       ? []
       : [sql`(p.last_at < ${afterAt} OR (p.last_at = ${afterAt} AND p.chat_id${C} > ${after.chat_id}))`]
     // The page is chosen first (one probe per chat for its newest message); the counts are read
     // for its chats alone.
-    const rows = yield* sql`
+    const rows = yield* db.query(sql`
       SELECT q.chat_id, q.title, q.is_forum, q.last_at,
         (SELECT count(*) FROM deixis_messages m WHERE m.chat_id = q.chat_id) AS messages,
         (SELECT count(*) FROM deixis_objects o WHERE o.chat_id = q.chat_id) AS objects
@@ -52,19 +47,19 @@ export const listChats = (sql: SqlClient, query: ChatQuery): Effect.Effect<ChatP
         SELECT p.chat_id, p.title, p.is_forum, p.last_at FROM (
           SELECT c.chat_id, c.title, c.is_forum, COALESCE((
             SELECT m.sent_at FROM deixis_messages m WHERE m.chat_id = c.chat_id ORDER BY m.id_len DESC, m.message_id DESC LIMIT 1
-          ), ${sql.literal(String(noMessages))}) AS last_at
-          FROM deixis_chats c WHERE ${sql.and(matching)}
+          ), ${raw(String(noMessages))}) AS last_at
+          FROM deixis_chats c WHERE ${and(matching)}
         ) p
         WHERE ${
-      sql.and([
-        sql`(p.last_at <> ${sql.literal(String(noMessages))} OR EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p.chat_id))`,
+      and([
+        sql`(p.last_at <> ${raw(String(noMessages))} OR EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = p.chat_id))`,
         ...page
       ])
     }
         ORDER BY p.last_at DESC, p.chat_id${C}
         LIMIT ${limit + 1}
       ) q
-      ORDER BY q.last_at DESC, q.chat_id${C}`
+      ORDER BY q.last_at DESC, q.chat_id${C}`)
     const chats: Array<ChatSummary> = rows.slice(0, limit).map((r) => {
       const at = num(r["last_at"])
       return {

@@ -7,7 +7,8 @@ import { positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { bool, chunks, marks, num, type Row, str, strOrNull, tuples } from "./db.js"
+import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
+import { type Fragment, join, list, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 
 export interface PollRef {
@@ -102,52 +103,133 @@ export interface Changes {
   readonly seen: Array<readonly [string, string]>
 }
 
-export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
-  const load = (w: Wanted, now: number): Effect.Effect<Loaded, SqlError | string> =>
+/** One read of `load`: a statement over keys passed in bulk as the table `k`. */
+interface Read {
+  readonly columns: ReadonlyArray<readonly [string, ColumnType]>
+  readonly rows: ReadonlyArray<ReadonlyArray<Scalar>>
+  readonly statement: (from: Fragment) => Fragment
+}
+
+export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
+  /**
+   * Runs every read, returning each one's rows: where the dialect can, in one statement (one round
+   * trip to PostgreSQL); else one after the other (SQLite runs in the process).
+   */
+  const readAll = (reads: ReadonlyArray<Read | undefined>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
+    const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
+    const together = d.readTogether
+    const run: Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> = together === undefined || wanted.length < 2
+      ? Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement))
+      : Effect.map(
+        db.query(together(wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
+        (rows) => wanted.map((_, i) => {
+          const part = rows[0]?.[`r${i}`]
+          return Array.isArray(part) ? part as ReadonlyArray<Row> : []
+        })
+      )
+    return Effect.map(run, (results) => {
+      let at = 0
+      return reads.map((r) => (r !== undefined && r.rows.length > 0 ? results[at++]! : []))
+    })
+  }
+
+  /**
+   * The rows `w` names. `lock`: inside the batch's transaction, the chats' rows are created in a
+   * fixed order and (on PostgreSQL) locked first, so concurrent batches over the same chats run
+   * one after the other; without, everything is read in one go (see `applyFunction`: the write
+   * then checks that the chats' revisions have not moved), a chat without a row read as new.
+   */
+  const load = (w: Wanted, now: number, lock: boolean): Effect.Effect<Loaded, SqlError | string> =>
     Effect.gen(function*() {
       const chats = [...w.chats].sort()
       const nextSeq = new Map<string, number>()
       const revisions = new Map<string, number>()
       const forums = new Map<string, boolean>()
       const titles = new Map<string, string | null>()
-      for (const part of chunks(chats, 3)) {
-        // Chat rows are created in a fixed order and (on PostgreSQL) locked, so concurrent batches over
-        // the same chats run one after the other instead of interleaving their reads and writes.
-        yield* db.query(
-          `INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.length, 3)} ON CONFLICT (chat_id) DO NOTHING`,
-          part.flatMap((c) => [c, 1, now])
-        )
-        const rows = yield* db.query(
-          `SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${marks(part.length)} ORDER BY chat_id${C}${
-            pg ? " FOR UPDATE" : ""
-          }`,
-          part
-        )
-        for (const r of rows) {
-          nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
-          revisions.set(str(r["chat_id"]), num(r["revision"]))
-          forums.set(str(r["chat_id"]), bool(r["is_forum"]))
-          titles.set(str(r["chat_id"]), strOrNull(r["title"]))
+      const chatRow = (r: Row) => {
+        nextSeq.set(str(r["chat_id"]), num(r["next_seq"]))
+        revisions.set(str(r["chat_id"]), num(r["revision"]))
+        forums.set(str(r["chat_id"]), bool(r["is_forum"]))
+        titles.set(str(r["chat_id"]), strOrNull(r["title"]))
+      }
+      if (lock) {
+        for (const part of chunks(chats, 3)) {
+          yield* db.query(
+            sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))} ON CONFLICT (chat_id) DO NOTHING`
+          )
+          const rows = yield* db.query(
+            sql`SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${list(part)} ORDER BY chat_id${d.C}${d.forUpdate}`
+          )
+          for (const r of rows) chatRow(r)
         }
       }
 
       // Each table is read with one statement over the batch's keys passed in bulk (see rowsTables).
+      const pollIds = [...w.polls]
+      const [chatRows, messageRows, byMessageRows, objectRows, pollRows, seenRows] = yield* readAll([
+        lock ? undefined : {
+          columns: [["chat_id", "TEXT"]],
+          rows: chats.map((c) => [c]),
+          statement: (from) =>
+            sql`SELECT c.chat_id, c.next_seq, c.is_forum, c.revision, c.title FROM ${from} ${probe("deixis_chats", "c", "c.chat_id = k.chat_id")}`
+        },
+        {
+          columns: [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
+          rows: [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
+          statement: (from) =>
+            sql`SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at, m.edited_at FROM ${from}
+           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
+        },
+        {
+          columns: [["chat_id", "TEXT"], ["message_id", "TEXT"]],
+          rows: [...w.byMessage.values()],
+          statement: (from) =>
+            sql`SELECT o.body, o.seq FROM ${from}
+           ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.source_message_id = k.message_id")} ORDER BY o.seq`
+        },
+        {
+          columns: [["chat_id", "TEXT"], ["object_id", "TEXT"]],
+          rows: [...w.objects.values()],
+          statement: (from) =>
+            sql`SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
+        },
+        {
+          // One statement for both lookups: the poll's object, and a close seen before the poll.
+          columns: [["poll_id", "TEXT"]],
+          rows: pollIds.map((id) => [id]),
+          statement: (from) =>
+            sql`SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
+             FROM ${from} ${probe("deixis_polls", "p", "p.poll_id = k.poll_id")}
+           UNION ALL
+           SELECT 'c' AS part, c.poll_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT), c.event_id, c.at
+             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`
+        },
+        {
+          columns: [["chat_id", "TEXT"], ["event_id", "TEXT"]],
+          rows: [...w.seen.values()],
+          statement: (from) =>
+            sql`SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
+        }
+      ])
+      if (!lock) {
+        for (const r of chatRows!) chatRow(r)
+        // A chat without a row: as the row the write creates.
+        for (const c of chats) {
+          if (nextSeq.has(c)) continue
+          nextSeq.set(c, 1)
+          revisions.set(c, 0)
+          forums.set(c, false)
+          titles.set(c, null)
+        }
+      }
+
       const messages = new Map<string, MessageMeta | null>()
       const edits = new Map<string, number>()
       for (const k of w.messages.keys()) messages.set(k, null)
-      if (w.messages.size > 0) {
-        const rows = yield* bulk(
-          [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
-          [...w.messages.values()].map(([c, m]) => [c, positionLength(m), m]),
-          (from) =>
-            `SELECT m.chat_id, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at, m.edited_at FROM ${from}
-           ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
-        )
-        for (const r of rows) {
-          const m = messageOf(str(r["chat_id"]), r)
-          messages.set(key(m.chat_id, m.message_id), m)
-          if (r["edited_at"] !== null && r["edited_at"] !== undefined) edits.set(key(m.chat_id, m.message_id), num(r["edited_at"]))
-        }
+      for (const r of messageRows!) {
+        const m = messageOf(str(r["chat_id"]), r)
+        messages.set(key(m.chat_id, m.message_id), m)
+        if (r["edited_at"] !== null && r["edited_at"] !== undefined) edits.set(key(m.chat_id, m.message_id), num(r["edited_at"]))
       }
 
       const objects = new Map<string, ContextObject | null>()
@@ -164,62 +246,23 @@ export const makeLoad = ({ C, bulk, db, objectOf, pg, probe }: ContextSql) => {
           const list = byMessage.get(key(o.chat_id, o.source_message_id))
           if (list !== undefined && !list.includes(ok)) list.push(ok)
         })
-      if (w.byMessage.size > 0) {
-        const rows = yield* bulk(
-          [["chat_id", "TEXT"], ["message_id", "TEXT"]],
-          [...w.byMessage.values()],
-          (from) =>
-            `SELECT o.body, o.seq FROM ${from}
-           ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.source_message_id = k.message_id")} ORDER BY o.seq`
-        )
-        for (const r of rows) yield* addObject(r)
-      }
-      if (w.objects.size > 0) {
-        const rows = yield* bulk(
-          [["chat_id", "TEXT"], ["object_id", "TEXT"]],
-          [...w.objects.values()],
-          (from) =>
-            `SELECT o.body, o.seq FROM ${from} ${probe("deixis_objects", "o", "o.chat_id = k.chat_id AND o.object_id = k.object_id")}`
-        )
-        for (const r of rows) yield* addObject(r)
-      }
+      for (const r of byMessageRows!) yield* addObject(r)
+      for (const r of objectRows!) yield* addObject(r)
 
       const polls = new Map<string, PollRef | null>()
       const closes = new Map<string, Close | null>()
-      const pollIds = [...w.polls]
       for (const id of pollIds) {
         polls.set(id, null)
         closes.set(id, null)
       }
-      if (pollIds.length > 0) {
-        // One statement for both lookups: the poll's object, and a close seen before the poll.
-        const rows = yield* bulk(
-          [["poll_id", "TEXT"]],
-          pollIds.map((id) => [id]),
-          (from) =>
-            `SELECT 'p' AS part, p.poll_id, p.chat_id, p.object_id, CAST(NULL AS TEXT) AS event_id, CAST(NULL AS BIGINT) AS at
-             FROM ${from} ${probe("deixis_polls", "p", "p.poll_id = k.poll_id")}
-           UNION ALL
-           SELECT 'c' AS part, c.poll_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT), c.event_id, c.at
-             FROM ${from} ${probe("deixis_poll_closes", "c", "c.poll_id = k.poll_id")}`, 2
-        )
-        for (const r of rows) {
-          if (r["part"] === "p") polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
-          else closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
-        }
+      for (const r of pollRows!) {
+        if (r["part"] === "p") polls.set(str(r["poll_id"]), { chat_id: str(r["chat_id"]), object_id: str(r["object_id"]) })
+        else closes.set(str(r["poll_id"]), { event_id: str(r["event_id"]), at: num(r["at"]) })
       }
 
       const seen = new Set<string>()
       const seenLoaded = new Set<string>(w.seen.keys())
-      if (w.seen.size > 0) {
-        const rows = yield* bulk(
-          [["chat_id", "TEXT"], ["event_id", "TEXT"]],
-          [...w.seen.values()],
-          (from) =>
-            `SELECT e.chat_id, e.event_id FROM ${from} ${probe("deixis_events", "e", "e.chat_id = k.chat_id AND e.event_id = k.event_id")}`
-        )
-        for (const r of rows) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
-      }
+      for (const r of seenRows!) seen.add(key(str(r["chat_id"]), str(r["event_id"])))
       return { nextSeq, revisions, forums, titles, messages, edits, objects, byMessage, polls, closes, seen, seenLoaded, seqs }
     })
   return load

@@ -17,7 +17,8 @@ import * as FiberRef from "effect/FiberRef"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type { ChangeProbe } from "./changes.js"
-import { bool, marks, num, type Param, type Row, str, topicKey } from "./db.js"
+import { bool, num, type Row, str, topicKey } from "./db.js"
+import { empty, type Fragment, join, list, raw, sql } from "./statement.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
 import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
@@ -150,7 +151,7 @@ type Answer = Parts | Chain | ReadonlyMap<string, MessageMeta>
 /** Chats whose revision is known without a read, at most (then forgotten, all at once). */
 const maxHeads = 10_000
 
-export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache: ContextCache, changes: ChangeProbe | undefined) => {
+export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: ContextCache, changes: ChangeProbe | undefined) => {
   /** Cached rows by part, grouped once per rows read (the rows are kept as read, never changed). */
   const grouped = new WeakMap<ReadonlyArray<Row>, Map<string, Array<Row>>>()
   const partsOf = (rows: ReadonlyArray<Row>) => {
@@ -184,36 +185,39 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const nulls =
     "CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic, CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, " +
     "CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects"
-  const objectPart = (tag: string, from: string) => `SELECT '${tag}' AS part, body, ${nulls} FROM (${from}) AS p_${tag}`
-  const messagePart = (tag: string, from: string) =>
-    `SELECT '${tag}' AS part, CAST(NULL AS TEXT) AS body, message_id AS mid, topic, reply_to, sender, CAST(from_bot AS INTEGER) AS from_bot, sent_at,
-       CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects FROM (${from}) AS p_${tag}`
+  const objectPart = (tag: string, from: Fragment) =>
+    sql`${raw(`SELECT '${tag}' AS part, body, ${nulls} FROM (`)}${from}${raw(`) AS p_${tag}`)}`
+  const messagePart = (tag: string, from: Fragment) =>
+    sql`${
+      raw(`SELECT '${tag}' AS part, CAST(NULL AS TEXT) AS body, message_id AS mid, topic, reply_to, sender, CAST(from_bot AS INTEGER) AS from_bot, sent_at,
+       CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects FROM (`)
+    }${from}${raw(`) AS p_${tag}`)}`
   const hasObjects = (alias: string) =>
-    `EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`
+    raw(`EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`)
+  const unionAll = (parts: ReadonlyArray<Fragment>) => join(parts, "\nUNION ALL\n")
 
   /**
    * SQLite: the bodies of the objects a window picks, read for those alone. `picks` selects
    * `rid` (the row id) in order; the window itself reads an index where it can (an index holds
    * the row id), so a window of n×8 reads n bodies instead of n×8.
    */
-  const bodiesOf = (picks: string) =>
-    `SELECT o.body, o.seq FROM (${picks}) AS k CROSS JOIN deixis_objects o ON o.rowid = k.rid ORDER BY o.seq DESC`
+  const bodiesOf = (picks: Fragment) =>
+    sql`SELECT o.body, o.seq FROM (${picks}) AS k CROSS JOIN deixis_objects o ON o.rowid = k.rid ORDER BY o.seq DESC`
 
   /**
    * The newest objects of each of `prefer` in a scope (parts `k0`, `k1`, … in that order): a
    * window of the newest n×8 of the kind, those of the scope taken. Plain SQL on both engines.
    */
-  const kindParts = (q: PoolQuery, home: boolean, prefer: ReadonlyArray<ObjectKind>, parts: Array<string>, params: Array<Param>) => {
+  const kindParts = (q: PoolQuery, home: boolean, prefer: ReadonlyArray<ObjectKind>, parts: Array<Fragment>) => {
     const topic = topicKey(q.topic_id)
     const n = Math.max(0, q.limits.recent_per_kind)
     prefer.forEach((kind, i) => {
       const window = (inner: string, outer: string) =>
-        `SELECT ${outer} FROM (SELECT ${inner}, topic FROM deixis_objects
-           WHERE chat_id = CAST(? AS TEXT)${home ? " AND topic = CAST(? AS TEXT)" : ""} AND kind = CAST(? AS TEXT)
-           ORDER BY seq DESC LIMIT CAST(? AS INTEGER)) AS w
-         WHERE ${home ? "topic = CAST(? AS TEXT)" : "topic <> CAST(? AS TEXT)"} ORDER BY seq DESC LIMIT CAST(? AS INTEGER)`
-      parts.push(objectPart(`k${i}`, pg ? window("body, seq", "body, seq") : bodiesOf(window("rowid AS rid, seq", "rid"))))
-      params.push(q.chat_id, ...(home ? [topic] : []), kind, n * 8, topic, n)
+        sql`SELECT ${raw(outer)} FROM (SELECT ${raw(inner)}, topic FROM deixis_objects
+           WHERE chat_id = CAST(${q.chat_id} AS TEXT)${home ? sql` AND topic = CAST(${topic} AS TEXT)` : empty} AND kind = CAST(${kind} AS TEXT)
+           ORDER BY seq DESC LIMIT CAST(${n * 8} AS INTEGER)) AS w
+         WHERE ${home ? sql`topic = CAST(${topic} AS TEXT)` : sql`topic <> CAST(${topic} AS TEXT)`} ORDER BY seq DESC LIMIT CAST(${n} AS INTEGER)`
+      parts.push(objectPart(`k${i}`, d.rowid ? bodiesOf(window("rowid AS rid, seq", "rid")) : window("body, seq", "body, seq")))
     })
   }
 
@@ -222,41 +226,39 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     q: PoolQuery,
     home: boolean,
     prefer: ReadonlyArray<ObjectKind>,
-    parts: Array<string>,
-    params: Array<Param>
+    parts: Array<Fragment>
   ) => {
     const topic = topicKey(q.topic_id)
-    const inScope = home ? "topic = ?" : "topic <> ?"
+    const inScope = home ? sql`topic = ${topic}` : sql`topic <> ${topic}`
     const kinds = q.kinds
-    const kindFilter = kinds === undefined ? "" : kinds.length === 0 ? " AND 1 = 0" : ` AND kind IN ${marks(kinds.length)}`
-    const kindParams: ReadonlyArray<Param> = kinds ?? []
-    const scoped = home ? "chat_id = ? AND topic = ?" : "chat_id = ?"
-    const scopedParams: ReadonlyArray<Param> = home ? [q.chat_id, topic] : [q.chat_id]
+    const kindFilter = kinds === undefined ? empty : kinds.length === 0 ? raw(" AND 1 = 0") : sql` AND kind IN ${list(kinds)}`
+    const scoped = home ? sql`chat_id = ${q.chat_id} AND topic = ${topic}` : sql`chat_id = ${q.chat_id}`
     // Active objects of the scope (bounded: an active set is small by construction).
     parts.push(objectPart(
       "a",
-      `SELECT body FROM deixis_objects WHERE ${scoped} AND active_until > ? AND ${inScope}${kindFilter} ORDER BY active_until DESC LIMIT 64`
+      sql`SELECT body FROM deixis_objects WHERE ${scoped} AND active_until > ${q.now} AND ${inScope}${kindFilter} ORDER BY active_until DESC LIMIT 64`
     ))
-    params.push(...scopedParams, q.now, topic, ...kindParams)
     if (q.active_only) return
     const window = (n: number) => Math.max(0, n) * 8
     // The most recent objects: a window of the newest n×8, filtered, n taken (as the memory adapter scans).
     // (Without a kind filter, a home window reads only the index on topic and seq.)
-    const kindColumn = kinds === undefined ? "" : ", kind"
+    const kindColumn = raw(kinds === undefined ? "" : ", kind")
     parts.push(objectPart(
       "r",
-      bodiesOf(`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ?) AS w
-       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`)
+      bodiesOf(sql`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ${
+        window(q.limits.recent_objects)
+      }) AS w
+       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ${q.limits.recent_objects}`)
     ))
-    params.push(...scopedParams, window(q.limits.recent_objects), topic, ...kindParams, q.limits.recent_objects)
-    kindParts(q, home, prefer, parts, params)
+    kindParts(q, home, prefer, parts)
     if (q.include_owned && q.sender_user_id !== null) {
       parts.push(objectPart(
         "o",
-        bodiesOf(`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE chat_id = ? AND created_by = ? ORDER BY seq DESC LIMIT ?) AS w
-         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ?`)
+        bodiesOf(sql`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE chat_id = ${q.chat_id} AND created_by = ${q.sender_user_id} ORDER BY seq DESC LIMIT ${
+          window(q.limits.owned)
+        }) AS w
+         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ${q.limits.owned}`)
       ))
-      params.push(q.chat_id, q.sender_user_id, window(q.limits.owned), topic, ...kindParams, q.limits.owned)
     }
     const wantsMessages = kinds === undefined || kinds.includes("message") || kinds.includes("bot_message")
     if (wantsMessages && q.limits.recent_messages > 0) {
@@ -271,42 +273,41 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         // The window read off the topic index alone; the columns read for the messages taken.
         parts.push(messagePart(
           "m",
-          `SELECT m.* FROM (SELECT w.id_len, w.message_id FROM (SELECT chat_id, id_len, message_id, topic FROM deixis_messages INDEXED BY deixis_messages_topic
+          sql`SELECT m.* FROM (SELECT w.id_len, w.message_id FROM (SELECT chat_id, id_len, message_id, topic FROM deixis_messages INDEXED BY deixis_messages_topic
              WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
-           WHERE w.${inScope} AND w.message_id <> ? AND NOT ${hasObjects("w")}
-           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?) AS k
-           CROSS JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = k.id_len AND m.message_id = k.message_id
+           WHERE w.${inScope} AND w.message_id <> ${q.current_message_id} AND NOT ${hasObjects("w")}
+           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}) AS k
+           CROSS JOIN deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = k.id_len AND m.message_id = k.message_id
            ORDER BY m.id_len DESC, m.message_id DESC`
         ))
-        params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages, q.chat_id)
       } else {
         parts.push(messagePart(
           "m",
-          `SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
-            home ? " INDEXED BY deixis_messages_topic" : ""
+          sql`SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
+            home ? raw(" INDEXED BY deixis_messages_topic") : empty
           }
              WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
-           WHERE w.${inScope} AND w.message_id <> ?${bot} AND NOT ${hasObjects("w")}
-           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ?`
+           WHERE w.${inScope} AND w.message_id <> ${q.current_message_id}${raw(bot)} AND NOT ${hasObjects("w")}
+           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}`
         ))
-        params.push(...scopedParams, topic, q.current_message_id, q.limits.recent_messages)
       }
     }
   }
 
   /**
    * A topic's newest `windowSize` messages (`w`) and those messages' objects (`wo`): two parts of
-   * a statement, with their parameters.
+   * a statement.
    */
-  const windowParts = (chatId: string, topic: string): readonly [string, ReadonlyArray<Param>] => {
-    const J = pg ? "JOIN" : "CROSS JOIN"
+  const windowParts = (chatId: string, topic: string): Fragment => {
+    const J = d.orderedJoin
     const recent = (columns: string) =>
-      `SELECT ${columns} FROM deixis_messages${pg ? "" : " INDEXED BY deixis_messages_topic"}
-      WHERE chat_id = CAST(? AS TEXT) AND topic = CAST(? AS TEXT) ORDER BY id_len DESC, message_id${C} DESC LIMIT ${windowSize}`
+      sql`SELECT ${raw(columns)} FROM deixis_messages${d.indexedBy("deixis_messages_topic")}
+      WHERE chat_id = CAST(${chatId} AS TEXT) AND topic = CAST(${topic} AS TEXT) ORDER BY id_len DESC, message_id${d.C} DESC LIMIT ${
+        raw(String(windowSize))
+      }`
     // Whether a window message is a source of objects is read off `wo` (complete unless it hit its
     // limit), each object row with its source message (`mid`), so keeping them decodes nothing.
-    return [
-      `SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
+    return sql`SELECT 'w' AS part, CAST(NULL AS TEXT) AS body, w.message_id AS mid, w.topic, w.reply_to, w.sender, CAST(w.from_bot AS INTEGER) AS from_bot,
          w.sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
        FROM (${recent("message_id, topic, reply_to, sender, from_bot, sent_at")}) AS w
       UNION ALL
@@ -314,16 +315,12 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
          CAST(NULL AS INTEGER) AS from_bot, CAST(NULL AS BIGINT) AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
        FROM (SELECT o.body, o.seq, o.source_message_id AS source FROM (${recent("chat_id, message_id")}) AS w
          ${J} deixis_objects o ON o.chat_id = w.chat_id AND o.source_message_id = w.message_id
-       ORDER BY o.seq LIMIT ${windowObjects}) AS p_wo`,
-      [chatId, topic, chatId, topic]
-    ]
+       ORDER BY o.seq LIMIT ${raw(String(windowObjects))}) AS p_wo`
   }
 
   /** A topic's recent window alone (see `windowParts`). */
-  const readWindow = (chatId: string, topic: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    const [sql, params] = windowParts(chatId, topic)
-    return db.query(sql, params)
-  }
+  const readWindow = (chatId: string, topic: string): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+    db.query(windowParts(chatId, topic))
 
   /**
    * The reply target and its chain (`c`) with their objects (`co`), one statement on both engines,
@@ -334,100 +331,73 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   const readChain = (q: PoolQuery, window?: string): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     const reply = q.reply_to_message_id
     if (reply === null || q.limits.chain_depth <= 0) return Effect.succeed([])
-    const J = pg ? "JOIN" : "CROSS JOIN"
-    const [windowSql, windowParams] = window === undefined ? ["", []] : windowParts(q.chat_id, window)
+    const J = d.orderedJoin
     return db.query(
-      `WITH RECURSIVE chain(depth, id_len, message_id) AS (
-        SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
+      sql`WITH RECURSIVE chain(depth, id_len, message_id) AS (
+        SELECT 1, CAST(${positionLength(reply)} AS INTEGER), CAST(${reply} AS TEXT)${d.C}
         UNION ALL
         SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
-          ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-        WHERE c.depth < ? AND m.reply_to IS NOT NULL
+          ${J} deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = c.id_len AND m.message_id = c.message_id
+        WHERE c.depth < ${q.limits.chain_depth} AND m.reply_to IS NOT NULL
       )
       SELECT 'c' AS part, CAST(NULL AS TEXT) AS body, m.message_id AS mid, m.topic, m.reply_to, m.sender, CAST(m.from_bot AS INTEGER) AS from_bot,
          m.sent_at, c.depth AS depth,
          CASE WHEN ${hasObjects("m")} THEN 1 ELSE 0 END AS has_objects
-       FROM chain c ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
+       FROM chain c ${J} deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = c.id_len AND m.message_id = c.message_id
       UNION ALL
       ${
         objectPart(
           "co",
-          `SELECT o.body, o.seq FROM chain c
-         ${J} deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-         ${J} deixis_objects o ON o.chat_id = ? AND o.source_message_id = m.message_id
-       ORDER BY c.depth, o.seq LIMIT ${chainObjectsLimit}`
+          sql`SELECT o.body, o.seq FROM chain c
+         ${J} deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = c.id_len AND m.message_id = c.message_id
+         ${J} deixis_objects o ON o.chat_id = ${q.chat_id} AND o.source_message_id = m.message_id
+       ORDER BY c.depth, o.seq LIMIT ${raw(String(chainObjectsLimit))}`
         )
-      }${window === undefined ? "" : `\n      UNION ALL\n      ${windowSql}`}`,
-      [
-        positionLength(reply),
-        reply,
-        q.chat_id,
-        q.limits.chain_depth,
-        q.chat_id,
-        q.chat_id,
-        q.chat_id,
-        ...windowParams
-      ]
+      }${window === undefined ? empty : sql`\n      UNION ALL\n      ${windowParts(q.chat_id, window)}`}`
     )
   }
 
-  const existsPart = (q: PoolQuery, parts: Array<string>, params: Array<Param>) => {
-    parts.push(
-      `SELECT 'e' AS part, CAST(NULL AS TEXT) AS body, ${nulls} WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ? AND topic = ?)
-         OR EXISTS (SELECT 1 FROM deixis_objects WHERE chat_id = ? AND topic = ?)`
-    )
+  const existsPart = (q: PoolQuery, parts: Array<Fragment>) => {
     const topic = topicKey(q.topic_id)
-    params.push(q.chat_id, topic, q.chat_id, topic)
+    parts.push(
+      sql`SELECT 'e' AS part, CAST(NULL AS TEXT) AS body, ${
+        raw(nulls)
+      } WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ${q.chat_id} AND topic = ${topic})
+         OR EXISTS (SELECT 1 FROM deixis_objects WHERE chat_id = ${q.chat_id} AND topic = ${topic})`
+    )
   }
 
   /** The rows of the pool's parts for the request's scope, or for the rest of the chat, with kind parts for `prefer`. */
   const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, window?: string) => {
-    if (pg) {
+    if (d.poolFunction) {
       // No reply target: the chain is read apart (readChain), so these rows serve every reply.
       return db.query(
-        `SELECT * FROM deixis_pool(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT),
-           CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN),
-           CAST(? AS BOOLEAN), CAST(? AS BIGINT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS INTEGER))`,
-        [
-          q.chat_id,
-          topicKey(q.topic_id),
-          fallback ? "true" : "false",
-          q.current_message_id,
-          null,
-          null,
-          q.limits.chain_depth,
-          q.sender_user_id,
-          q.kinds ?? null,
-          prefer,
-          q.include_owned ? "true" : "false",
-          q.active_only ? "true" : "false",
-          q.now,
-          Math.max(0, q.limits.recent_objects),
-          Math.max(0, q.limits.recent_per_kind),
-          Math.max(0, q.limits.recent_messages),
-          Math.max(0, q.limits.owned)
-        ]
+        sql`SELECT * FROM deixis_pool(CAST(${q.chat_id} AS TEXT), CAST(${topicKey(q.topic_id)} AS TEXT), CAST(${
+          fallback ? "true" : "false"
+        } AS BOOLEAN), CAST(${q.current_message_id} AS TEXT), CAST(${null} AS TEXT),
+           CAST(${null} AS INTEGER), CAST(${q.limits.chain_depth} AS INTEGER), CAST(${q.sender_user_id} AS TEXT), CAST(${
+          q.kinds ?? null
+        } AS TEXT[]), CAST(${prefer} AS TEXT[]), CAST(${q.include_owned ? "true" : "false"} AS BOOLEAN),
+           CAST(${q.active_only ? "true" : "false"} AS BOOLEAN), CAST(${q.now} AS BIGINT), CAST(${
+          Math.max(0, q.limits.recent_objects)
+        } AS INTEGER), CAST(${Math.max(0, q.limits.recent_per_kind)} AS INTEGER), CAST(${
+          Math.max(0, q.limits.recent_messages)
+        } AS INTEGER), CAST(${Math.max(0, q.limits.owned)} AS INTEGER))`
       )
     }
-    const parts: Array<string> = []
-    const params: Array<Param> = []
-    if (!fallback) existsPart(q, parts, params)
-    scopeParts(q, !fallback, prefer, parts, params)
-    if (window !== undefined) {
-      // SQLite: the topic's recent window in the same statement (see `scopeOf`).
-      const [windowSql, windowParams] = windowParts(q.chat_id, window)
-      parts.push(windowSql)
-      params.push(...windowParams)
-    }
-    return db.query(parts.join("\nUNION ALL\n"), params)
+    const parts: Array<Fragment> = []
+    if (!fallback) existsPart(q, parts)
+    scopeParts(q, !fallback, prefer, parts)
+    // SQLite: the topic's recent window in the same statement (see `scopeOf`).
+    if (window !== undefined) parts.push(windowParts(q.chat_id, window))
+    return db.query(unionAll(parts))
   }
 
   /** Only the kind parts of a scope, for `prefer`. */
   const kindRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>) => {
-    const parts: Array<string> = []
-    const params: Array<Param> = []
-    kindParts(q, !fallback, prefer, parts, params)
-    return db.query(parts.join("\nUNION ALL\n"), params)
+    const parts: Array<Fragment> = []
+    kindParts(q, !fallback, prefer, parts)
+    return db.query(unionAll(parts))
   }
 
   /**
@@ -632,7 +602,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
   /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */
   const headOf = (chatId: string) =>
     Effect.map(
-      db.query(`SELECT revision, is_forum FROM deixis_chats WHERE chat_id = ?`, [chatId]),
+      db.query(sql`SELECT revision, is_forum FROM deixis_chats WHERE chat_id = ${chatId}`),
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
@@ -822,7 +792,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     const withWindow = !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
     const read = !withWindow
       ? scopeRows(shared(q), fallback, fetch)
-      : pg
+      : d.pooled
       ? Effect.map(
         Effect.all([scopeRows(shared(q), fallback, fetch), readWindow(q.chat_id, topic)], { concurrency: 2 }),
         ([rows, windowRows]) => [...rows, ...windowRows]
@@ -892,7 +862,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
     // PostgreSQL reads the chain alone and the window in the background, on another connection.
     const topic = topicKey(q.topic_id)
     const window = entry !== undefined && !entry.windows.has(topic) ? topic : undefined
-    return Effect.flatMap(readChain(q, pg ? undefined : window), (rows) => {
+    return Effect.flatMap(readChain(q, d.pooled ? undefined : window), (rows) => {
       const parts = byPart(rows)
       const links: Array<ChainLink> = (parts.get("c") ?? [])
         .map((r) => ({ depth: num(r["depth"]), meta: messageOf(q.chat_id, r), hasObjects: num(r["has_objects"]) !== 0 }))
@@ -901,7 +871,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
       if (entry === undefined) return Effect.succeed(chain)
       return Effect.as(
         Effect.suspend(() => {
-          if (!pg) {
+          if (!d.pooled) {
             keepChain(entry, revision, q, reply, chain, parts.get("w") ?? [], parts.get("wo") ?? [], window)
             return count(0, 1)
           }
@@ -1033,7 +1003,7 @@ export const makePool = ({ bulk, C, db, objectOf, pg, probe }: ContextSql, cache
         [["chat_id", "TEXT"], ["id_len", "INTEGER"], ["message_id", "TEXT"]],
         ids.map((id) => [chatId, positionLength(id), id]),
         (from) =>
-          `SELECT m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
+          sql`SELECT m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at FROM ${from}
            ${probe("deixis_messages", "m", "m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id")}`
       ),
       (rows) => {

@@ -9,7 +9,9 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { bool, chunks, type ColumnType, type Db, describe, marks, num, type Row, rowsTables, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
+import { bool, chunks, type ColumnType, type Db, describe, num, type Row, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
+import type { Dialect } from "./dialect.js"
+import { list, sql } from "./statement.js"
 
 export interface ContextSettings {
   /** How long an object is kept after it stops being active (or, never activated, after it was created); 0: kept. */
@@ -125,16 +127,9 @@ export const messageRow = (m: MessageMeta): ReadonlyArray<Scalar> => [
 /** The statement helpers of one store over one database. */
 export interface ContextSql {
   readonly db: Db
-  readonly pg: boolean
-  /** ` COLLATE "C"` on PostgreSQL (see Db). */
-  readonly C: string
-  readonly probe: (table: string, alias: string, on: string) => string
-  readonly bulk: (
-    columns: ReadonlyArray<readonly [string, ColumnType]>,
-    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
-    statement: (from: string) => string,
-    uses?: number
-  ) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+  readonly d: Dialect
+  readonly probe: Dialect["probe"]
+  readonly bulk: Db["bulk"]
   readonly objectOf: (body: unknown) => Either.Either<ContextObject, string>
 }
 
@@ -142,30 +137,14 @@ export interface ContextSql {
 export const makeBumpRevisions = (db: Db) => (chats: ReadonlyArray<string>): Effect.Effect<void, SqlError> =>
   Effect.forEach(
     chunks(chats, 1),
-    (part) => db.query(`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id IN ${marks(part.length)}`, part),
+    (part) => db.query(sql`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id IN ${list(part)}`),
     { discard: true }
   )
 
-export const makeContextSql = (db: Db): ContextSql => {
-  const pg = db.dialect === "pg"
-  /**
-   * The keys `k` joined to the rows of `table` matching `on`, one index probe per key: on SQLite a
-   * CROSS JOIN fixes that order; on PostgreSQL a LATERAL subquery (OFFSET 0 keeps the planner from
-   * flattening it), since without statistics it may hash-join the whole table instead.
-   */
-  const probe = (table: string, alias: string, on: string) =>
-    pg ? `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} OFFSET 0) AS ${alias}` : `CROSS JOIN ${table} ${alias} ON ${on}`
-  /** Runs `statement` over `rows` passed in bulk as the table `k` (see rowsTables); returns every row it returns. */
-  const bulk = (
-    columns: ReadonlyArray<readonly [string, ColumnType]>,
-    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
-    statement: (from: string) => string,
-    uses = 1
-  ): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
-    rows.length === 0 ? Effect.succeed([]) : Effect.map(
-      Effect.forEach(rowsTables(db.dialect, columns, rows), (k) =>
-        db.query(statement(k.from), uses === 1 ? k.params : Array.from({ length: uses }, () => k.params).flat(1))),
-      (results) => results.length === 1 ? results[0]! : results.flat()
-    )
-  return { db, pg, C: db.C, probe, bulk, objectOf: makeObjectDecoder() }
-}
+export const makeContextSql = (db: Db): ContextSql => ({
+  db,
+  d: db.dialect,
+  probe: db.dialect.probe,
+  bulk: db.bulk,
+  objectOf: makeObjectDecoder()
+})

@@ -20,6 +20,7 @@ import { type ContextSettings, failStore, makeContextSql, messageOf } from "./co
 import { type ContextSwept, makeSweep } from "./contextSweep.js"
 import { makeWrite } from "./contextWrite.js"
 import { storable, storableObjectId } from "./ids.js"
+import { sql } from "./statement.js"
 
 export type { ContextSettings } from "./contextRows.js"
 
@@ -33,7 +34,8 @@ export const makeSqlContextStore = (
   changes?: ChangeProbe
 ): ContextStoreShape & { readonly sweepTables: (now: number) => Effect.Effect<ContextSwept, StoreError> } => {
   const ctx = makeContextSql(db)
-  const { C, objectOf } = ctx
+  const { d, objectOf } = ctx
+  const C = d.C
   // The hot part of each active chat, kept by this store alone (see contextCache).
   const cache = makeContextCache(Math.floor(settings.cache_mb * 1024 * 1024))
   const { apply, migrateChat } = makeWrite(ctx, cache)
@@ -42,15 +44,13 @@ export const makeSqlContextStore = (
 
   const message = (chatId: string, messageId: string) =>
     !storable(chatId, messageId) ? Effect.succeed(Option.none<MessageMeta>()) : db.query(
-      `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ? AND id_len = ? AND message_id = ?`,
-      [chatId, positionLength(messageId), messageId]
-    ).pipe(
+      sql`SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ${chatId} AND id_len = ${positionLength(messageId)} AND message_id = ${messageId}`).pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => messageOf(chatId, r))),
       Effect.mapError(failStore("message"))
     )
 
   const object = (chatId: string, objectId: string) =>
-    !storable(chatId) || !storableObjectId(objectId) ? Effect.succeed(Option.none<ContextObject>()) : db.query(`SELECT body FROM deixis_objects WHERE chat_id = ? AND object_id = ?`, [chatId, objectId]).pipe(
+    !storable(chatId) || !storableObjectId(objectId) ? Effect.succeed(Option.none<ContextObject>()) : db.query(sql`SELECT body FROM deixis_objects WHERE chat_id = ${chatId} AND object_id = ${objectId}`).pipe(
       Effect.mapError(failStore("object")),
       Effect.flatMap((rows) => {
         const row = rows[0]
@@ -64,18 +64,16 @@ export const makeSqlContextStore = (
 
   const replyChain = (chatId: string, messageId: string, depth: number) =>
     depth <= 0 || !storable(chatId, messageId) ? Effect.succeed([]) : db.query(
-      `WITH RECURSIVE chain(depth, id_len, message_id) AS (
-         SELECT 1, CAST(? AS INTEGER), CAST(? AS TEXT)${C}
+      sql`WITH RECURSIVE chain(depth, id_len, message_id) AS (
+         SELECT 1, CAST(${positionLength(messageId)} AS INTEGER), CAST(${messageId} AS TEXT)${C}
          UNION ALL
          SELECT c.depth + 1, m.reply_len, m.reply_to FROM chain c
-           JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-         WHERE c.depth < ? AND m.reply_to IS NOT NULL
+           JOIN deixis_messages m ON m.chat_id = ${chatId} AND m.id_len = c.id_len AND m.message_id = c.message_id
+         WHERE c.depth < ${depth} AND m.reply_to IS NOT NULL
        )
        SELECT c.depth, m.message_id, m.topic, m.reply_to, m.sender, m.from_bot, m.sent_at
-       FROM chain c JOIN deixis_messages m ON m.chat_id = ? AND m.id_len = c.id_len AND m.message_id = c.message_id
-       ORDER BY c.depth`,
-      [positionLength(messageId), messageId, chatId, depth, chatId]
-    ).pipe(
+       FROM chain c JOIN deixis_messages m ON m.chat_id = ${chatId} AND m.id_len = c.id_len AND m.message_id = c.message_id
+       ORDER BY c.depth`).pipe(
       Effect.map((rows) => {
         const out: Array<MessageMeta> = []
         for (const r of rows) {
@@ -92,10 +90,8 @@ export const makeSqlContextStore = (
     Effect.gen(function*() {
       if (!storable(chatId)) return { messages: [], objects: [] }
       const messageRows = yield* db.query(
-        `SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ?`,
-        [chatId]
-      )
-      const objectRows = yield* db.query(`SELECT body FROM deixis_objects WHERE chat_id = ?`, [chatId])
+        sql`SELECT message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages WHERE chat_id = ${chatId}`)
+      const objectRows = yield* db.query(sql`SELECT body FROM deixis_objects WHERE chat_id = ${chatId}`)
       const objects: Array<ContextObject> = []
       for (const r of objectRows) {
         const o = objectOf(r["body"])
@@ -110,12 +106,10 @@ export const makeSqlContextStore = (
 
   const chat = (chatId: string): Effect.Effect<ChatInfo, StoreError> =>
     db.query(
-      `SELECT (SELECT is_forum FROM deixis_chats WHERE chat_id = ?) AS is_forum,
-              (SELECT title FROM deixis_chats WHERE chat_id = ?) AS title,
-              (SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ?) AS to_chat,
-              (SELECT migrated_at FROM deixis_chat_migrations WHERE chat_id = ?) AS migrated_at`,
-      [chatId, chatId, chatId, chatId]
-    ).pipe(
+      sql`SELECT (SELECT is_forum FROM deixis_chats WHERE chat_id = ${chatId}) AS is_forum,
+              (SELECT title FROM deixis_chats WHERE chat_id = ${chatId}) AS title,
+              (SELECT to_chat_id FROM deixis_chat_migrations WHERE chat_id = ${chatId}) AS to_chat,
+              (SELECT migrated_at FROM deixis_chat_migrations WHERE chat_id = ${chatId}) AS migrated_at`).pipe(
       Effect.map((rows): ChatInfo => {
         const r = rows[0] ?? {}
         return {
@@ -137,7 +131,7 @@ export const makeSqlContextStore = (
     replyChain,
     snapshot,
     chat,
-    chats: (query) => listChats(db.sql, query).pipe(Effect.mapError(failStore("chats"))),
+    chats: (query) => listChats(db, query).pipe(Effect.mapError(failStore("chats"))),
     migrateChat,
     sweep: (now) => Effect.map(sweep(now), (swept) => swept.objects),
     sweepTables: sweep,

@@ -3,7 +3,8 @@
  */
 import type { StoreError, StoreStats } from "@deixis/core/ContextStore"
 import * as Effect from "effect/Effect"
-import { num, type Param, str } from "./db.js"
+import { num, str } from "./db.js"
+import { type Fragment, raw, sql } from "./statement.js"
 import { type ContextSettings, type ContextSql, failStore, makeBumpRevisions } from "./contextRows.js"
 
 /** What one sweep of the context store removed, per table. */
@@ -24,17 +25,16 @@ export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
    * count. With `revise`, the chats that lost rows get a new revision in the same transaction
    * (their messages and objects are what stores cache).
    */
-  const sweepTable = (table: string, keyColumns: string, where: string, params: ReadonlyArray<Param>, revise = false) =>
+  const sweepTable = (table: string, keyColumns: string, where: Fragment, revise = false) =>
     Effect.gen(function*() {
       let total = 0
       for (;;) {
         // Each batch is its own short write transaction, so ingest never waits long behind a sweep.
         const rows = yield* db.transaction(Effect.tap(
           db.query(
-            `DELETE FROM ${table} WHERE (${keyColumns}) IN (SELECT ${keyColumns} FROM ${table} WHERE ${where} LIMIT ?) RETURNING ${
-              revise ? "chat_id" : "1"
-            } AS gone`,
-            [...params, settings.sweep_batch]
+            sql`DELETE FROM ${raw(table)} WHERE (${raw(keyColumns)}) IN (SELECT ${raw(keyColumns)} FROM ${raw(table)} WHERE ${where} LIMIT ${settings.sweep_batch}) RETURNING ${
+              raw(revise ? "chat_id" : "1")
+            } AS gone`
           ),
           // Sorted, as apply locks chats, so a sweep and a batch do not wait on each other in a cycle.
           (gone) => revise ? bumpRevisions([...new Set(gone.map((r) => str(r["gone"])))].sort()) : Effect.void
@@ -52,29 +52,27 @@ export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
     Effect.gen(function*() {
       const objects = settings.object_retention <= 0
         ? 0
-        : yield* sweepTable("deixis_objects", "chat_id, object_id", "since <= ?", [now - settings.object_retention], true)
+        : yield* sweepTable("deixis_objects", "chat_id, object_id", sql`since <= ${now - settings.object_retention}`, true)
       const messages = settings.message_retention <= 0 ? 0 : yield* sweepTable(
         "deixis_messages",
         "chat_id, id_len, message_id",
-        "sent_at <= ?",
-        [now - settings.message_retention],
+        sql`sent_at <= ${now - settings.message_retention}`,
         true
       )
       const horizon = now - settings.event_retention
-      const event_ids = yield* sweepTable("deixis_events", "chat_id, event_id", "seen_at <= ?", [horizon])
+      const event_ids = yield* sweepTable("deixis_events", "chat_id, event_id", sql`seen_at <= ${horizon}`)
       const poll_ids = settings.object_retention <= 0
         ? 0
-        : yield* sweepTable("deixis_polls", "poll_id", "stored_at <= ?", [Math.min(horizon, now - settings.object_retention)])
-      const poll_closes = yield* sweepTable("deixis_poll_closes", "poll_id", "stored_at <= ?", [horizon])
+        : yield* sweepTable("deixis_polls", "poll_id", sql`stored_at <= ${Math.min(horizon, now - settings.object_retention)}`)
+      const poll_closes = yield* sweepTable("deixis_poll_closes", "poll_id", sql`stored_at <= ${horizon}`)
       counters.swept_objects += objects
       counters.evicted_messages += messages
       return { objects, messages, event_ids, poll_ids, poll_closes }
     }).pipe(Effect.mapError(failStore("sweep")), Effect.withSpan("SqlContextStore.sweep"))
 
   const stats: Effect.Effect<StoreStats, StoreError> = db.query(
-    `SELECT (SELECT count(*) FROM deixis_chats) AS chats, (SELECT count(*) FROM deixis_messages) AS messages,
-            (SELECT count(*) FROM deixis_objects) AS objects`
-  ).pipe(
+    sql`SELECT (SELECT count(*) FROM deixis_chats) AS chats, (SELECT count(*) FROM deixis_messages) AS messages,
+            (SELECT count(*) FROM deixis_objects) AS objects`).pipe(
     Effect.map((rows) => {
       const r = rows[0] ?? {}
       return {

@@ -1,7 +1,7 @@
 /**
- * The thin layer every store here runs its SQL through: one query text per shape written with
- * `?` placeholders (numbered for PostgreSQL), a write transaction that takes the database's
- * write lock up front, and the conversion of driver failures to the ports' errors.
+ * The thin layer every store here runs its SQL through: statements built with the one builder
+ * (`statement.ts`) and compiled for the database's dialect (`dialect/*.ts`), the engine's write
+ * transaction, and the conversion of driver failures to the ports' errors.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -9,26 +9,25 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
-import * as Scope from "effect/Scope"
-import { groupCommit } from "./groupCommit.js"
+import type { ColumnType, Dialect } from "./dialect.js"
+import { pg } from "./dialect/pg.js"
+import { sqlite } from "./dialect/sqlite.js"
 import { clientFor } from "./readConnection.js"
+import { compile, Fragment, type Param, type Scalar } from "./statement.js"
 
-export type Dialect = "sqlite" | "pg"
-
-/** A scalar bound to a placeholder. */
-export type Scalar = string | number | null
-
-/** A value bound to a placeholder: what both drivers accept (arrays on PostgreSQL only). */
-export type Param = Scalar | ReadonlyArray<Scalar>
+export type { ColumnType, Dialect } from "./dialect.js"
+export { isRetryable } from "./dialect/pg.js"
+export type { Param, Scalar } from "./statement.js"
 
 export type Row = { readonly [column: string]: unknown }
 
 export interface Db {
   readonly dialect: Dialect
   readonly sql: SqlClient.SqlClient
-  /** Runs one statement written with `?` placeholders; returns its rows (RETURNING included). */
-  readonly query: (text: string, params?: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+  /** Runs one statement; returns its rows (RETURNING included). */
+  readonly query: (statement: Fragment) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+  /** `query` of a `sql` template written in place: ``db.run`SELECT … WHERE chat_id = ${id}` ``. */
+  readonly run: (strings: TemplateStringsArray, ...values: Array<Param | Fragment>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
   /**
    * A write transaction. SQLite: `BEGIN IMMEDIATE`, so the write lock is taken before any
    * read and two processes never deadlock upgrading a read lock; writes that arrive together
@@ -36,41 +35,23 @@ export interface Db {
    * advisory locks are taken by the statements), retried on deadlock or serialization failure.
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
-  /** ` COLLATE "C"` on PostgreSQL, so text orders by code point as SQLite's BINARY does. */
-  readonly C: string
+  /**
+   * Runs `statement` over `rows` passed in bulk as the table `k` (see `Dialect.rowsTables`: one
+   * statement on PostgreSQL, a few on SQLite); returns every row it returns.
+   */
+  readonly bulk: (
+    columns: ReadonlyArray<readonly [name: string, type: ColumnType]>,
+    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
+    statement: (from: Fragment) => Fragment
+  ) => Effect.Effect<ReadonlyArray<Row>, SqlError>
 }
 
-/** `?` → `$1, $2, …` (queries here never contain a literal `?`), remembered per text by the Db that owns it. */
-const makeToPg = () => {
-  const numbered = new Map<string, string>()
-  return (text: string): string => {
-    const known = numbered.get(text)
-    if (known !== undefined) return known
-    let n = 0
-    const out = text.replace(/\?/g, () => `$${++n}`)
-    if (numbered.size < 10_000) numbered.set(text, out)
-    return out
-  }
-}
-
-/** SQLSTATEs after which a PostgreSQL transaction is simply run again. */
-const retryable = new Set(["40P01", "40001"])
-
-const sqlState = (error: unknown): string | undefined => {
-  if (typeof error !== "object" || error === null) return undefined
-  const cause: unknown = "cause" in error ? error.cause : undefined
-  if (typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string") return cause.code
-  return undefined
-}
-
-export const isRetryable = (error: unknown): boolean => {
-  const state = sqlState(error)
-  return state !== undefined && retryable.has(state)
-}
+/** The dialect of an `SqlClient`. */
+export const dialectOf = (sql: SqlClient.SqlClient): Dialect =>
+  sql.onDialectOrElse({ orElse: () => sqlite, pg: () => pg })
 
 export const makeDb = (sql: SqlClient.SqlClient): Db => {
-  const dialect: Dialect = sql.onDialectOrElse({ orElse: () => "sqlite" as const, pg: () => "pg" as const })
-  const toPg = makeToPg()
+  const dialect = dialectOf(sql)
   // Inside a transaction a statement runs on the transaction's connection directly: @effect/sql's
   // statement layer (a span and the connection's acquirer per statement, about four times the
   // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
@@ -78,46 +59,29 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // is shared; PostgreSQL's pool lends one).
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
   const clientOf = clientFor(sql)
-  const run = (text: string, params: ReadonlyArray<Param>) =>
+  const query = (statement: Fragment) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
+      const { params, text } = compile(dialect, statement)
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       return Option.isSome(transaction)
         ? transaction.value[0].execute(text, params, undefined)
         : clientOf(text).unsafe<Row>(text, params)
     })
-  const query = dialect === "pg"
-    ? (text: string, params: ReadonlyArray<Param> = []) => run(toPg(text), params)
-    : (text: string, params: ReadonlyArray<Param> = []) => run(text, params)
-  const transaction = dialect === "pg"
-    ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      sql.withTransaction(effect).pipe(
-        // A failed COMMIT is a defect in @effect/sql; here it is a failure like any other.
-        Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
-        Effect.retry({ while: (e) => isRetryable(e), schedule: Schedule.exponential("5 millis"), times: 8 })
-      )
-    : groupCommit(sql, makeImmediate(sql))
-  return { dialect, sql, query, transaction, C: dialect === "pg" ? ` COLLATE "C"` : "" }
+  return withQuery({ dialect, sql, transaction: dialect.transaction(sql) }, query)
 }
 
-const makeImmediate = (sql: SqlClient.SqlClient) => {
-  const run = SqlClient.makeWithTransaction({
-    transactionTag: SqlClient.TransactionConnection,
-    spanAttributes: [["db.system.name", "sqlite"]],
-    acquireConnection: Effect.flatMap(
-      Scope.make(),
-      (scope) => Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
-    ),
-    begin: (conn) => Effect.asVoid(conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined)),
-    savepoint: (conn, id) => Effect.asVoid(conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined)),
-    commit: (conn) => Effect.asVoid(conn.executeUnprepared("COMMIT", [], undefined)),
-    rollback: (conn) => Effect.asVoid(conn.executeUnprepared("ROLLBACK", [], undefined)),
-    rollbackSavepoint: (conn, id) =>
-      Effect.asVoid(conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined))
-  })
-  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-    run(effect).pipe(
-      Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none())
+/** A Db whose statements all run through `query` (`run` and `bulk` included). */
+export const withQuery = (
+  db: Pick<Db, "dialect" | "sql" | "transaction">,
+  query: Db["query"]
+): Db => {
+  const bulk: Db["bulk"] = (columns, rows, statement) =>
+    rows.length === 0 ? Effect.succeed([]) : Effect.map(
+      Effect.forEach(db.dialect.rowsTables(columns, rows), (k) => query(statement(k))),
+      (results) => results.length === 1 ? results[0]! : results.flat()
     )
+  const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
+  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, query, run, bulk }
 }
 
 /** A short, secret-free description of a driver failure. */
@@ -152,68 +116,6 @@ export const topicKey = (topic: string | null): string => topic ?? ""
 export const topicOf = (key: unknown): string | null => {
   const s = str(key)
   return s === "" ? null : s
-}
-
-/** `(?, ?, …)` for `n` values. */
-export const marks = (n: number): string => {
-  let out = "("
-  for (let i = 0; i < n; i++) out += i === 0 ? "?" : ", ?"
-  return out + ")"
-}
-
-/** Rows of `width` placeholders each: `(?, ?), (?, ?)`. */
-export const tuples = (rows: number, width: number): string => {
-  const one = marks(width)
-  let out = ""
-  for (let i = 0; i < rows; i++) out += i === 0 ? one : ", " + one
-  return out
-}
-
-/** The SQL type of a column of rows passed in bulk (see {@link rowsTables}). */
-export type ColumnType = "TEXT" | "INTEGER" | "BIGINT"
-
-/** Row counts of the SQLite chunks: powers of two, so a table is written with a handful of statement texts. */
-const chunkRows = (n: number): ReadonlyArray<number> => {
-  const out: Array<number> = []
-  let left = n
-  for (let size = 256; size >= 1; size /= 2) {
-    while (left >= size) {
-      out.push(size)
-      left -= size
-    }
-  }
-  return out
-}
-
-/**
- * `rows` as a table `k(columns…)` to read from: on PostgreSQL one statement binding one typed
- * array per column (`unnest`), so the server parses a handful of parameters instead of
- * thousands; on SQLite multi-row `VALUES` in chunks of 256, 128, …, 1 rows, so a table is
- * written with a few statement texts (each prepared once) whatever the batch size.
- */
-export const rowsTables = (
-  dialect: Dialect,
-  columns: ReadonlyArray<readonly [name: string, type: ColumnType]>,
-  rows: ReadonlyArray<ReadonlyArray<Scalar>>
-): ReadonlyArray<{ readonly from: string; readonly params: ReadonlyArray<Param> }> => {
-  if (dialect === "pg") {
-    return [{
-      from: `unnest(${columns.map(([, type]) => `CAST(? AS ${type}[])`).join(", ")}) AS k(${
-        columns.map(([name]) => name).join(", ")
-      })`,
-      params: columns.map((_, i) => rows.map((row) => row[i] ?? null))
-    }]
-  }
-  const names = columns.map(([name], i) => `column${i + 1} AS ${name}`).join(", ")
-  const out: Array<{ from: string; params: ReadonlyArray<Param> }> = []
-  let at = 0
-  for (const size of chunkRows(rows.length)) {
-    const params: Array<Param> = []
-    for (let i = at; i < at + size; i++) for (const v of rows[i]!) params.push(v)
-    out.push({ from: `(SELECT ${names} FROM (VALUES ${tuples(size, columns.length)})) AS k`, params })
-    at += size
-  }
-  return out
 }
 
 /** Splits `items` into chunks whose placeholders stay well under both engines' limits. */

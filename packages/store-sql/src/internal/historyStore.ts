@@ -3,7 +3,7 @@
  * order (length, then code points) followed by the per-chat append counter of items without a
  * message id. Every read is one indexed range scan in one chat and topic.
  */
-import { HistoryItem, mergeVersions, replacesEventItem } from "@deixis/chathistory/HistoryItem"
+import { HistoryItem, mergeVersions, replacesEventItem, toMigratedChat } from "@deixis/chathistory/HistoryItem"
 import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
@@ -13,7 +13,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type ColumnType, type Db, describe, num, type Param, type Row, rowsTables, type Scalar, str, topicKey } from "./db.js"
+import { type ColumnType, type Db, describe, num, type Row, type Scalar, str, topicKey } from "./db.js"
+import { raw, sql } from "./statement.js"
 import { storable } from "./ids.js"
 
 export interface HistorySettings {
@@ -34,17 +35,17 @@ const itemOf = (body: unknown): Either.Either<HistoryItem, string> =>
 const failStore = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `history ${what} failed: ${typeof error === "string" ? error : describe(error)}` })
 
-const columns = "anchor, seq, body"
+const columns = raw("anchor, seq, body")
 
 // An anchor (`before`) is a stored message id or "" (before everything).
 const before_ = (options: { readonly before?: string | undefined } | undefined): string | null =>
   options?.before === undefined || options.before === "" ? null : options.before
 
 export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
-  const C = db.C
-  const position = `anchor_len, anchor${C}, seq`
-  const desc = `anchor_len DESC, anchor${C} DESC, seq DESC`
-  const asc = `anchor_len, anchor${C}, seq`
+  const C = db.dialect.ddl.C
+  const position = raw(`anchor_len, anchor${C}, seq`)
+  const desc = raw(`anchor_len DESC, anchor${C} DESC, seq DESC`)
+  const asc = raw(`anchor_len, anchor${C}, seq`)
 
   const entriesOf = (rows: ReadonlyArray<Row>): Either.Either<Array<HistoryEntry>, string> => {
     const out: Array<HistoryEntry> = []
@@ -64,33 +65,17 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const id = externalIdOf(externalId)
       if (Option.isNone(id) || !storable(scope.chat_id, scope.topic_id)) return Option.none<Row>()
       // By message id first; only when no item has it, by the id of the bot's response.
-      const byId = yield* db.query(`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
-        scope.chat_id,
-        id.value
-      ])
+      const byId = yield* db.query(sql`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
       const row = byId[0] ??
         (yield* db.query(
-          `SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ? AND response_id = ? ORDER BY seq DESC LIMIT 1`,
-          [scope.chat_id, id.value]
-        ))[0]
+          sql`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND response_id = ${id.value} ORDER BY seq DESC LIMIT 1`))[0]
       return row !== undefined && str(row["topic"]) === topicKey(scope.topic_id) ? Option.some(row) : Option.none<Row>()
     })
 
-  /** Runs `statement` over `rows` passed in bulk as the table `k` (see rowsTables); returns every row it returns. */
-  const bulk = (
-    columns: ReadonlyArray<readonly [string, ColumnType]>,
-    rows: ReadonlyArray<ReadonlyArray<Scalar>>,
-    statement: (from: string) => string
-  ): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
-    rows.length === 0
-      ? Effect.succeed([])
-      : Effect.map(
-        Effect.forEach(rowsTables(db.dialect, columns, rows), (k) => db.query(statement(k.from), k.params)),
-        (results) => (results.length === 1 ? results[0]! : results.flat())
-      )
+  const bulk = db.bulk
   const pairKey = (a: string, b: string) => `${a.length}:${a}${b}`
-  // SQLite takes CROSS JOIN as the join order (the batch's keys first); PostgreSQL needs a plain JOIN.
-  const join = db.dialect === "pg" ? "JOIN" : "CROSS JOIN"
+  // The batch's keys first (see `Dialect.orderedJoin`).
+  const join = db.dialect.orderedJoin
   const rowColumns: ReadonlyArray<readonly [string, ColumnType]> = [
     ["chat_id", "TEXT"],
     ["topic", "TEXT"],
@@ -124,7 +109,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         [["chat_id", "TEXT"], ["seq", "BIGINT"]],
         chats.map((c) => [c, Math.max(1, idless.get(c)!)]),
         (from) =>
-          `INSERT INTO deixis_history_chats (chat_id, seq) SELECT * FROM ${from} WHERE true
+          sql`INSERT INTO deixis_history_chats (chat_id, seq) SELECT * FROM ${from} WHERE true
            ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq + excluded.seq RETURNING chat_id, seq`
       )
       const nextSeq = new Map<string, number>()
@@ -148,21 +133,21 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       }
       const stored = new Map<string, HistoryItem>()
       for (const r of yield* bulk([["chat_id", "TEXT"], ["message_id", "TEXT"]], [...ids.values()], (from) =>
-        `SELECT h.chat_id, h.message_id, h.body FROM ${from}
+        sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
          ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`)) {
         stored.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
       }
       // Event id → the item stored under it, or the index in `insertRows` of the one this batch adds.
       const storedEvents = new Map<string, HistoryItem | number>()
       for (const r of yield* bulk([["chat_id", "TEXT"], ["event_id", "TEXT"]], [...events.values()], (from) =>
-        `SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
+        sql`SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
         storedEvents.set(pairKey(str(r["chat_id"]), str(r["event_id"])), yield* itemOf(r["body"]))
       }
       const eventUpdates = new Map<string, HistoryItem>()
       const batchEvents = new Map<string, HistoryItem>()
       const newest = new Map<string, string>()
       for (const r of yield* bulk([["chat_id", "TEXT"], ["topic", "TEXT"]], [...topics.values()], (from) =>
-        `SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
+        sql`SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
            WHERE h.chat_id = k.chat_id AND h.topic = k.topic AND h.seq = 0 ORDER BY ${desc} LIMIT 1) AS anchor FROM ${from}`)) {
         if (r["anchor"] !== null && r["anchor"] !== undefined) newest.set(pairKey(str(r["chat_id"]), str(r["topic"])), str(r["anchor"]))
       }
@@ -241,7 +226,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         ])
       }
       yield* bulk(rowColumns, insertRows, (from) =>
-        `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+        sql`INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
          SELECT chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, 0, body FROM ${from} WHERE true`)
       yield* bulk(
         [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
@@ -249,14 +234,14 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
           item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
         ]),
         (from) =>
-          `UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
+          sql`UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
            FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`
       )
       yield* bulk(
         [["chat_id", "TEXT"], ["event_id", "TEXT"], ["reply_to", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
         [...eventUpdates.values()].map((item) => [item.chat_id, item.event_id!, item.reply_to_message_id, item.sent_at, JSON.stringify(item)]),
         (from) =>
-          `UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
+          sql`UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
            FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.event_id = k.event_id`
       )
       return results
@@ -271,7 +256,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       : db.transaction(appendMany(items)).pipe(Effect.mapError(failStore("appendAll")))
 
   const retract = (chatId: string, eventId: string, at: number): Effect.Effect<boolean, StoreError> =>
-    db.query(`DELETE FROM deixis_history WHERE chat_id = ? AND event_id = ? AND sent_at <= ? RETURNING 1 AS gone`, [chatId, eventId, at]).pipe(
+    db.query(sql`DELETE FROM deixis_history WHERE chat_id = ${chatId} AND event_id = ${eventId} AND sent_at <= ${at} RETURNING 1 AS gone`).pipe(
       Effect.map((rows) => rows.length > 0),
       Effect.mapError(failStore("retract"))
     )
@@ -281,58 +266,30 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       // Both chats' counters, locked in a fixed order.
       for (const chatId of [from, to].sort()) {
         yield* db.query(
-          `INSERT INTO deixis_history_chats (chat_id, seq) VALUES (?, 0)
-           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq RETURNING seq`,
-          [chatId]
-        )
+          sql`INSERT INTO deixis_history_chats (chat_id, seq) VALUES (${chatId}, 0)
+           ON CONFLICT (chat_id) DO UPDATE SET seq = deixis_history_chats.seq RETURNING seq`)
       }
       const rows = yield* db.query(
-        `SELECT topic, anchor, seq, message_id, event_id, body FROM deixis_history WHERE chat_id = ? ORDER BY ${asc}`,
-        [from]
-      )
-      const rekey = (v: string | null) => (v === null ? null : migratedMessageId(v))
+        sql`SELECT topic, anchor, seq, message_id, event_id, body FROM deixis_history WHERE chat_id = ${from} ORDER BY ${asc}`)
       let moved = 0
       for (const r of rows) {
-        const item = yield* itemOf(r["body"])
-        const messageId = rekey(item.message_id)
+        const next = toMigratedChat(yield* itemOf(r["body"]), to)
+        const messageId = next.message_id
         if (messageId !== null) {
-          const taken = yield* db.query(`SELECT 1 AS found FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [to, messageId])
+          const taken = yield* db.query(sql`SELECT 1 AS found FROM deixis_history WHERE chat_id = ${to} AND message_id = ${messageId}`)
           if (taken.length > 0) continue
-        }
-        const next: HistoryItem = {
-          ...item,
-          chat_id: to,
-          message_id: messageId,
-          reply_to_message_id: rekey(item.reply_to_message_id),
-          bot_response_id: rekey(item.bot_response_id)
         }
         // An item placed before any message ("" anchor) goes before the old chat's messages.
         const anchor = migratedMessageId(str(r["anchor"]))
         const inserted = yield* db.query(
-          `INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT DO NOTHING RETURNING 1 AS ok`,
-          [
-            to,
-            str(r["topic"]),
-            positionLength(anchor),
-            anchor,
-            num(r["seq"]),
-            messageId,
-            next.reply_to_message_id,
-            next.bot_response_id,
-            r["event_id"] === null || r["event_id"] === undefined ? null : str(r["event_id"]),
-            next.sent_at,
-            JSON.stringify(next)
-          ]
-        )
+          sql`INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+           VALUES (${to}, ${str(r["topic"])}, ${positionLength(anchor)}, ${anchor}, ${num(r["seq"])}, ${messageId}, ${next.reply_to_message_id}, ${next.bot_response_id}, ${r["event_id"] === null || r["event_id"] === undefined ? null : str(r["event_id"])}, ${next.sent_at}, 0, ${JSON.stringify(next)}) ON CONFLICT DO NOTHING RETURNING 1 AS ok`)
         moved += inserted.length
       }
-      yield* db.query(`DELETE FROM deixis_history WHERE chat_id = ?`, [from])
+      yield* db.query(sql`DELETE FROM deixis_history WHERE chat_id = ${from}`)
       yield* db.query(
-        `UPDATE deixis_history_chats SET seq = (SELECT MAX(seq) FROM deixis_history_chats WHERE chat_id IN (?, ?)) WHERE chat_id = ?`,
-        [from, to, to]
-      )
-      yield* db.query(`DELETE FROM deixis_history_chats WHERE chat_id = ?`, [from])
+        sql`UPDATE deixis_history_chats SET seq = (SELECT MAX(seq) FROM deixis_history_chats WHERE chat_id IN (${from}, ${to})) WHERE chat_id = ${to}`)
+      yield* db.query(sql`DELETE FROM deixis_history_chats WHERE chat_id = ${from}`)
       return moved
     })).pipe(Effect.mapError(failStore("migrateChat")))
 
@@ -354,16 +311,14 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const anchor = str(found.value["anchor"])
       const seq = num(found.value["seq"])
       const topic = topicKey(scope.topic_id)
-      const at: ReadonlyArray<Param> = [positionLength(anchor), anchor, seq]
       const before = Math.max(0, window.before)
       const after = Math.max(0, window.after)
+      const at = sql`(${positionLength(anchor)}, ${anchor}, ${seq})`
       const older = before === 0 ? [] : yield* db.query(
-        `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? AND (${position}) < (?, ?, ?) ORDER BY ${desc} LIMIT ?`,
-        [scope.chat_id, topic, ...at, before]
+        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < ${at} ORDER BY ${desc} LIMIT ${before}`
       )
       const newer = after === 0 ? [] : yield* db.query(
-        `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? AND (${position}) > (?, ?, ?) ORDER BY ${asc} LIMIT ?`,
-        [scope.chat_id, topic, ...at, after]
+        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) > ${at} ORDER BY ${asc} LIMIT ${after}`
       )
       return yield* entriesOf([...[...older].reverse(), found.value, ...newer])
     }).pipe(Effect.mapError(failStore("around")))
@@ -374,15 +329,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const topic = topicKey(scope.topic_id)
       const before = options?.before
       const rows = before === undefined
-        ? yield* db.query(`SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? ORDER BY ${desc} LIMIT ?`, [
-          scope.chat_id,
-          topic,
-          n
-        ])
+        ? yield* db.query(sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} ORDER BY ${desc} LIMIT ${n}`)
         : yield* db.query(
-          `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND topic = ? AND (${position}) < (?, ?, 0) ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, topic, positionLength(before), before, n]
-        )
+          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0) ORDER BY ${desc} LIMIT ${n}`)
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("recent")))
 
@@ -397,14 +346,10 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const before = options.before
       const rows = before === undefined
         ? yield* db.query(
-          `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND reply_to = ? AND topic = ? ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, messageId, topic, options.limit]
-        )
+          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} ORDER BY ${desc} LIMIT ${options.limit}`)
         : yield* db.query(
-          `SELECT ${columns} FROM deixis_history WHERE chat_id = ? AND reply_to = ? AND topic = ? AND (${position}) < (?, ?, 0)
-           ORDER BY ${desc} LIMIT ?`,
-          [scope.chat_id, messageId, topic, positionLength(before), before, options.limit]
-        )
+          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0)
+           ORDER BY ${desc} LIMIT ${options.limit}`)
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("replies")))
 
@@ -413,18 +358,13 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const id = externalIdOf(messageId)
       const response = externalIdOf(responseId)
       if (Option.isNone(id) || Option.isNone(response) || !storable(scope.chat_id, scope.topic_id)) return false
-      const rows = yield* db.query(`SELECT topic, body FROM deixis_history WHERE chat_id = ? AND message_id = ?`, [
-        scope.chat_id,
-        id.value
-      ])
+      const rows = yield* db.query(sql`SELECT topic, body FROM deixis_history WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
       const row = rows[0]
       if (row === undefined || str(row["topic"]) !== topicKey(scope.topic_id)) return false
       const item = yield* itemOf(row["body"])
       const next: HistoryItem = { ...item, bot_response_id: response.value }
       yield* db.query(
-        `UPDATE deixis_history SET response_id = ?, rev = rev + 1, body = ? WHERE chat_id = ? AND message_id = ?`,
-        [response.value, JSON.stringify(next), scope.chat_id, id.value]
-      )
+        sql`UPDATE deixis_history SET response_id = ${response.value}, rev = rev + 1, body = ${JSON.stringify(next)} WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
       return true
     })).pipe(Effect.mapError(failStore("recordResponse")))
 
@@ -437,11 +377,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       if (settings.history_retention <= 0) return total
       for (;;) {
         const rows = yield* db.transaction(db.query(
-          `DELETE FROM deixis_history WHERE (chat_id, topic, anchor_len, anchor, seq) IN (
-             SELECT chat_id, topic, anchor_len, anchor, seq FROM deixis_history WHERE sent_at <= ? LIMIT ?
-           ) RETURNING 1 AS gone`,
-          [now - settings.history_retention, settings.sweep_batch]
-        ))
+          sql`DELETE FROM deixis_history WHERE (chat_id, topic, anchor_len, anchor, seq) IN (
+             SELECT chat_id, topic, anchor_len, anchor, seq FROM deixis_history WHERE sent_at <= ${now - settings.history_retention} LIMIT ${settings.sweep_batch}
+           ) RETURNING 1 AS gone`))
         total += rows.length
         if (rows.length < settings.sweep_batch) break
       }
@@ -450,8 +388,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     }).pipe(Effect.mapError(failStore("sweep")))
 
   const stats: Effect.Effect<HistoryStoreStats, StoreError> = db.query(
-    `SELECT (SELECT count(*) FROM deixis_history_chats) AS chats, (SELECT count(*) FROM deixis_history) AS items`
-  ).pipe(
+    sql`SELECT (SELECT count(*) FROM deixis_history_chats) AS chats, (SELECT count(*) FROM deixis_history) AS items`).pipe(
     Effect.map((rows) => ({
       chats: num(rows[0]?.["chats"]),
       items: num(rows[0]?.["items"]),

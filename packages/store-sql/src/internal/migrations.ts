@@ -10,6 +10,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { type Db, type Dialect, num } from "./db.js"
+import { raw, sql } from "./statement.js"
 
 export interface Migration {
   readonly version: number
@@ -17,10 +18,7 @@ export interface Migration {
   readonly statements: (dialect: Dialect) => ReadonlyArray<string>
 }
 
-const types = (dialect: Dialect) =>
-  dialect === "pg"
-    ? { big: "BIGINT", int: "INTEGER", small: "SMALLINT", C: ` COLLATE "C"`, noRowid: "" }
-    : { big: "INTEGER", int: "INTEGER", small: "INTEGER", C: "", noRowid: " WITHOUT ROWID" }
+const types = (dialect: Dialect) => dialect.ddl
 
 export const migrations: ReadonlyArray<Migration> = [
   {
@@ -49,7 +47,7 @@ export const migrations: ReadonlyArray<Migration> = [
           PRIMARY KEY (chat_id, id_len, message_id)
         )${t.noRowid}`,
         // SQLite orders by the primary key itself; PostgreSQL needs the code-point collation.
-        ...(dialect === "pg" ? [`CREATE INDEX deixis_messages_position ON deixis_messages (chat_id, id_len, message_id${t.C})`] : []),
+        ...dialect.pgOnly([`CREATE INDEX deixis_messages_position ON deixis_messages (chat_id, id_len, message_id${t.C})`]),
         `CREATE INDEX deixis_messages_topic ON deixis_messages (chat_id, topic, id_len, message_id${t.C})`,
         `CREATE INDEX deixis_messages_sent ON deixis_messages (sent_at)`,
         // `seq` orders a chat's objects by when they were stored (a topic move stores anew);
@@ -128,9 +126,7 @@ export const migrations: ReadonlyArray<Migration> = [
           body TEXT NOT NULL,
           PRIMARY KEY (chat_id, topic, anchor_len, anchor, seq)
         )`,
-        ...(dialect === "pg"
-          ? [`CREATE INDEX deixis_history_position ON deixis_history (chat_id, topic, anchor_len, anchor${t.C}, seq)`]
-          : []),
+        ...dialect.pgOnly([`CREATE INDEX deixis_history_position ON deixis_history (chat_id, topic, anchor_len, anchor${t.C}, seq)`]),
         `CREATE UNIQUE INDEX deixis_history_message ON deixis_history (chat_id, message_id)`,
         `CREATE INDEX deixis_history_response ON deixis_history (chat_id, response_id)`,
         `CREATE INDEX deixis_history_replies ON deixis_history (chat_id, reply_to, topic)`,
@@ -161,7 +157,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "pg_pool_function",
     // PostgreSQL plans the pool's many-part query anew on every call (over a millisecond); a
     // PL/pgSQL function keeps its plans per connection. SQLite caches prepared statements itself.
-    statements: (dialect) => (dialect === "pg" ? [poolFunction] : [])
+    statements: (dialect) => dialect.pgOnly([poolFunction])
   },
   {
     version: 5,
@@ -173,8 +169,7 @@ export const migrations: ReadonlyArray<Migration> = [
       `DROP INDEX deixis_objects_topic_active`,
       `CREATE INDEX deixis_objects_active ON deixis_objects (chat_id, active_until) WHERE active_until IS NOT NULL`,
       `CREATE INDEX deixis_objects_topic_active ON deixis_objects (chat_id, topic, active_until) WHERE active_until IS NOT NULL`,
-      ...(dialect === "pg"
-        ? [
+      ...dialect.pgOnly([
           // Message ids compare by code point (COLLATE "C") in every column that holds one, so the
           // primary key orders by position too: one index fewer per message, and no second index on
           // (chat_id, id_len) that a plan without statistics can pick for an id lookup and then filter
@@ -183,8 +178,7 @@ export const migrations: ReadonlyArray<Migration> = [
           `ALTER TABLE deixis_objects ALTER COLUMN source_message_id TYPE TEXT COLLATE "C"`,
           `DROP INDEX deixis_messages_position`,
           poolFunctionC
-        ]
-        : [])
+        ])
     ]
   },
   {
@@ -274,8 +268,83 @@ export const migrations: ReadonlyArray<Migration> = [
     // and its search key (`ChatInfo.searchKey`, lower case as JavaScript folds it): both engines
     // then match a search the same way, whatever their own case folding.
     statements: () => [`ALTER TABLE deixis_chats ADD COLUMN title TEXT`, `ALTER TABLE deixis_chats ADD COLUMN title_key TEXT`]
+  },
+  {
+    version: 14,
+    name: "pg_apply_function",
+    // A write batch in one round trip on PostgreSQL: the batch is read without locks, reduced in
+    // the process, and written by one call that first compares the chats' revisions with the ones
+    // it read (see `applyFunction`).
+    statements: (dialect) => dialect.pgOnly([applyFunction])
   }
 ]
+
+/**
+ * One write batch of the context store (`apply` on PostgreSQL outside a caller's transaction),
+ * as one statement: `p` holds the chats the batch read with the revision each was read at, and
+ * the rows to write. The chats' rows are created if new and locked in a fixed order (as every
+ * writer takes them); when a revision moved since the batch read it, nothing is written and the
+ * result is false (the batch is read and reduced again). Otherwise every row is written, each
+ * chat written to gets a new revision, and the result is true.
+ */
+const applyFunction = `CREATE OR REPLACE FUNCTION deixis_apply(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+BEGIN
+  INSERT INTO deixis_chats (chat_id, next_seq, created_at)
+    SELECT c.chat_id, 1, (p->>'now')::bigint FROM jsonb_to_recordset(p->'chats') AS c(chat_id text, revision bigint)
+    ORDER BY c.chat_id COLLATE "C"
+    ON CONFLICT (chat_id) DO NOTHING;
+  SELECT bool_or(l.revision IS DISTINCT FROM c.revision) INTO v_moved
+    FROM jsonb_to_recordset(p->'chats') AS c(chat_id text, revision bigint)
+    LEFT JOIN (
+      SELECT d.chat_id, d.revision FROM deixis_chats d
+        WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(p->'chats') AS e)
+        ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+    ) AS l ON l.chat_id = c.chat_id;
+  IF v_moved THEN
+    RETURN false;
+  END IF;
+  INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+    SELECT * FROM jsonb_to_recordset(p->'messages') AS m(chat_id text, id_len integer, message_id text, topic text,
+      reply_len integer, reply_to text, sender text, from_bot smallint, sent_at bigint)
+    ON CONFLICT DO NOTHING;
+  UPDATE deixis_messages m SET edited_at = e.edited_at
+    FROM jsonb_to_recordset(p->'edits') AS e(chat_id text, id_len integer, message_id text, edited_at bigint)
+    WHERE m.chat_id = e.chat_id AND m.id_len = e.id_len AND m.message_id = e.message_id;
+  DELETE FROM deixis_objects o USING jsonb_to_recordset(p->'removed') AS r(chat_id text, object_id text)
+    WHERE o.chat_id = r.chat_id AND o.object_id = r.object_id;
+  UPDATE deixis_chats c SET is_forum = f.is_forum
+    FROM jsonb_to_recordset(p->'forums') AS f(chat_id text, is_forum smallint) WHERE c.chat_id = f.chat_id;
+  UPDATE deixis_chats c SET title = t.title, title_key = t.title_key
+    FROM jsonb_to_recordset(p->'titles') AS t(chat_id text, title text, title_key text) WHERE c.chat_id = t.chat_id;
+  INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body)
+    SELECT * FROM jsonb_to_recordset(p->'objects') AS o(chat_id text, object_id text, seq bigint, kind text, topic text,
+      source_message_id text, created_by text, active_until bigint, since bigint, body text)
+    ON CONFLICT (chat_id, object_id) DO UPDATE SET
+      seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
+      source_message_id = excluded.source_message_id, created_by = excluded.created_by,
+      active_until = excluded.active_until, since = excluded.since, body = excluded.body;
+  INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at)
+    SELECT q.poll_id, q.chat_id, q.object_id, (p->>'now')::bigint
+      FROM jsonb_to_recordset(p->'polls') AS q(poll_id text, chat_id text, object_id text)
+    ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at;
+  DELETE FROM deixis_poll_closes WHERE poll_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'cleared') AS e);
+  INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at)
+    SELECT q.poll_id, q.event_id, q.at, (p->>'now')::bigint
+      FROM jsonb_to_recordset(p->'closes') AS q(poll_id text, event_id text, at bigint)
+    ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at;
+  INSERT INTO deixis_events (chat_id, event_id, seen_at)
+    SELECT e.chat_id, e.event_id, (p->>'now')::bigint FROM jsonb_to_recordset(p->'seen') AS e(chat_id text, event_id text)
+    ON CONFLICT DO NOTHING;
+  UPDATE deixis_chats c SET next_seq = s.next_seq
+    FROM jsonb_to_recordset(p->'seqs') AS s(chat_id text, next_seq bigint) WHERE c.chat_id = s.chat_id;
+  UPDATE deixis_chats SET revision = revision + 1
+    WHERE chat_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'bump') AS e);
+  RETURN true;
+END
+$fn$`
 
 /**
  * The candidate pool's rows for one scope (the request's topic, or with `p_fallback` the rest
@@ -403,27 +472,20 @@ export const migrate = (
   upTo = Number.POSITIVE_INFINITY
 ): Effect.Effect<ReadonlyArray<number>, SqlError> =>
   db.transaction(Effect.gen(function*() {
-    if (db.dialect === "pg") {
-      yield* db.query(`SELECT pg_advisory_xact_lock(hashtext(?))`, [`deixis/migrations/${schema ?? ""}`])
-      if (schema !== undefined) yield* db.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)
-    }
+    for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
     yield* db.query(
-      `CREATE TABLE IF NOT EXISTS deixis_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at ${
-        db.dialect === "pg" ? "BIGINT" : "INTEGER"
+      sql`CREATE TABLE IF NOT EXISTS deixis_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at ${
+        raw(db.dialect.ddl.big)
       } NOT NULL)`
     )
-    const rows = yield* db.query(`SELECT version FROM deixis_migrations`)
+    const rows = yield* db.query(sql`SELECT version FROM deixis_migrations`)
     const applied = new Set(rows.map((r) => num(r["version"])))
     const now = yield* Clock.currentTimeMillis
     const done: Array<number> = []
     for (const migration of migrations) {
       if (applied.has(migration.version) || migration.version > upTo) continue
-      for (const statement of migration.statements(db.dialect)) yield* db.query(statement)
-      yield* db.query(`INSERT INTO deixis_migrations (version, name, applied_at) VALUES (?, ?, ?)`, [
-        migration.version,
-        migration.name,
-        now
-      ])
+      for (const statement of migration.statements(db.dialect)) yield* db.query(raw(statement))
+      yield* db.query(sql`INSERT INTO deixis_migrations (version, name, applied_at) VALUES (${migration.version}, ${migration.name}, ${now})`)
       done.push(migration.version)
     }
     return done

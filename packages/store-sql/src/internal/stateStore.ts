@@ -41,15 +41,15 @@ const snapshotOf = (scope: ConversationScope, row: Row): Either.Either<Conversat
   )
 
 export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
-  const sql = db.sql
+  const sql = db.run
   const currentRevision = (scope: ConversationScope) =>
     Effect.map(
-      sql<Row>`SELECT revision FROM deixis_conversation_state WHERE chat_id = ${scope.chat_id} AND topic = ${topicKey(scope.topic_id)}`,
+      sql`SELECT revision FROM deixis_conversation_state WHERE chat_id = ${scope.chat_id} AND topic = ${topicKey(scope.topic_id)}`,
       (rows) => (rows[0] === undefined ? 0 : num(rows[0]["revision"]))
     )
 
   const read = (scope: ConversationScope) =>
-    sql<Row>`SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state
+    sql`SELECT revision, state, updated_at, updated_by FROM deixis_conversation_state
       WHERE chat_id = ${scope.chat_id} AND topic = ${topicKey(scope.topic_id)}`.pipe(
       Effect.flatMap((rows) =>
         rows[0] === undefined
@@ -65,11 +65,11 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
       const topic = topicKey(snapshot.topic_id)
       const state = JSON.stringify(snapshot.state)
       const written = snapshot.revision === 1
-        ? yield* sql<Row>`INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
+        ? yield* sql`INSERT INTO deixis_conversation_state (chat_id, topic, revision, state, updated_at, updated_by)
            VALUES (${snapshot.chat_id}, ${topic}, 1, ${state}, ${snapshot.updated_at}, ${snapshot.updated_by})
            ON CONFLICT (chat_id, topic) DO NOTHING RETURNING revision`
         : snapshot.revision > 1
-        ? yield* sql<Row>`UPDATE deixis_conversation_state
+        ? yield* sql`UPDATE deixis_conversation_state
            SET revision = ${snapshot.revision}, state = ${state}, updated_at = ${snapshot.updated_at}, updated_by = ${snapshot.updated_by}
            WHERE chat_id = ${snapshot.chat_id} AND topic = ${topic} AND revision = ${snapshot.revision - 1} RETURNING revision`
         : []
@@ -81,12 +81,12 @@ export const makeSqlStateStore = (db: Db): ConversationStateStoreService => {
   // The scope's write lock for the rest of the transaction. PostgreSQL: an advisory lock on
   // the scope (a row lock cannot cover a row not written yet); SQLite: `BEGIN IMMEDIATE`
   // already holds the database's write lock.
-  const lockScope = (scope: ConversationScope) =>
-    db.dialect === "pg"
-      ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`deixis/conversation_state/${
-        JSON.stringify([scope.chat_id, topicKey(scope.topic_id)])
-      }`}, 0))`)
-      : Effect.void
+  const lockOf = (scope: ConversationScope) =>
+    db.dialect.transactionLock(`deixis/conversation_state/${JSON.stringify([scope.chat_id, topicKey(scope.topic_id)])}`)
+  const lockScope = (scope: ConversationScope) => {
+    const lock = lockOf(scope)
+    return lock === undefined ? Effect.void : Effect.asVoid(db.query(lock))
+  }
 
   // A scope whose ids the rule refuses was never written; writing one is refused.
   const invalid = (scope: ConversationScope) => refused({ chat_id: scope.chat_id, topic_id: scope.topic_id })

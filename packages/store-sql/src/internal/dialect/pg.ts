@@ -1,0 +1,70 @@
+/** PostgreSQL's spelling of what differs between the engines (see `Dialect`). */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import type { Dialect } from "../dialect.js"
+import { join, raw, sql } from "../statement.js"
+
+/** SQLSTATEs after which a PostgreSQL transaction is simply run again. */
+const retryable = new Set(["40P01", "40001"])
+
+const sqlState = (error: unknown): string | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const cause: unknown = "cause" in error ? error.cause : undefined
+  if (typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string") return cause.code
+  return undefined
+}
+
+/** Whether a failure is a deadlock or a serialization failure, after which the transaction runs again. */
+export const isRetryable = (error: unknown): boolean => {
+  const state = sqlState(error)
+  return state !== undefined && retryable.has(state)
+}
+
+/** `BEGIN` (row and advisory locks are taken by the statements), retried on deadlock or serialization failure. */
+const transaction = (client: SqlClient.SqlClient) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  client.withTransaction(effect).pipe(
+    // A failed COMMIT is a defect in @effect/sql; here it is a failure like any other.
+    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
+    Effect.retry({ while: (e) => isRetryable(e), schedule: Schedule.exponential("5 millis"), times: 8 })
+  )
+
+const numbered: Array<string> = []
+const placeholder = (n: number): string => numbered[n] ??= `$${n}`
+
+export const pg: Dialect = {
+  name: "pg",
+  placeholder,
+  texts: new WeakMap(),
+  C: raw(` COLLATE "C"`),
+  forUpdate: raw(" FOR UPDATE"),
+  skipLocked: raw(" FOR UPDATE SKIP LOCKED"),
+  orderedJoin: raw("JOIN"),
+  indexedBy: () => raw(""),
+  probe: (table, alias, on) =>
+    raw(`CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} OFFSET 0) AS ${alias}`),
+  rowsTables: (columns, rows) => {
+    // One typed array per column: the server parses a handful of parameters instead of thousands.
+    const arrays = columns.map(([, type], i) => sql`CAST(${rows.map((row) => row[i] ?? null)} AS ${raw(type)}[])`)
+    return [sql`unnest(${join(arrays, ", ")}) AS ${raw(`k(${columns.map(([name]) => name).join(", ")})`)}`]
+  },
+  contains: (haystack, needle) => sql`strpos(${raw(haystack)}, ${needle}) > 0`,
+  transactionLock: (key) => sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
+  migrationLock: (schema) => [
+    sql`SELECT pg_advisory_xact_lock(hashtext(${`deixis/migrations/${schema ?? ""}`}))`,
+    ...(schema === undefined ? [] : [raw(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)])
+  ],
+  jsonSetString: (json, member, value) =>
+    sql`jsonb_set(${raw(json)}::jsonb, ${raw(`'{${member}}'`)}, to_jsonb(${value(raw(`(${json}::jsonb ->> '${member}')`))}))::text`,
+  readTogether: (reads) =>
+    sql`SELECT ${join(reads.map((read, i) => sql`(SELECT COALESCE(json_agg(x), '[]') FROM (${read}) AS x) AS ${raw(`r${i}`)}`), ", ")}`,
+  applyFunction: true,
+  poolFunction: true,
+  pooled: true,
+  rowid: false,
+  ddl: { big: "BIGINT", int: "INTEGER", small: "SMALLINT", C: ` COLLATE "C"`, noRowid: "" },
+  pgOnly: (statements) => statements,
+  transaction
+}

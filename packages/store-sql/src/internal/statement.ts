@@ -1,0 +1,108 @@
+/**
+ * The one statement builder of store-sql: statements are written with the `sql` template, each
+ * `${value}` a bound parameter and each `${fragment}` SQL spliced in (a dialect's spelling, a
+ * part of a larger statement); {@link compile} turns a fragment into a dialect's text, numbering
+ * the placeholders as it appends them (`?` on SQLite, `$1, $2, …` on PostgreSQL).
+ *
+ * A fragment whose values are all parameters is compiled once per call site (its template's
+ * strings are the key), so the hot statements cost no text building at all.
+ */
+
+/** A scalar bound to a placeholder. */
+export type Scalar = string | number | null
+
+/** A value bound to a placeholder: what both drivers accept (arrays on PostgreSQL only). */
+export type Param = Scalar | ReadonlyArray<Scalar>
+
+/** A piece of SQL with its parameters in place. */
+export class Fragment {
+  constructor(readonly strings: ReadonlyArray<string>, readonly values: ReadonlyArray<Param | Fragment>) {}
+}
+
+/** What a statement is compiled with: how a dialect writes its `n`th placeholder. */
+export interface Placeholders {
+  readonly placeholder: (n: number) => string
+  /** Texts compiled per template (see the module's doc). */
+  readonly texts: WeakMap<ReadonlyArray<string>, string>
+}
+
+/** A statement: `${value}` binds a parameter, `${fragment}` splices SQL. */
+export const sql = (strings: TemplateStringsArray, ...values: Array<Param | Fragment>): Fragment =>
+  new Fragment(strings, values)
+
+/** SQL text spliced as it is (never a value from outside: identifiers and constants only). */
+export const raw = (text: string): Fragment => new Fragment([text], [])
+
+/** Nothing. */
+export const empty: Fragment = raw("")
+
+/** `parts` one after the other, `separator` between them. */
+export const join = (parts: ReadonlyArray<Fragment>, separator: string): Fragment => {
+  if (parts.length === 0) return empty
+  if (parts.length === 1) return parts[0]!
+  const strings: Array<string> = [""]
+  for (let i = 1; i < parts.length; i++) strings.push(separator)
+  strings.push("")
+  return new Fragment(strings, parts)
+}
+
+/** Every condition (`1=1` for none). */
+export const and = (conditions: ReadonlyArray<Fragment>): Fragment =>
+  conditions.length === 0 ? raw("1=1") : sql`(${join(conditions, " AND ")})`
+
+/** Any condition (`1=0` for none). */
+export const or = (conditions: ReadonlyArray<Fragment>): Fragment =>
+  conditions.length === 0 ? raw("1=0") : sql`(${join(conditions, " OR ")})`
+
+/** `(?, ?, …)`: one parameter per value, for `IN` and `VALUES`. */
+export const list = (values: ReadonlyArray<Scalar>): Fragment => {
+  const strings: Array<string> = ["("]
+  for (let i = 1; i < values.length; i++) strings.push(", ")
+  strings.push(")")
+  return new Fragment(strings, values)
+}
+
+/** Rows of parameters: `(?, ?), (?, ?)`. */
+export const tuples = (rows: ReadonlyArray<ReadonlyArray<Scalar>>): Fragment => join(rows.map(list), ", ")
+
+const simple = (f: Fragment): boolean => {
+  for (const v of f.values) if (v instanceof Fragment) return false
+  return true
+}
+
+/** A compiled statement: its text and its parameters in placeholder order. */
+export interface Compiled {
+  readonly text: string
+  readonly params: ReadonlyArray<Param>
+}
+
+/** `f` as the dialect's text, placeholders numbered in order of appearance. */
+export const compile = (p: Placeholders, f: Fragment): Compiled => {
+  if (simple(f)) {
+    // A template whose values are all parameters: one text per call site.
+    const template = "raw" in f.strings
+    let text = template ? p.texts.get(f.strings) : undefined
+    if (text === undefined) {
+      text = f.strings[0]!
+      for (let i = 0; i < f.values.length; i++) text += p.placeholder(i + 1) + f.strings[i + 1]!
+      if (template) p.texts.set(f.strings, text)
+    }
+    return { text, params: f.values as ReadonlyArray<Param> }
+  }
+  const params: Array<Param> = []
+  const append = (g: Fragment): string => {
+    let text = g.strings[0]!
+    for (let i = 0; i < g.values.length; i++) {
+      const v = g.values[i]!
+      if (v instanceof Fragment) text += append(v)
+      else {
+        params.push(v)
+        text += p.placeholder(params.length)
+      }
+      text += g.strings[i + 1]!
+    }
+    return text
+  }
+  const text = append(f)
+  return { text, params }
+}
