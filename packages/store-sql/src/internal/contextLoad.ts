@@ -8,7 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
-import { type Fragment, join, list, sql, tuples } from "./statement.js"
+import { type Fragment, join, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 
 export interface PollRef {
@@ -156,11 +156,12 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
       }
       if (lock) {
         for (const part of chunks(chats, 3)) {
-          yield* db.query(
-            sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))} ON CONFLICT (chat_id) DO NOTHING`
-          )
+          // Created and read in one statement: a chat already there is "updated" to what it was, so
+          // its row comes back too, locked (PostgreSQL) in the order of the sorted values.
           const rows = yield* db.query(
-            sql`SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${list(part)} ORDER BY chat_id${d.C}${d.forUpdate}`
+            sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))}
+              ON CONFLICT (chat_id) DO UPDATE SET revision = deixis_chats.revision
+              RETURNING chat_id, next_seq, is_forum, revision, title`
           )
           for (const r of rows) chatRow(r)
         }
