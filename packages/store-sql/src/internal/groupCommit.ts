@@ -16,8 +16,8 @@
  * Each write runs in its own caller's fiber (its context, spans and interruption are its own):
  * a leader fiber opens the transaction and hands the connection to the batch's writers one
  * after another, waits until each says it is finished, commits, then tells every writer the
- * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL` the batch costs one
- * `fsync`, not one per write.
+ * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL`
+ * the batch costs one `fsync`, not one per write.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -50,8 +50,8 @@ type Finished =
 
 /**
  * A value set once (later sets are ignored) and awaited by one fiber: the hand-offs between the
- * leader and its writers. A plain callback, not a `Deferred`: a write goes through five of them,
- * and each `Deferred` step is several effect steps of its own.
+ * leader and its writers. A plain callback, not a `Deferred`: a write goes through three of
+ * them, and each `Deferred` step is several effect steps of its own.
  */
 class Cell<A> {
   private done = false
