@@ -18,6 +18,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
@@ -27,17 +28,19 @@ import * as Bot from "./Bot.js"
 import * as BotConfig from "./BotConfig.js"
 import * as Metrics from "./Metrics.js"
 import * as Ops from "./Ops.js"
+import * as Reminders from "./Reminders.js"
 import * as Runner from "./Runner.js"
 
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
  * from the core's `DEIXIS_*` keys: chathistory's `DeixisServices.layerConfig`, the composition
- * every entrance uses.
+ * every entrance uses — and the reminder sender's wake-up call (`Reminders.layerWakeup`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const services = DeixisServices.layerConfig
+export const services = <E, R>(stores: Layer.Layer<DeixisServices.Stores, E, R>) =>
+  Layer.merge(DeixisServices.layerConfig(stores), Reminders.layerWakeup)
 
 /**
  * The bot's version, from its package.json, as its start line reports it (core's

@@ -33,13 +33,13 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import { Telegraf } from "telegraf"
+import { Context as TelegrafContext, Telegraf } from "telegraf"
 import type { Types } from "telegraf"
-import type { Message, Update } from "telegraf/types"
+import type { Message, Update, UserFromGetMe } from "telegraf/types"
 import * as ChatSettings from "./ChatSettings.js"
 import type { BotConfig } from "./BotConfig.js"
 import * as Llm from "./Llm.js"
-import type * as Reminders from "./Reminders.js"
+import * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as TelegramSend from "./TelegramSend.js"
 import * as Times from "./Times.js"
@@ -51,7 +51,7 @@ import * as Times from "./Times.js"
  * @since 0.1.0
  * @category models
  */
-export type Services = DeixisServices.Services | DeixisServices.Stores
+export type Services = DeixisServices.Services | DeixisServices.Stores | Reminders.Wakeup
 
 /**
  * The update types the bot asks Telegram for (`message_reaction` must be asked for by name).
@@ -71,22 +71,48 @@ export const allowedUpdates: ReadonlyArray<Types.UpdateType> = [
 ]
 
 /**
- * The commands registered with `setMyCommands` (private chats and groups).
+ * Where Telegram lists a command (`setMyCommands`' scope types).
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @category models
+ */
+export type CommandScope = "all_private_chats" | "all_group_chats" | "default"
+
+/**
+ * Every scope the bot lists its commands in: private chats and groups (and the default).
+ *
+ * @since 0.3.0
  * @category constants
  */
-export const commands: ReadonlyArray<{ readonly command: string; readonly description: string }> = [
-  { command: "help", description: "What I can do" },
-  { command: "context", description: "What is in focus in this topic" },
-  { command: "what", description: "Reply to a message: what does it refer to?" },
-  { command: "remind", description: "Remind: /remind in 10 minutes check the oven" },
-  { command: "reminders", description: "Pending reminders, with cancel buttons" },
-  { command: "poll", description: "A poll: /poll question | option | option" },
-  { command: "closepoll", description: "Reply to a poll: close it (its creator or an admin)" },
-  { command: "timezone", description: "This chat's time zone: /timezone Europe/Berlin" },
-  { command: "state", description: "This topic's saved conversation state" }
-]
+export const everywhere: ReadonlyArray<CommandScope> = ["all_private_chats", "all_group_chats", "default"]
+
+/**
+ * One command of the bot: what `setMyCommands` lists (its description, in its scopes; none:
+ * it works but is not listed) and what it does. The bot's commands are one table of these
+ * ({@link Bot.commands}): adding a command is adding an entry.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Command {
+  readonly name: string
+  readonly description: string
+  readonly scopes: ReadonlyArray<CommandScope>
+  /** Runs in the update's scope; whatever it fails with, the asker gets an apology. */
+  readonly handler: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, unknown, Services>
+}
+
+/**
+ * What `setMyCommands` takes for one scope: the commands listed there.
+ *
+ * @since 0.3.0
+ * @category commands
+ */
+export const listedIn = (
+  commands: ReadonlyArray<Command>,
+  scope: CommandScope
+): ReadonlyArray<{ readonly command: string; readonly description: string }> =>
+  commands.filter((c) => c.scopes.includes(scope)).map((c) => ({ command: c.name, description: c.description }))
 
 /**
  * A built bot.
@@ -95,31 +121,72 @@ export const commands: ReadonlyArray<{ readonly command: string; readonly descri
  * @category models
  */
 export interface Bot {
-  readonly telegraf: Telegraf<DeixisTelegraf.DeixisContext>
+  readonly telegraf: Telegraf<Context>
+  /** Maps an update (untrusted JSON) once, with the bot's identity: what intake passes on. */
+  readonly map: (update: unknown) => UpdateMapper.MappedUpdate
   /**
-   * Handles one update (untrusted JSON) now. Malformed updates are logged and dropped; a
-   * handler's failure is logged. Fails only when recording the update failed in a store: then
-   * no handler ran, and the update is to be handled again later (it must not be marked done).
+   * Whether a handler may act on the update (a command, a button, an LLM turn): an update that
+   * needs none is only recorded, with its chat's neighbours in one unit of work.
+   */
+  readonly needsAnswer: (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate) => boolean
+  /**
+   * Records mapped updates of one chat, in order, as one unit of work. Fails only when a store
+   * failed: then none of them is recorded, and they are to be handled again later.
+   */
+  readonly record: (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
+  /**
+   * Runs the handlers of an update already recorded. Malformed updates are logged and dropped;
+   * a handler's failure is logged: it never fails.
+   */
+  readonly answer: (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+  /**
+   * Records an update and runs its handlers (`record`, then `answer`). Fails only when
+   * recording failed in a store: then no handler ran.
    */
   readonly handle: (update: unknown) => Effect.Effect<void, DeixisTelegraf.RecordFailed>
   /** Sends one claimed reminder (the reminder sender's `send`). */
   readonly fireReminder: (reminder: ClaimedReminder) => Effect.Effect<Reminders.Outcome>
-  /** Called after `/remind` stored a reminder (the running sender wakes up). */
-  readonly onReminderAdded: { current: Effect.Effect<void> }
+  /** The commands: what `setMyCommands` lists and what the handlers do. */
+  readonly commands: ReadonlyArray<Command>
   /**
    * Called when an update arrives, before it waits behind its chat's earlier ones: a newer
    * message from the same person in the same topic, addressed to the bot, cancels their LLM
    * turn in progress (no answer is sent for it; the newer message is answered with the
    * earlier one in its history).
    */
-  readonly preempt: (update: unknown) => Effect.Effect<void>
+  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
   /** One Bot API call with the send policy (timeout, retries). */
   readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
 }
 
 const isHint = Schema.is(TargetKindHint)
 
-type CommandContext = DeixisTelegraf.DeixisContext & { readonly payload: string }
+/** The LLM mode as the intake sees it: which messages start a turn, and preemption of turns. */
+interface LlmTurns {
+  readonly addresses: (mapped: UpdateMapper.MappedUpdate) => boolean
+  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+}
+
+const noLlm: LlmTurns = { addresses: () => false, preempt: () => Effect.void }
+
+/**
+ * The context of the bot's handlers: Telegraf's, with `ctx.deixis` over the update as mapped
+ * and recorded at intake, and `effects`, which runs an Effect in the update's own scope.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Context extends DeixisTelegraf.DeixisContext {
+  effects: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
+}
+
+/**
+ * A command's context: `payload` is the text after the command.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type CommandContext = Context & { readonly payload: string }
 
 type CallApiSignal = NonNullable<NonNullable<Parameters<Telegraf["telegram"]["callApi"]>[2]>["signal"]>
 
@@ -143,33 +210,15 @@ export const make = (
     const runtime = yield* Effect.runtime<Services>().pipe(
       Effect.provideService(TelegramRecorder.ChatMigrators, [store.migrateChat])
     )
-    const runDefault = Runtime.runPromise(runtime)
     const llmOn = options.llm !== undefined && Option.isSome(options.llm)
-    const telegraf = new Telegraf<DeixisTelegraf.DeixisContext>(Redacted.value(options.token), {
+    const telegraf = new Telegraf<Context>(Redacted.value(options.token), {
       telegram: { apiRoot: options.apiRoot, webhookReply: false },
       // Bounded by the per-call timeouts and by shutdown, not by a timer that leaves the handler running.
       handlerTimeout: Number.POSITIVE_INFINITY
     })
-    const onReminderAdded = { current: Effect.void as Effect.Effect<void> }
 
-    // The Effects of one update run in that update's FiberSet (see `handle`).
-    const runners = new WeakMap<object, <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>>()
-    const run = (ctx: { readonly update: object }) => runners.get(ctx.update) ?? runDefault
-
-    // An update whose recording failed reaches no handler: answered now, it would be answered
-    // again when it is handed out again, and missing from the history the answers read.
-    telegraf.use(DeixisTelegraf.middleware(runtime, { mode: options.mode, onStoreError: "fail" }))
-    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
-    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
-    // them): it is logged with the mapper's reason and goes no further.
-    telegraf.use((ctx, next) => {
-      const skipped = ctx.deixis.update.skipped
-      return skipped !== undefined && (skipped.startsWith("malformed") || skipped.startsWith("unmappable"))
-        ? runDefault(Effect.logWarning("malformed update ignored").pipe(
-          Effect.annotateLogs({ update_id: ctx.update.update_id, reason: skipped })
-        ))
-        : next()
-    })
+    // The Effects of one update run in that update's FiberSet (see `answer`).
+    const run = (ctx: Context) => ctx.effects
 
     const call = <A>(method: string, payload: Record<string, unknown>) =>
       TelegramSend.send<A>(
@@ -195,7 +244,7 @@ export const make = (
     }
 
     /** Sends `reply` as a reply to the update's message, in its topic, and records it. */
-    const answer = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =>
+    const answer = (ctx: Context, reply: Replies.Reply) =>
       Effect.gen(function*() {
         const scope = ctx.deixis.scope
         const chat = ctx.chat?.id
@@ -209,13 +258,13 @@ export const make = (
         })
         yield* recordSent(sent, scope)
       }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
-    const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => answer(ctx, { text: t, buttons: [] })
+    const text = (ctx: Context, t: string) => answer(ctx, { text: t, buttons: [] })
 
     const zoneOf = (chatId: string) => ChatSettings.timeZone(chatId, options.timeZone)
 
     // An anonymous admin's message comes from @GroupAnonymousBot with the group itself as
     // sender_chat: only an admin can speak as the group, and getChatMember cannot name them.
-    const speaksAsChat = (ctx: DeixisTelegraf.DeixisContext) => {
+    const speaksAsChat = (ctx: Context) => {
       const message = ctx.message
       return message !== undefined && ctx.chat !== undefined && "sender_chat" in message && message.sender_chat?.id === ctx.chat.id
     }
@@ -226,10 +275,7 @@ export const make = (
         Effect.catchAll((error) => Effect.as(Effect.logWarning("chat member not read", error), false))
       )
 
-    const command = (
-      name: string,
-      f: (ctx: CommandContext, scope: UpdateMapper.MessageScope) => Effect.Effect<void, unknown, Services>
-    ) =>
+    const register = ({ handler: f, name }: Command) =>
       telegraf.command(name, (ctx) => {
         const scope = ctx.deixis.scope
         return run(ctx)(
@@ -245,59 +291,9 @@ export const make = (
         )
       })
 
-    command("start", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
-    command("help", (ctx) => text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn)))
 
-    command("context", (ctx, scope) =>
-      Effect.gen(function*() {
-        const result = yield* DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true })
-        yield* answer(ctx, Replies.context(result, yield* Clock.currentTimeMillis, yield* zoneOf(scope.chat_id)))
-      }))
 
-    command("what", (ctx, scope) =>
-      Effect.gen(function*() {
-        const raw = (ctx.payload.trim().split(/\s+/)[0] ?? "").toLowerCase()
-        const word = hintWords[raw] ?? raw
-        if (word !== "" && !isHint(word)) {
-          return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
-        }
-        // A resolution the user asked for is a resolver touch of what it found.
-        const result = yield* DeixisTelegraf.resolve(scope, {
-          record_touch: true,
-          ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
-        })
-        yield* answer(ctx, Replies.what(result))
-      }))
 
-    command("remind", (ctx, scope) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const zone = yield* zoneOf(scope.chat_id)
-        const parsed = Times.parseWhen(ctx.payload, now, zone)
-        if (Either.isLeft(parsed)) return yield* text(ctx, Replies.remindProblem(parsed.left, zone))
-        const reminder: Reminder = {
-          object_id: objectIdFor(scope.chat_id, scope.message_id, "reminder", 0),
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          source_message_id: scope.message_id,
-          created_by_user_id: scope.sender_user_id,
-          text: Replies.short(parsed.right.text, 1000),
-          due_at: parsed.right.due_at,
-          created_at: now
-        }
-        yield* store.add(reminder)
-        yield* ingest([BotEvents.reminderCreated({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          source_message_id: scope.message_id,
-          due_at: reminder.due_at,
-          label: Replies.short(reminder.text, 200),
-          created_by_user_id: scope.sender_user_id,
-          actor_user_id: scope.sender_user_id
-        })])
-        yield* onReminderAdded.current
-        yield* text(ctx, Replies.reminderSet(reminder, now, zone))
-      }))
 
     const listReminders = (chatId: string, topicId: string | null, senderId: string | null) =>
       Effect.gen(function*() {
@@ -307,42 +303,7 @@ export const make = (
         return { list: list.slice(0, 10), reply: Replies.reminders(list.slice(0, 10), { senderId, topicId, now, zone, more: list.length > 10 }) }
       })
 
-    command("reminders", (ctx, scope) =>
-      Effect.gen(function*() {
-        const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
-        if (list.length > 0) {
-          yield* ingest(BotEvents.remindersListed({
-            chat_id: scope.chat_id,
-            object_ids: list.map((r) => r.object_id),
-            listed_in: scope.message_id
-          }))
-        }
-        yield* answer(ctx, reply)
-      }))
 
-    command("poll", (ctx, scope) =>
-      Effect.gen(function*() {
-        const parsed = Replies.parsePoll(ctx.payload)
-        if (typeof parsed === "string") return yield* text(ctx, parsed)
-        const creator = ctx.from?.id
-        const sent = yield* call<Message.PollMessage>("sendPoll", {
-          ...where(scope.chat_id, scope.topic_id),
-          question: parsed.question,
-          options: parsed.options.map((o) => ({ text: o })),
-          is_anonymous: false,
-          reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
-          ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
-        })
-        yield* recordSent(sent, scope)
-        yield* ingest([BotEvents.pollCreated({
-          chat_id: scope.chat_id,
-          topic_id: scope.topic_id,
-          message_id: String(sent.message_id),
-          poll_id: sent.poll.id,
-          question: parsed.question,
-          actor_user_id: scope.sender_user_id
-        })])
-      }))
 
     /** Closes a poll the bot sent, when `userId` created it (per the button) or is an admin. */
     const closePoll = (chatId: number, pollMessageId: number, userId: number, creatorId: string | null, anonymousAdmin = false) =>
@@ -366,49 +327,192 @@ export const make = (
         return "Poll closed."
       })
 
-    command("closepoll", (ctx, scope) =>
-      Effect.gen(function*() {
-        const target = (ctx.message as Message.TextMessage | undefined)?.reply_to_message
-        const from = ctx.from?.id
-        if (target === undefined || !("poll" in target) || target.from?.id !== telegraf.botInfo?.id || from === undefined) {
-          return yield* text(ctx, "Reply to one of my polls with /closepoll to close it.")
-        }
-        const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
-          .pipe(Effect.orElseSucceed(() => Option.none()))
-        const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
-        yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
-      }))
 
-    command("timezone", (ctx, scope) =>
-      Effect.gen(function*() {
-        const wanted = ctx.payload.trim()
-        const now = yield* Clock.currentTimeMillis
-        const current = yield* zoneOf(scope.chat_id)
-        if (wanted === "") {
-          return yield* text(ctx, `This chat's time zone is ${current} (${Times.formatLocal(now, now, current)} now). Change it with /timezone Europe/Berlin`)
-        }
-        if (!Times.isTimeZone(wanted)) {
-          return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
-        }
-        const from = ctx.from?.id
-        if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
-          return yield* text(ctx, "Only an admin can change this chat's time zone.")
-        }
-        const zone = Times.canonicalZone(wanted)
-        yield* ChatSettings.setTimeZone(scope.chat_id, zone, scope.sender_user_id)
-        yield* text(ctx, `Time zone set: ${zone}. It is ${Times.formatLocal(now, now, zone)} now.`)
-      }))
 
-    command("state", (ctx, scope) =>
-      Effect.flatMap(ConversationState, (state) => state.render({ chat_id: scope.chat_id, topic_id: scope.topic_id })).pipe(
-        Effect.flatMap((rendered) => text(ctx, rendered))
-      ))
 
-    const answerCallback = (ctx: DeixisTelegraf.DeixisContext, t: string) =>
+    // The commands, in the order Telegram lists them; `/start` (what Telegram sends first) is
+    // answered but not listed.
+    const help: Command["handler"] = (ctx) =>
+      text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llmOn))
+    const commands: ReadonlyArray<Command> = [
+      {
+        name: "start",
+        description: "Start",
+        scopes: [],
+        handler: help
+      },
+      {
+        name: "help",
+        description: "What I can do",
+        scopes: everywhere,
+        handler: help
+      },
+      {
+        name: "context",
+        description: "What is in focus in this topic",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const result = yield* DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true })
+            yield* answer(ctx, Replies.context(result, yield* Clock.currentTimeMillis, yield* zoneOf(scope.chat_id)))
+          })
+      },
+      {
+        name: "what",
+        description: "Reply to a message: what does it refer to?",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const raw = (ctx.payload.trim().split(/\s+/)[0] ?? "").toLowerCase()
+            const word = hintWords[raw] ?? raw
+            if (word !== "" && !isHint(word)) {
+              return yield* text(ctx, "I know these kinds: poll, reminder, image, file, article, link, video, voice, pdf, summary, message. Or reply to a message with /what.")
+            }
+            // A resolution the user asked for is a resolver touch of what it found.
+            const result = yield* DeixisTelegraf.resolve(scope, {
+              record_touch: true,
+              ...(word === "" ? {} : { normalized_reference_hints: { target_kind_hint: word } })
+            })
+            yield* answer(ctx, Replies.what(result))
+          })
+      },
+      {
+        name: "remind",
+        description: "Remind: /remind in 10 minutes check the oven",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const zone = yield* zoneOf(scope.chat_id)
+            const parsed = Times.parseWhen(ctx.payload, now, zone)
+            if (Either.isLeft(parsed)) return yield* text(ctx, Replies.remindProblem(parsed.left, zone))
+            const reminder: Reminder = {
+              object_id: objectIdFor(scope.chat_id, scope.message_id, "reminder", 0),
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              source_message_id: scope.message_id,
+              created_by_user_id: scope.sender_user_id,
+              text: Replies.short(parsed.right.text, 1000),
+              due_at: parsed.right.due_at,
+              created_at: now
+            }
+            yield* store.add(reminder)
+            yield* ingest([BotEvents.reminderCreated({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              source_message_id: scope.message_id,
+              due_at: reminder.due_at,
+              label: Replies.short(reminder.text, 200),
+              created_by_user_id: scope.sender_user_id,
+              actor_user_id: scope.sender_user_id
+            })])
+            yield* Reminders.wake
+            yield* text(ctx, Replies.reminderSet(reminder, now, zone))
+          })
+      },
+      {
+        name: "reminders",
+        description: "Pending reminders, with cancel buttons",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const { list, reply } = yield* listReminders(scope.chat_id, scope.topic_id, scope.sender_user_id)
+            if (list.length > 0) {
+              yield* ingest(BotEvents.remindersListed({
+                chat_id: scope.chat_id,
+                object_ids: list.map((r) => r.object_id),
+                listed_in: scope.message_id
+              }))
+            }
+            yield* answer(ctx, reply)
+          })
+      },
+      {
+        name: "poll",
+        description: "A poll: /poll question | option | option",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const parsed = Replies.parsePoll(ctx.payload)
+            if (typeof parsed === "string") return yield* text(ctx, parsed)
+            const creator = ctx.from?.id
+            const sent = yield* call<Message.PollMessage>("sendPoll", {
+              ...where(scope.chat_id, scope.topic_id),
+              question: parsed.question,
+              options: parsed.options.map((o) => ({ text: o })),
+              is_anonymous: false,
+              reply_parameters: { message_id: Number(scope.message_id), allow_sending_without_reply: true },
+              ...(creator === undefined ? {} : markup([[{ text: "Close poll", callback_data: `pc:${creator}` }]]))
+            })
+            yield* recordSent(sent, scope)
+            yield* ingest([BotEvents.pollCreated({
+              chat_id: scope.chat_id,
+              topic_id: scope.topic_id,
+              message_id: String(sent.message_id),
+              poll_id: sent.poll.id,
+              question: parsed.question,
+              actor_user_id: scope.sender_user_id
+            })])
+          })
+      },
+      {
+        name: "closepoll",
+        description: "Reply to a poll: close it (its creator or an admin)",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const target = (ctx.message as Message.TextMessage | undefined)?.reply_to_message
+            const from = ctx.from?.id
+            if (target === undefined || !("poll" in target) || target.from?.id !== telegraf.botInfo?.id || from === undefined) {
+              return yield* text(ctx, "Reply to one of my polls with /closepoll to close it.")
+            }
+            const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
+              .pipe(Effect.orElseSucceed(() => Option.none()))
+            const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
+            yield* text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, speaksAsChat(ctx)))
+          })
+      },
+      {
+        name: "timezone",
+        description: "This chat's time zone: /timezone Europe/Berlin",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.gen(function*() {
+            const wanted = ctx.payload.trim()
+            const now = yield* Clock.currentTimeMillis
+            const current = yield* zoneOf(scope.chat_id)
+            if (wanted === "") {
+              return yield* text(ctx, `This chat's time zone is ${current} (${Times.formatLocal(now, now, current)} now). Change it with /timezone Europe/Berlin`)
+            }
+            if (!Times.isTimeZone(wanted)) {
+              return yield* text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
+            }
+            const from = ctx.from?.id
+            if (ctx.chat?.type !== "private" && !speaksAsChat(ctx) && (from === undefined || !(yield* isAdmin(scope.chat_id, from)))) {
+              return yield* text(ctx, "Only an admin can change this chat's time zone.")
+            }
+            const zone = Times.canonicalZone(wanted)
+            yield* ChatSettings.setTimeZone(scope.chat_id, zone, scope.sender_user_id)
+            yield* text(ctx, `Time zone set: ${zone}. It is ${Times.formatLocal(now, now, zone)} now.`)
+          })
+      },
+      {
+        name: "state",
+        description: "This topic's saved conversation state",
+        scopes: everywhere,
+        handler: (ctx, scope) =>
+          Effect.flatMap(ConversationState, (state) => state.render({ chat_id: scope.chat_id, topic_id: scope.topic_id })).pipe(
+            Effect.flatMap((rendered) => text(ctx, rendered))
+          )
+      }
+    ]
+    for (const c of commands) register(c)
+
+    const answerCallback = (ctx: Context, t: string) =>
       call("answerCallbackQuery", { callback_query_id: ctx.callbackQuery?.id, text: t }).pipe(
         Effect.catchAll((error) => Effect.logWarning("callback not answered", error))
       )
-    const action = (pattern: RegExp, f: (ctx: DeixisTelegraf.DeixisContext, match: RegExpExecArray) => Effect.Effect<void, unknown, Services>) =>
+    const action = (pattern: RegExp, f: (ctx: Context, match: RegExpExecArray) => Effect.Effect<void, unknown, Services>) =>
       telegraf.action(pattern, (ctx) =>
         run(ctx)(f(ctx, ctx.match).pipe(
           Effect.catchAllCause((cause) =>
@@ -481,88 +585,132 @@ export const make = (
 
     // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
     // person in the same topic cancels theirs (see `preempt`).
-    const turns = new Map<string, Deferred.Deferred<void>>()
-    const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
-    let preempt: Bot["preempt"] = () => Effect.void
-
-    // LLM mode: after the commands (they do not fall through), any message addressing the bot.
-    if (options.llm !== undefined && Option.isSome(options.llm)) {
-      const settings = options.llm.value
-      const assistant = yield* Llm.make(settings)
-      telegraf.on("message", (ctx) => {
-        const scope = ctx.deixis.scope
-        const io: Llm.TurnIo<Services> = {
-          send: (t, replyTo) =>
-            Effect.gen(function*() {
-              const sent = yield* call<Message>("sendMessage", {
-                ...where(ctx.chat.id, scope?.topic_id ?? null),
-                text: t,
-                reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
-              })
-              yield* recordSent(sent, scope)
-              return String(sent.message_id)
-            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
-          typing: call("sendChatAction", { ...where(ctx.chat.id, scope?.topic_id ?? null), action: "typing" }).pipe(
-            Effect.asVoid,
-            Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
-          )
-        }
-        if (scope === undefined) return run(ctx)(assistant.answer(ctx, io, options.mode))
-        return run(ctx)(Effect.gen(function*() {
-          const key = turnKey(scope)
-          const superseded = yield* Deferred.make<void>()
-          turns.set(key, superseded)
-          yield* assistant.answer(ctx, io, options.mode).pipe(
-            Effect.raceFirst(Effect.zipRight(
-              Deferred.await(superseded),
-              Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
-            )),
-            Effect.ensuring(Effect.sync(() => {
-              if (turns.get(key) === superseded) turns.delete(key)
-            }))
-          )
-        }))
-      })
-      preempt = (update) =>
-        Effect.suspend(() => {
-          if (turns.size === 0 || !Predicate.isRecord(update) || !Predicate.isRecord(update["message"])) return Effect.void
-          const mapped = UpdateMapper.mapUpdate(update, { botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
-          const scope = mapped.scope
-          const superseded = scope === undefined ? undefined : turns.get(turnKey(scope))
-          if (superseded === undefined || scope === undefined) return Effect.void
-          // Only a message the bot will answer supersedes: a remark in passing leaves the turn running.
-          const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
-          return mapped.addressed || Llm.mentionsAlias(text, settings.aliases) ? Deferred.succeed(superseded, undefined) : Effect.void
+    // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
+    // person in the same topic cancels theirs (see `preempt`).
+    const llmTurns = (settings: Llm.LlmConfig): Effect.Effect<LlmTurns, never, Services> =>
+      Effect.gen(function*() {
+        const turns = new Map<string, Deferred.Deferred<void>>()
+        const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
+        const assistant = yield* Llm.make(settings)
+        telegraf.on("message", (ctx) => {
+          const scope = ctx.deixis.scope
+          const io: Llm.TurnIo<Services> = {
+            send: (t, replyTo) =>
+              Effect.gen(function*() {
+                const sent = yield* call<Message>("sendMessage", {
+                  ...where(ctx.chat.id, scope?.topic_id ?? null),
+                  text: t,
+                  reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
+                })
+                yield* recordSent(sent, scope)
+                return String(sent.message_id)
+              }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
+            typing: call("sendChatAction", { ...where(ctx.chat.id, scope?.topic_id ?? null), action: "typing" }).pipe(
+              Effect.asVoid,
+              Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
+            )
+          }
+          if (scope === undefined) return run(ctx)(assistant.answer(ctx, io, options.mode))
+          return run(ctx)(Effect.gen(function*() {
+            const key = turnKey(scope)
+            const superseded = yield* Deferred.make<void>()
+            turns.set(key, superseded)
+            yield* assistant.answer(ctx, io, options.mode).pipe(
+              Effect.raceFirst(Effect.zipRight(
+                Deferred.await(superseded),
+                Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
+              )),
+              Effect.ensuring(Effect.sync(() => {
+                if (turns.get(key) === superseded) turns.delete(key)
+              }))
+            )
+          }))
         })
+        // A message the bot will answer: a remark in passing is only recorded.
+        const addresses = (mapped: UpdateMapper.MappedUpdate) => {
+          const scope = mapped.scope
+          if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
+          const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+          return mapped.addressed || Llm.mentionsAlias(text, settings.aliases)
+        }
+        return {
+          addresses,
+          preempt: (mapped) =>
+            Effect.suspend(() => {
+              const scope = mapped.scope
+              const superseded = turns.size === 0 || scope === undefined ? undefined : turns.get(turnKey(scope))
+              return superseded !== undefined && addresses(mapped) ? Deferred.succeed(superseded, undefined) : Effect.void
+            })
+        }
+      })
+    // LLM mode: after the commands (they do not fall through), any message addressing the bot.
+    const llm: LlmTurns = options.llm !== undefined && Option.isSome(options.llm) ? yield* llmTurns(options.llm.value) : noLlm
+
+    const mapOptions = () => ({ botId: String(telegraf.botInfo?.id ?? ""), botUsername: telegraf.botInfo?.username })
+    const map = (update: unknown) => UpdateMapper.mapUpdate(update, mapOptions())
+    // An update the mapper refused (a field of the wrong type, an impossible date) was recorded
+    // as nothing; the handlers would meet the same fields (Telegraf's own matchers throw on
+    // them): it is logged with the mapper's reason and goes no further.
+    const refused = (mapped: UpdateMapper.MappedUpdate) =>
+      mapped.skipped !== undefined && (mapped.skipped.startsWith("malformed") || mapped.skipped.startsWith("unmappable"))
+
+    const needsAnswer = (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate): boolean => {
+      if (refused(mapped)) return false
+      if (update["callback_query"] !== undefined) return true
+      const message = update["message"] ?? update["channel_post"] ?? update["edited_message"] ?? update["edited_channel_post"]
+      if (Predicate.isRecord(message)) {
+        // A command (Telegraf matches `/name` at the start of a text or a caption).
+        const text = message["text"] ?? message["caption"]
+        if (typeof text === "string" && text.startsWith("/")) return true
+      }
+      return llm.addresses(mapped)
     }
 
-    telegraf.catch((error, ctx) => {
-      // Out of `handleUpdate` to `handle`, which leaves the update unfinished.
-      if (error instanceof DeixisTelegraf.RecordFailed) throw error
-      return runDefault(
-        // Shutdown interrupting an update is not a failure: the update is handled after the next start.
-        (Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
-          ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
-          : Effect.logError("update handler failed", error)).pipe(Effect.annotateLogs({ update_id: ctx.update.update_id }))
+    const record = (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
+      Effect.suspend(() => {
+        const warnings = mapped.filter(refused).map((m) =>
+          Effect.logWarning("malformed update ignored").pipe(Effect.annotateLogs({ update_id: m.update_id ?? "none", reason: m.skipped! }))
+        )
+        const recorded = TelegramRecorder.recordMapped(mapped, { ...mapOptions(), mode: options.mode }).pipe(
+          Effect.asVoid,
+          Effect.mapError((cause) => new DeixisTelegraf.RecordFailed({ update_id: mapped[0]?.update_id ?? null, cause })),
+          Effect.provide(runtime.context)
+        )
+        return warnings.length === 0 ? recorded : Effect.zipRight(Effect.all(warnings, { discard: true }), recorded)
+      })
+
+    const noop = () => Promise.resolve()
+    const answerUpdate = (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate): Effect.Effect<void> =>
+      refused(mapped) ? Effect.void : Effect.scoped(Effect.gen(function*() {
+        const fibers = yield* FiberSet.make<unknown, unknown>()
+        const effects = yield* FiberSet.runtimePromise(fibers)<Services>()
+        const ctx = new TelegrafContext(update as unknown as Update, telegraf.telegram, telegraf.botInfo!) as Context
+        Object.assign(ctx, telegraf.context)
+        ctx.deixis = DeixisTelegraf.contextApi(ctx, mapped, { run: effects, record: { ...mapOptions(), mode: options.mode } })
+        ctx.effects = effects
+        yield* Effect.tryPromise({ try: () => Promise.resolve(telegraf.middleware()(ctx, noop)), catch: (error) => error })
+      })).pipe(
+        Effect.catchAll((error) =>
+          // Shutdown interrupting an update is not a failure: the update is handled after the next start.
+          Cause.isInterruptedException(error) || (Runtime.isFiberFailure(error) && Cause.isInterruptedOnly(error[Runtime.FiberFailureCauseId]))
+            ? Effect.logInfo("update interrupted by shutdown; it is handled again after the next start")
+            : Effect.logError("update handler failed", error)
+        ),
+        Effect.annotateLogs({ update_id: mapped.update_id ?? "none" }),
+        Effect.provide(runtime.context)
       )
-    })
 
     const handle = (update: unknown): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
       Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"])
-        ? Effect.scoped(Effect.gen(function*() {
-          const fibers = yield* FiberSet.make<unknown, unknown>()
-          runners.set(update, yield* FiberSet.runtimePromise(fibers)<Services>())
-          yield* Effect.tryPromise({
-            try: () => telegraf.handleUpdate(update as unknown as Update),
-            catch: (error) => error
-          })
-        })).pipe(
-          Effect.catchAll((error) =>
-            error instanceof DeixisTelegraf.RecordFailed ? Effect.fail(error) : Effect.logWarning("update not handled", error)
-          ),
-          Effect.annotateLogs({ update_id: update["update_id"] as number }),
-          Effect.provide(runtime.context)
-        )
+        ? Effect.gen(function*() {
+          // Fed before a launch (which asks first): who the bot is, as Telegraf's handleUpdate asks.
+          if (telegraf.botInfo === undefined) {
+            telegraf.botInfo = yield* call<UserFromGetMe>("getMe", {}).pipe(Effect.orDie)
+          }
+          const mapped = map(update)
+          yield* record([mapped])
+          yield* answerUpdate(update, mapped)
+        })
         : Effect.logWarning("malformed update ignored")
 
     const fireReminder = (r: ClaimedReminder): Effect.Effect<Reminders.Outcome> =>
@@ -591,5 +739,16 @@ export const make = (
         Effect.provide(runtime.context)
       )
 
-    return { telegraf, handle, preempt: (update) => preempt(update), fireReminder, onReminderAdded, call: (method, payload) => call(method, payload) }
+    return {
+      telegraf,
+      map,
+      needsAnswer,
+      record,
+      answer: answerUpdate,
+      handle,
+      preempt: llm.preempt,
+      fireReminder,
+      commands,
+      call: (method, payload) => call(method, payload)
+    }
   })

@@ -23,8 +23,12 @@ import type * as Scope from "effect/Scope"
  * @category models
  */
 export interface Dispatcher {
-  /** Queues a task after the key's earlier ones, waiting while the dispatcher is full. */
-  readonly submit: (key: string, task: Effect.Effect<void>) => Effect.Effect<void>
+  /**
+   * Queues a task after the key's earlier ones, waiting while the dispatcher is full. An
+   * `urgent` task (one that answers someone) runs under a bound of its own: it waits for its
+   * key's earlier tasks, never for other keys' backlog of recording.
+   */
+  readonly submit: (key: string, task: Effect.Effect<void>, options?: { readonly urgent?: boolean }) => Effect.Effect<void>
   /** Queues a task if there is room now; false when full. */
   readonly offer: (key: string, task: Effect.Effect<void>) => Effect.Effect<boolean>
   /** Tasks waiting or running under one key. */
@@ -56,11 +60,12 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     const capacity = Math.max(1, options.capacity)
     const room = yield* Effect.makeSemaphore(capacity)
     const workers = yield* Effect.makeSemaphore(Math.max(1, options.concurrency))
+    const urgentWorkers = yield* Effect.makeSemaphore(Math.max(1, options.concurrency))
     const fibers = yield* FiberSet.make<void, never>()
     const tails = new Map<string, { last: Deferred.Deferred<void>; count: number }>()
     let queued = 0
 
-    const start = (key: string, task: Effect.Effect<void>) =>
+    const start = (key: string, task: Effect.Effect<void>, urgent = false) =>
       Effect.gen(function*() {
         const previous = tails.get(key)
         // A chat-wide task waits for the chat's own key and each of its topics' keys too.
@@ -82,7 +87,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
           fibers,
           (previous === undefined ? Effect.void : Deferred.await(previous.last)).pipe(
             Effect.zipRight(Effect.forEach(before, Deferred.await, { discard: true })),
-            Effect.zipRight(workers.withPermits(1)(
+            Effect.zipRight((urgent ? urgentWorkers : workers).withPermits(1)(
               task.pipe(Effect.catchAllCause((cause) => Effect.logError("task failed", cause).pipe(Effect.annotateLogs({ key }))))
             )),
             Effect.ensuring(finish)
@@ -105,7 +110,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     )
 
     return {
-      submit: (key, task) => Effect.zipRight(room.take(1), start(key, task)),
+      submit: (key, task, submitOptions) => Effect.zipRight(room.take(1), start(key, task, submitOptions?.urgent === true)),
       offer: (key, task) =>
         Effect.suspend(() =>
           // `queued` counts exactly the permits taken (a permit is taken, then the task counted, in one step).

@@ -16,8 +16,10 @@ import type { ClaimedReminder } from "@deixis/core/ReminderStore"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -73,13 +75,47 @@ export interface Sender {
  * @since 0.1.0
  * @category constructors
  */
+/**
+ * The sender's wake-up call: `/remind` wakes it after storing a reminder, so it looks for due
+ * ones at once rather than at its next poll. A service, provided by {@link layerWakeup}, shared
+ * by the bot that adds reminders and the sender that sends them.
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export class Wakeup extends Context.Tag("@deixis/telegram-bot/Reminders/Wakeup")<Wakeup, {
+  /** Makes the sender look for due reminders now. */
+  readonly wake: Effect.Effect<void>
+  /** Waits for the next `wake` (one pending at most). */
+  readonly woken: Effect.Effect<void>
+}>() {}
+
+/**
+ * A {@link Wakeup} for one process.
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerWakeup: Layer.Layer<Wakeup> = Layer.effect(
+  Wakeup,
+  Effect.map(Queue.sliding<void>(1), (signal) => ({ wake: Effect.asVoid(signal.offer(undefined)), woken: signal.take }))
+)
+
+/**
+ * Wakes the sender (see {@link Wakeup}).
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export const wake: Effect.Effect<void, never, Wakeup> = Effect.flatMap(Wakeup, (w) => w.wake)
+
 export const start = (
   dispatcher: Dispatcher.Dispatcher,
   options: SenderOptions
-): Effect.Effect<Sender, never, ReminderStore | Scope.Scope> =>
+): Effect.Effect<Sender, never, ReminderStore | Wakeup | Scope.Scope> =>
   Effect.gen(function*() {
     const store = yield* ReminderStore
-    const signal = yield* Queue.sliding<void>(1)
+    const wakeup = yield* Wakeup
     // The claims this process is sending or has queued, by chat and object id: a claim whose
     // lease ended while it waited in the dispatcher may be claimed again by this very process,
     // and must not be queued twice.
@@ -109,7 +145,7 @@ export const start = (
           return Effect.logInfo("chat upgraded to a supergroup; its reminders follow").pipe(
             Effect.annotateLogs({ to: outcome.to }),
             Effect.zipRight(store.migrateChat(r.chat_id, outcome.to)),
-            Effect.zipRight(signal.offer(undefined))
+            Effect.zipRight(wakeup.wake)
           )
       }
     }
@@ -125,7 +161,7 @@ export const start = (
         ),
         Effect.catchAllCause((cause) => Effect.logError("reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
         Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id }),
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight.delete(idOf(r))), signal.offer(undefined)))
+        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight.delete(idOf(r))), wakeup.wake))
       )
 
     const round = Effect.gen(function*() {
@@ -152,7 +188,7 @@ export const start = (
         Option.match(next, { onNone: () => Number.POSITIVE_INFINITY, onSome: (at) => Math.max(0, at - now) })
       )
       // A claim held by this process is not due for anyone until its lease ends: poll then.
-      yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight.size > 0 && wait === 0 ? 50 : 0))), signal.take)
+      yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight.size > 0 && wait === 0 ? 50 : 0))), wakeup.woken)
     })
 
     yield* Effect.gen(function*() {
@@ -169,5 +205,5 @@ export const start = (
       }
     }).pipe(Effect.annotateLogs({ component: "reminders" }), Effect.forkScoped)
 
-    return { wake: Effect.asVoid(signal.offer(undefined)), inFlight: () => inFlight.size }
+    return { wake: wakeup.wake, inFlight: () => inFlight.size }
   })

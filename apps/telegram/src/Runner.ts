@@ -20,15 +20,18 @@
  *
  * @since 0.1.0
  */
-import { UpdateInbox } from "@deixis/core/UpdateInbox"
+import { type Handed, UpdateInbox } from "@deixis/core/UpdateInbox"
+import type { UpdateMapper } from "@deixis/telegraf"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
@@ -130,26 +133,15 @@ export const launch = (
     const lease = Duration.toMillis(options.updateLease)
 
     yield* Effect.forEach(
-      [{ type: "all_private_chats" }, { type: "all_group_chats" }, { type: "default" }],
-      (scope) => bot.call("setMyCommands", { commands: Bot.commands, scope }),
+      Bot.everywhere,
+      (scope) => bot.call("setMyCommands", { commands: Bot.listedIn(bot.commands, scope), scope: { type: scope } }),
       { discard: true }
     ).pipe(Effect.catchAll((error) => Effect.logWarning("commands not registered", error)))
 
-    // Handled ids are marked done in batches (one write per 50 ms, not one per update). An id
-    // not yet written when the process dies is handled again after the next start.
-    const handled: Array<number> = []
-    const flushDone = Effect.suspend(() => {
-      const ids = handled.splice(0, handled.length)
-      return ids.length === 0 ? Effect.void : inbox.done(source, ids).pipe(
-        Effect.catchAll((error) => Effect.logWarning("updates not marked done; they may be handled again", error))
-      )
-    })
-    // Registered before the dispatcher, so it runs after the dispatcher has drained on shutdown.
-    yield* Effect.addFinalizer(() => flushDone)
-    yield* flushDone.pipe(Effect.repeat(Schedule.spaced(Duration.millis(50))), Effect.forkScoped)
-
     // Acquired before the transports, so it is released after them: on shutdown the
-    // transports stop taking updates first, then the dispatcher drains (bounded).
+    // transports stop taking updates first, then the dispatcher drains (bounded), then the
+    // last settlement is written (the finalizer below runs after the dispatcher's).
+    yield* Effect.addFinalizer(() => settleNow)
     const dispatcher = yield* Dispatcher.make({
       concurrency: options.concurrency,
       capacity: options.queueCapacity,
@@ -159,135 +151,316 @@ export const launch = (
     // are throttled, flooded with updates, must not fill it and stall every other chat.
     const perKey = Math.max(1, Math.floor(options.queueCapacity / 4))
 
-    const task = (update: unknown, arrived: number) =>
-      bot.handle(update).pipe(
-        Effect.matchEffect({
-          // Not recorded, so not handled: left unfinished, it is handed out again when its claim ends.
-          onFailure: (error) =>
-            Effect.logWarning("update not recorded, so not handled; it is handled again when its claim ends (BOT_UPDATE_LEASE)", error).pipe(
-              Effect.annotateLogs({ update_id: (update as { update_id: number }).update_id }),
-              Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" })))
-            ),
-          onSuccess: () =>
-            Effect.sync(() => {
-              handled.push((update as { update_id: number }).update_id)
-              Metrics.updates.inc({ outcome: "handled" })
-              Metrics.updateSeconds.observe((performance.now() - arrived) / 1000)
-            })
-        })
-      )
-    // Claimed updates with no room in their chat's share: their claim stands, and this
-    // hand-out is not counted as an attempt.
-    const defer = (ids: ReadonlyArray<number>) =>
-      ids.length === 0 ? Effect.void : inbox.defer(source, ids).pipe(
-        Effect.catchAll((error) => Effect.logWarning("deferred updates not given back their attempt", error))
-      )
+    // What this process owes the inbox, written in one settlement by the inbox writer: a
+    // settlement is written while the next one gathers, so under load each covers many updates.
+    const owed = { done: [] as Array<number>, returned: [] as Array<number>, stall: new Set<string>(), release: new Set<string>() }
+    // Updates queued here, by claimed chat; a chat with none left is released.
+    const inFlight = new Map<string, number>()
+    // Chats held here and when their claim was last extended.
+    const heldSince = new Map<string, number>()
+    // Chats whose recording failed: their updates still queued here are given back, not handled.
+    const stalled = new Set<string>()
+    const wake = yield* Queue.sliding<void>(1)
 
-    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+    const finished = (chat: string, n: number) => {
+      const left = (inFlight.get(chat) ?? 0) - n
+      if (left > 0) return void inFlight.set(chat, left)
+      inFlight.delete(chat)
+      stalled.delete(chat)
+      owed.release.add(chat)
+    }
+
+    // The settlement. Only the inbox writer (below) writes to the inbox, one call at a time, so
+    // a chat is never released while an update of it is being handed here.
+    const settleNow: Effect.Effect<void> = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const release = [...owed.release].filter((chat) => !inFlight.has(chat))
+      const hold = [...inFlight.keys()].filter((chat) => now - (heldSince.get(chat) ?? 0) >= lease / 8)
+      const settlement = {
+        source,
+        owner: options.owner,
+        now,
+        lease,
+        done: owed.done.splice(0),
+        returned: owed.returned.splice(0),
+        hold,
+        release,
+        stall: [...owed.stall]
+      }
+      owed.release.clear()
+      owed.stall.clear()
+      if (settlement.done.length + settlement.returned.length + hold.length + release.length + settlement.stall.length === 0) return
+      const handed = yield* inbox.settle(settlement).pipe(Effect.either)
+      if (handed._tag === "Left") {
+        // Written with the next settlement (an id not written when the process dies is handled again).
+        owed.done.push(...settlement.done)
+        owed.returned.push(...settlement.returned)
+        for (const chat of release) owed.release.add(chat)
+        for (const chat of settlement.stall) owed.stall.add(chat)
+        return yield* Effect.logWarning("updates not settled in the inbox; trying again", handed.left)
+      }
+      for (const chat of release) heldSince.delete(chat)
+      for (const chat of hold) heldSince.set(chat, now)
+      yield* queue(handed.right.map(fromStore), performance.now(), now)
+    })
+    const owe = Queue.offer(wake, undefined)
+
+    interface Work {
+      readonly update_id: number
+      readonly chat: string
+      readonly attempts: number
+      readonly update: Record<string, unknown>
+      readonly mapped: UpdateMapper.MappedUpdate
+      readonly key: string
+    }
+    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => ({
+      update_id,
+      chat,
+      attempts,
+      update,
+      mapped: bot.map(update),
+      key: Dispatcher.keyOf(update)
+    })
+    const fromStore = (h: Handed): Work | number => {
+      let update: unknown
+      try {
+        update = JSON.parse(h.payload)
+      } catch {
+        update = null
+      }
+      return Predicate.isRecord(update) ? work(h.update_id, h.chat, h.attempts, update) : h.update_id
+    }
+
+    // A chat's run of updates that need no answer, recorded in one unit of work; or one update
+    // that needs an answer, recorded then answered.
+    const task = (chat: string, run: ReadonlyArray<Work>, arrived: number) =>
+      Effect.suspend(() => {
+        const ids = run.map((w) => w.update_id)
+        if (stalled.has(chat)) {
+          owed.returned.push(...ids)
+          finished(chat, run.length)
+          return owe
+        }
+        // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
+        // updates are handed out again (to whichever process claims it first) when its claim ends.
+        const stall = Effect.sync(() => {
+          stalled.add(chat)
+          owed.stall.add(chat)
+        })
+        return bot.record(run.map((w) => w.mapped)).pipe(
+          Effect.matchEffect({
+            onFailure: (error) =>
+              Effect.zipRight(
+                stall,
+                Effect.logWarning("updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error)
+                  .pipe(Effect.annotateLogs({ update_id: ids.join(","), chat }))
+              ).pipe(Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" }, run.length)))),
+            onSuccess: () =>
+              Effect.zipRight(
+                run.length === 1 && bot.needsAnswer(run[0]!.update, run[0]!.mapped) ? bot.answer(run[0]!.update, run[0]!.mapped) : Effect.void,
+                Effect.sync(() => {
+                  owed.done.push(...ids)
+                  Metrics.updates.inc({ outcome: "handled" }, run.length)
+                  const seconds = (performance.now() - arrived) / 1000
+                  for (let i = 0; i < run.length; i++) Metrics.updateSeconds.observe(seconds)
+                })
+              )
+          }),
+          Effect.onExit((exit) =>
+            Effect.zipRight(
+              Exit.isInterrupted(exit) ? stall : Effect.void,
+              Effect.suspend(() => {
+                finished(chat, run.length)
+                return owe
+              })
+            )
+          )
+        )
+      })
+
+    // Queues handed updates (in update_id order) behind their chat's: runs of updates that need
+    // no answer (at most 32) share a task; an update that needs one is a task of its own.
+    const queue = (handed: ReadonlyArray<Work | number>, arrived: number, now: number) =>
+      Effect.gen(function*() {
+        const open = new Map<string, Array<Work>>()
+        const full = new Set<string>()
+        // Answers still to come in this batch, by key: the runs before them are urgent too (an
+        // answer waits for its own chat's earlier updates, and they for no other chat's).
+        const answersAhead = new Map<string, number>()
+        for (const item of handed) {
+          if (typeof item !== "number" && bot.needsAnswer(item.update, item.mapped)) {
+            answersAhead.set(item.key, (answersAhead.get(item.key) ?? 0) + 1)
+          }
+        }
+        const submit = (key: string, urgent = (answersAhead.get(key) ?? 0) > 0) =>
+          Effect.suspend(() => {
+            const run = open.get(key)
+            if (run === undefined) return Effect.void
+            open.delete(key)
+            return dispatcher.submit(key, task(run[0]!.chat, run, arrived), { urgent })
+          })
+        for (const item of handed) {
+          if (typeof item === "number") {
+            // Unreadable in the store: nothing to handle.
+            owed.done.push(item)
+            continue
+          }
+          if (item.attempts > options.updateMaxAttempts) {
+            // Handled (and failed) as often as allowed: given up, never handed out again.
+            owed.done.push(item.update_id)
+            Metrics.updates.inc({ outcome: "abandoned" })
+            yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
+              Effect.annotateLogs({ update_id: item.update_id, attempts: item.attempts - 1 })
+            )
+            continue
+          }
+          const { chat, key } = item
+          // Over its chat's share (and every later update of that chat): given back, to be handed
+          // over again once the chat's queued updates are done.
+          if (full.has(chat) || dispatcher.depthOf(key) + (open.get(key)?.length ?? 0) >= perKey) {
+            full.add(chat)
+            owed.returned.push(item.update_id)
+            Metrics.updates.inc({ outcome: "deferred" })
+            continue
+          }
+          if (!heldSince.has(chat)) heldSince.set(chat, now)
+          inFlight.set(chat, (inFlight.get(chat) ?? 0) + 1)
+          // A chat-wide update comes after every earlier one of its chat, and before the later ones.
+          const wide = key.endsWith("/*")
+          for (const k of [...open.keys()]) {
+            if (k !== key && (wide ? k === chat || k.startsWith(`${chat}/`) : k === Dispatcher.chatWide(chat))) yield* submit(k)
+          }
+          // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
+          yield* bot.preempt(item.mapped)
+          if (bot.needsAnswer(item.update, item.mapped)) {
+            yield* submit(key)
+            open.set(key, [item])
+            answersAhead.set(key, (answersAhead.get(key) ?? 1) - 1)
+            // An answer runs beside other chats' recording, not behind it.
+            yield* submit(key, true)
+            continue
+          }
+          const run = open.get(key)
+          if (run === undefined) open.set(key, [item])
+          else run.push(item)
+          if ((run?.length ?? 1) >= 32) yield* submit(key)
+        }
+        for (const key of [...open.keys()]) yield* submit(key)
+        if (full.size > 0) yield* owe
+      })
+
+    const receive = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
       Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
-        const valid: Array<{ readonly index: number; readonly update: Record<string, unknown>; readonly id: number; readonly payload: string }> = []
+        const valid: Array<{ readonly index: number; readonly work: Work; readonly payload: string }> = []
         for (const [index, { raw, update }] of items.entries()) {
           const payload = Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"]) ? raw ?? serialise(update) : undefined
           if (payload === undefined || !Predicate.isRecord(update)) {
             Metrics.updates.inc({ outcome: "malformed" })
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
-          } else valid.push({ index, update, id: update["update_id"] as number, payload })
+            continue
+          }
+          const key = Dispatcher.keyOf(update)
+          valid.push({ index, payload, work: work(update["update_id"] as number, claimChat(key), 1, update) })
         }
         if (valid.length === 0) return results
         if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
           for (const v of valid) results[v.index] = "busy"
           return results
         }
-        const fresh = yield* inbox.receive({
+        const now = yield* Clock.currentTimeMillis
+        const received = yield* inbox.receive({
           source,
-          updates: valid.map((v) => ({ update_id: v.id, payload: v.payload })),
+          updates: valid.map((v) => ({ update_id: v.work.update_id, chat: v.work.chat, payload: v.payload })),
           owner: options.owner,
-          now: yield* Clock.currentTimeMillis,
+          now,
           lease
         }).pipe(Effect.either)
-        if (fresh._tag === "Left") {
-          yield* Effect.logError("updates not recorded", fresh.left).pipe(Effect.annotateLogs({ updates: valid.length }))
+        if (received._tag === "Left") {
+          yield* Effect.logError("updates not recorded", received.left).pipe(Effect.annotateLogs({ updates: valid.length }))
           for (const v of valid) results[v.index] = "unrecorded"
           return results
         }
-        const recorded = new Set(fresh.right)
-        const deferred: Array<number> = []
+        const fresh = new Set(received.right.fresh)
+        const mine = new Map<number, Work>()
         for (const v of valid) {
-          if (!recorded.has(v.id)) {
-            Metrics.updates.inc({ outcome: "duplicate" })
-            yield* Effect.logDebug("redelivered update skipped").pipe(Effect.annotateLogs({ update_id: v.id }))
-            results[v.index] = "duplicate"
+          if (fresh.has(v.work.update_id)) {
+            // An id repeated in one batch is handled once.
+            fresh.delete(v.work.update_id)
+            mine.set(v.work.update_id, v.work)
             continue
           }
-          // An id repeated in one batch is handled once.
-          recorded.delete(v.id)
-          const key = Dispatcher.keyOf(v.update)
-          if (dispatcher.depthOf(key) >= perKey) {
-            // Held in the inbox, unfinished: handed out again when its claim ends.
-            Metrics.updates.inc({ outcome: "deferred" })
-            yield* Effect.logWarning("chat's share of the queue is full; update deferred until its claim ends").pipe(
-              Effect.annotateLogs({ update_id: v.id, key })
-            )
-            results[v.index] = "deferred"
-            deferred.push(v.id)
-            continue
-          }
-          // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-          yield* bot.preempt(v.update)
-          yield* dispatcher.submit(key, task(v.update, arrived))
+          Metrics.updates.inc({ outcome: "duplicate" })
+          results[v.index] = "duplicate"
         }
-        yield* defer(deferred)
+        // The batch's own updates as mapped above; earlier ones of their chats from the store.
+        yield* queue(
+          received.right.handed.map((h) => {
+            const own = mine.get(h.update_id)
+            return own === undefined ? fromStore(h) : own
+          }),
+          arrived,
+          now
+        )
         return results
       })
 
+    // Chats whose holder stopped (died, or stalled on a failed recording) once their claim ended.
+    const claimStale = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const handed = yield* inbox.claimStale({ source, now, owner: options.owner, lease, limit: 100 })
+      if (handed.length === 0) return
+      yield* Effect.logInfo("handling updates left unfinished").pipe(
+        Effect.annotateLogs({ updates: handed.length, first_update_id: handed[0]!.update_id })
+      )
+      yield* queue(handed.map(fromStore), performance.now(), now)
+    }).pipe(Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)))
+
+    // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
+    // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
+    // arriving together, or a polled page) in one receive — so none of them waits behind the
+    // others for long, and under load each call covers many updates.
+    const inbound = yield* Queue.unbounded<{
+      readonly items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>
+      readonly result: Deferred.Deferred<ReadonlyArray<IntakeResult>>
+    }>()
+    let claimDue: Deferred.Deferred<void> | undefined
+    const writeAll: Effect.Effect<void> = Effect.gen(function*() {
+      for (;;) {
+        yield* settleNow
+        const claim = claimDue
+        claimDue = undefined
+        if (claim !== undefined) yield* Effect.ensuring(claimStale, Deferred.succeed(claim, undefined))
+        const entries = [...(yield* Queue.takeUpTo(inbound, 100))]
+        if (entries.length === 0) return
+        const results = yield* receive(entries.flatMap((e) => e.items))
+        let at = 0
+        for (const entry of entries) {
+          yield* Deferred.succeed(entry.result, results.slice(at, at + entry.items.length))
+          at += entry.items.length
+        }
+      }
+    })
+    // Woken by every arrival and finished task, and now and then to extend long-running claims.
+    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 8))).pipe(
+      Effect.zipRight(Effect.yieldNow()),
+      Effect.zipRight(writeAll),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+      Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
+        Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
     const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
       Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
 
-    // Updates received (here or by a process that died) but never marked done.
-    yield* Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const stale = yield* inbox.claimStale({ source, now, owner: options.owner, lease, limit: 100 })
-      const deferred: Array<number> = []
-      for (const s of stale) {
-        if (s.attempts > options.updateMaxAttempts) {
-          // Handled (and failed) as often as allowed: given up, never handed out again.
-          handled.push(s.update_id)
-          Metrics.updates.inc({ outcome: "abandoned" })
-          yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
-            Effect.annotateLogs({ update_id: s.update_id, attempts: s.attempts - 1 })
-          )
-          continue
-        }
-        let update: unknown
-        try {
-          update = JSON.parse(s.payload)
-        } catch {
-          update = null
-        }
-        if (!Predicate.isRecord(update)) {
-          yield* inbox.done(source, [s.update_id])
-          continue
-        }
-        const key = Dispatcher.keyOf(update)
-        // Still over its chat's share: claimed again, it comes back when this claim ends.
-        if (dispatcher.depthOf(key) >= perKey) {
-          deferred.push(s.update_id)
-          continue
-        }
-        yield* Effect.logInfo("handling an update left unfinished").pipe(
-          Effect.annotateLogs({ update_id: s.update_id, attempt: s.attempts })
-        )
-        yield* dispatcher.submit(key, task(update, performance.now()))
-      }
-      yield* defer(deferred)
-    }).pipe(
-      Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)),
-      Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),
-      Effect.forkScoped
-    )
+    yield* Effect.flatMap(Deferred.make<void>(), (done) =>
+      Effect.sync(() => (claimDue = done)).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(done)))).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),
+        Effect.forkScoped
+      )
 
     // Handled ids are remembered for the retention, then forgotten in batches.
     yield* Effect.gen(function*() {
@@ -308,7 +481,6 @@ export const launch = (
       keyOf: (r) => (r.topic_id === null ? r.chat_id : `${r.chat_id}/${r.topic_id}`),
       send: bot.fireReminder
     })
-    bot.onReminderAdded.current = sender.wake
 
     const stopped = yield* Deferred.make<never, PollingStopped>()
     let healthy = true
@@ -334,6 +506,13 @@ export const launch = (
     yield* bot.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
     return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
   })
+
+// The chat an update is claimed by across processes: its dispatcher key's chat (a topic's
+// updates are ordered within their chat's claim).
+const claimChat = (key: string): string => {
+  const slash = key.indexOf("/")
+  return slash === -1 ? key : key.slice(0, slash)
+}
 
 // An update's JSON for the inbox, or undefined when it has none: nested deeper than
 // JSON.stringify's stack allows (a throw here would end polling, and the unconfirmed update

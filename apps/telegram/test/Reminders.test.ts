@@ -47,7 +47,7 @@ const setup = (maxInFlight: number) =>
           Effect.sync(() => sent.push(r.text)),
           Effect.as(r.text === "r-1" ? Deferred.await(release) : Effect.void, { _tag: "sent" } as const)
         )
-    }).pipe(Effect.provideService(ReminderStore.ReminderStore, store))
+    }).pipe(Effect.provideService(ReminderStore.ReminderStore, store), Effect.provide(Reminders.layerWakeup))
     yield* eventually("the first send is under way and the second queued", () => sent.length === 1 && sender.inFlight() === 2)
     return { store, release, sent, sender }
   })

@@ -209,6 +209,24 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.isAbove(done.indexOf("reaction"), done.indexOf("topic 7"))
     }))
 
+  it.scoped("an answer waits for its own chat's earlier tasks, not for other chats' recording filling every worker", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      // Two other chats' recording holds both workers.
+      yield* dispatcher.submit("-200", Effect.zipRight(gate.await, mark("recording 1")))
+      yield* dispatcher.submit("-300", Effect.zipRight(gate.await, mark("recording 2")))
+      // The asking chat's own earlier update, then its command.
+      yield* dispatcher.submit("-100", mark("earlier update"), { urgent: true })
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs while the recording waits", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["earlier update", "answer"])
+      yield* gate.open
+      yield* dispatcher.idle
+    }))
+
   it("keys updates by chat and forum topic, polls by poll id", () => {
     assert.strictEqual(Dispatcher.keyOf(message("x")), `${F.forum.id}/7`)
     assert.strictEqual(Dispatcher.keyOf(message("x", { thread: null })), `${F.forum.id}`)
@@ -601,11 +619,11 @@ describe("apps/telegram: a store failure while recording never loses an update",
     return Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let handled = 0
-      // A handler after the bot's own, for any message (as the LLM mode's): it must not run either.
-      bot.telegraf.on("message", () => void handled++)
+      // A handler after the bot's own (a command of its own): it must not run either.
+      bot.telegraf.command("note", () => void handled++)
       yield* Ref.set(fault.down, true)
       const command = message("/help")
-      const plain = message("see you at the station at five")
+      const plain = message("/note see you at the station at five")
       const error = yield* Effect.flip(bot.handle(command))
       assert.instanceOf(error, DeixisTelegraf.RecordFailed)
       assert.strictEqual(error.update_id, command.update_id)
@@ -663,13 +681,13 @@ describe("apps/telegram: a store failure while recording never loses an update",
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let bugs = 0
-      bot.telegraf.on("message", () => {
+      bot.telegraf.command("note", () => {
         bugs++
         throw new Error("a bug in a handler")
       })
       const running = yield* launch(bot, api.apiRoot, lease)
       api.failNext("sendMessage", { error_code: 400, description: "Bad Request: not enough rights to send text messages to the chat" })
-      const buggy = message("see you at the station at five")
+      const buggy = message("/note see you at the station at five")
       const refused = message("/help")
       api.pushUpdates(buggy, refused)
       yield* eventually("both are handled", () => bugs === 1 && api.callsOf("sendMessage").length === 1)

@@ -1,8 +1,9 @@
 /**
  * The compiled bot as an operator runs it (`node dist/main.js`), in real processes against the
  * fake Bot API on loopback and a real PostgreSQL: two processes share one database and send
- * each of 200 reminders exactly once, including when one of them is SIGKILLed mid-run; SIGTERM
- * ends a process cleanly with exit code 0.
+ * each of 200 reminders exactly once, including when one of them is SIGKILLed mid-run; two and
+ * three webhook processes behind a round-robin load balancer handle each update once, in its
+ * chat's order, whichever process received it; SIGTERM ends a process cleanly with exit code 0.
  */
 import * as ReminderStore from "@deixis/core/ReminderStore"
 import { SqlStore } from "@deixis/store-sql"
@@ -14,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
+import * as http from "node:http"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
@@ -219,4 +221,152 @@ describe("the compiled bot in real processes", () => {
       assert.notStrictEqual(yield* Effect.promise(() => bot.exited), 0)
       assert.include(bot.output(), "DEIXIS_STORE")
     }).pipe(Effect.scoped), 60_000)
+
+  for (const { kill, processes } of [{ processes: 2, kill: false }, { processes: 3, kill: false }, { processes: 2, kill: true }]) {
+    it.live(
+      `${processes} webhook processes behind a round-robin load balancer handle 5,000 updates in 50 chats once each, in each chat's order${
+        kill ? ", one SIGKILLed mid-burst (its chats handed on after the lease)" : ""
+      }`,
+      () => loadBalanced(processes, kill).pipe(Effect.scoped),
+      300_000
+    )
+  }
 })
+
+const webhookSecret = "lb-webhook-secret"
+
+/** A round-robin load balancer on loopback: each request to the next process (502 when it is gone). */
+const balancer = (ports: ReadonlyArray<number>) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly server: http.Server; readonly port: number }>((resume) => {
+      let next = 0
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+      const server = http.createServer((req, res) => {
+        const port = ports[next++ % ports.length]!
+        const upstream = http.request({ host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers, agent }, (r) => {
+          res.writeHead(r.statusCode ?? 502, r.headers)
+          r.pipe(res)
+        })
+        upstream.on("error", () => void (res.headersSent ? res.destroy() : res.writeHead(502).end()))
+        req.pipe(upstream)
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, port: (server.address() as { port: number }).port })))
+    }),
+    ({ server }) => Effect.async<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+  )
+
+const loadBalanced = (processes: number, kill: boolean) =>
+  Effect.gen(function*() {
+    const api = yield* FakeBotApi.make({ username: "deixis_bot" })
+    const schema = freshSchema()
+    const context = yield* Layer.build(pgStores(schema))
+    const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+    const bots = yield* Effect.forEach(Array.from({ length: processes }, (_, p) => p), (p) =>
+      startBot({
+        ...botEnv(api, schema, `123:P${p}`),
+        BOT_WEBHOOK_SECRET: webhookSecret,
+        // A killed process's chats go on after this (a live one extends its claims long before).
+        BOT_UPDATE_LEASE: "10 seconds"
+      }))
+    const ports: Array<number> = []
+    for (const bot of bots) {
+      yield* waitUntil("the webhook process starts", Effect.sync(() => /on port (\d+)/.test(bot.output())), 60_000, bot.output)
+      ports.push(Number(/on port (\d+)/.exec(bot.output())![1]))
+    }
+    const lb = yield* balancer(ports)
+
+    // Telegram's side: each chat's updates one at a time (the next after the previous one's
+    // 200, anything else retried), the chats in parallel. One in five is a command.
+    const chats = 50
+    const perChat = 100
+    const chatId = (c: number) => -1002000000000 - c
+    const idOf = (c: number, i: number) => 1 + i * chats + c
+    const isCommand = (i: number) => i % 5 === 0
+    const update = (c: number, i: number) => {
+      const id = idOf(c, i)
+      const text = isCommand(i) ? "/help" : `message ${i} of chat ${c}`
+      return {
+        update_id: id,
+        message: {
+          message_id: id,
+          from: { id: 7000 + c, is_bot: false, first_name: "U" },
+          chat: { id: chatId(c), type: "supergroup", title: `LB ${c}` },
+          date: Math.floor(Date.now() / 1000),
+          text,
+          ...(isCommand(i) ? { entities: [{ type: "bot_command", offset: 0, length: 5 }] } : {})
+        }
+      }
+    }
+    let acknowledged = 0
+    const deliver = (c: number) =>
+      Effect.promise(async () => {
+        for (let i = 0; i < perChat; i++) {
+          const body = JSON.stringify(update(c, i))
+          for (;;) {
+            const status = await fetch(`http://127.0.0.1:${lb.port}/hook`, {
+              method: "POST",
+              headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": webhookSecret },
+              body
+            }).then((r) => r.text().then(() => r.status), () => 0)
+            if (status === 200) break
+            await new Promise((r) => setTimeout(r, 20))
+          }
+          acknowledged++
+        }
+      })
+    const killer = kill
+      ? Effect.gen(function*() {
+        yield* waitUntil("a third of the burst is acknowledged", Effect.sync(() => acknowledged >= 1_500), 120_000)
+        bots[0]!.child.kill("SIGKILL")
+      })
+      : Effect.void
+    yield* Effect.all([Effect.forEach(Array.from({ length: chats }, (_, c) => c), deliver, { concurrency: "unbounded" }), killer], {
+      concurrency: "unbounded"
+    })
+
+    // Every update is handled (marked done) once all are in.
+    const total = chats * perChat
+    const pending = sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(schema)}.deixis_updates WHERE payload IS NOT NULL`
+    const all = sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(schema)}.deixis_updates`
+    yield* waitUntil(
+      "every update is handled",
+      Effect.map(Effect.all([pending, all]), ([p, a]) => Number(p[0]!.n) === 0 && Number(a[0]!.n) === total).pipe(Effect.orDie),
+      120_000,
+      () => bots.map((b) => b.output()).join("\n")
+    )
+    yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+
+    // Each command answered once (a killed process's answer may be repeated by its successor,
+    // never one of a live process), and each chat's answers in its order.
+    const killed = kill ? "123:P0" : undefined
+    const replies = api.delivered("sendMessage").map((c) => ({
+      token: c.token,
+      chat: Number(c.payload["chat_id"]),
+      to: Number((c.payload["reply_parameters"] as { readonly message_id: number }).message_id)
+    }))
+    const live = replies.filter((r) => r.token !== killed)
+    const commands = Array.from({ length: chats }, (_, c) => Array.from({ length: perChat }, (_, i) => i).filter(isCommand).map((i) => idOf(c, i))).flat()
+    const answered = new Set(replies.map((r) => r.to))
+    assert.deepStrictEqual(commands.filter((id) => !answered.has(id)), [], "every command is answered")
+    const liveCounts = new Map<number, number>()
+    for (const r of live) liveCounts.set(r.to, (liveCounts.get(r.to) ?? 0) + 1)
+    const twice = [...liveCounts].filter(([, n]) => n > 1).map(([id]) => id)
+    assert.deepStrictEqual(
+      twice.slice(0, 5).map((id) => live.filter((r) => r.to === id).map((r) => r.token).join(" ")),
+      [],
+      `no command is answered twice by a live process (${twice.length}); ${
+        bots.map((b) => (b.output().match(/left unfinished/g) ?? []).length).join(", ")
+      } take-overs; ${bots.map((b) => b.output().split("\n").filter((l) => /WARN|ERROR/.test(l)).slice(0, 3).join("\n")).join("\n")}`
+    )
+    if (!kill) assert.strictEqual(replies.length, commands.length)
+    const outOfOrder = Array.from({ length: chats }, (_, c) => c).filter((c) => {
+      const order = live.filter((r) => r.chat === chatId(c)).map((r) => r.to)
+      return order.some((id, k) => k > 0 && id < order[k - 1]!)
+    })
+    assert.deepStrictEqual(outOfOrder, [], "each chat's answers come in its order")
+    // More than one process did the work.
+    assert.isAbove(new Set(replies.map((r) => r.token)).size, 1)
+  })

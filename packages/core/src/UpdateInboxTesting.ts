@@ -23,15 +23,35 @@ const payload = (update_id: number) => JSON.stringify({ update_id, message: { te
 
 const incoming = (
   ids: number | ReadonlyArray<number>,
-  overrides: Partial<Omit<UpdateInbox.Incoming, "updates">> & { readonly payload?: string } = {}
+  overrides: Partial<Omit<UpdateInbox.Incoming, "updates">> & { readonly payload?: string; readonly chat?: string } = {}
 ): UpdateInbox.Incoming => ({
   source: "bot-1",
   owner: "a",
   now: t0,
   lease: 10_000,
   ...overrides,
-  updates: (typeof ids === "number" ? [ids] : ids).map((update_id) => ({ update_id, payload: overrides.payload ?? payload(update_id) }))
+  updates: (typeof ids === "number" ? [ids] : ids).map((update_id) => ({
+    update_id,
+    chat: overrides.chat ?? "c",
+    payload: overrides.payload ?? payload(update_id)
+  }))
 })
+
+const settlement = (overrides: Partial<UpdateInbox.Settlement>): UpdateInbox.Settlement => ({
+  source: "bot-1",
+  owner: "a",
+  now: t0,
+  lease: 10_000,
+  done: [],
+  returned: [],
+  hold: [],
+  release: [],
+  stall: [],
+  ...overrides
+})
+
+const ids = (handed: ReadonlyArray<UpdateInbox.Handed>) => handed.map((h) => h.update_id)
+const tries = (handed: ReadonlyArray<UpdateInbox.Handed>) => handed.map((h) => [h.update_id, h.attempts])
 
 /**
  * Registers the contract as a `describe` block named after the adapter.
@@ -42,110 +62,138 @@ const incoming = (
 export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<UpdateInbox.UpdateInbox, E>): void => {
   const test = (title: string, body: (inbox: UpdateInbox.UpdateInboxShape) => Effect.Effect<void, unknown>) =>
     it.effect(title, () => Effect.flatMap(UpdateInbox.UpdateInbox, body).pipe(Effect.provide(inboxLayer)), 60_000)
+  const stale = (inbox: UpdateInbox.UpdateInboxShape, now: number, owner = "b", limit = 10) =>
+    inbox.claimStale({ source: "bot-1", owner, lease: 10_000, limit, now })
 
   describe(`UpdateInbox contract: ${name}`, () => {
     test("an update is new once; its id again is a duplicate, for another source it is new", (inbox) =>
       Effect.gen(function*() {
-        assert.deepStrictEqual(yield* inbox.receive(incoming(5)), [5])
-        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { owner: "b", payload: "{}" })), [])
-        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { source: "bot-2" })), [5])
-        assert.deepStrictEqual(yield* inbox.receive(incoming(6)), [6])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(5))).fresh, [5])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(5, { owner: "b", payload: "{}" }))).fresh, [])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(5, { source: "bot-2" }))).fresh, [5])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(6))).fresh, [6])
       }))
 
-    test("a batch records its new ids once, skipping ids seen before or repeated in it", (inbox) =>
+    test("a batch records its new ids once, skipping ids seen before or repeated in it, and hands them in order", (inbox) =>
       Effect.gen(function*() {
         yield* inbox.receive(incoming(3))
-        const fresh = yield* inbox.receive(incoming([1, 2, 3, 2, 4]))
-        assert.deepStrictEqual([...fresh].sort(), [1, 2, 4])
-        assert.deepStrictEqual(yield* inbox.receive(incoming([])), [])
-        const stale = yield* inbox.claimStale({ source: "bot-1", owner: "b", lease: 1, limit: 10, now: t0 + 10_000 })
-        assert.deepStrictEqual(stale.map((s) => s.update_id), [1, 2, 3, 4])
-        assert.strictEqual(stale[1]!.payload, payload(2))
+        const received = yield* inbox.receive(incoming([4, 1, 2, 3, 2]))
+        assert.deepStrictEqual([...received.fresh].sort(), [1, 2, 4])
+        assert.deepStrictEqual(received.handed, [1, 2, 4].map((id) => ({ update_id: id, chat: "c", payload: payload(id), attempts: 1 })))
+        assert.deepStrictEqual(received.waiting, [])
+        assert.deepStrictEqual(yield* inbox.receive(incoming([])), { fresh: [], handed: [], waiting: [] })
       }))
 
     test("a handled update stays a duplicate", (inbox) =>
       Effect.gen(function*() {
         yield* inbox.receive(incoming([5, 6]))
-        yield* inbox.done("bot-1", [5, 6])
-        yield* inbox.done("bot-1", [])
-        assert.deepStrictEqual(yield* inbox.receive(incoming([5, 6], { now: t0 + 1_000_000 })), [])
+        yield* inbox.settle(settlement({ done: [5, 6], release: ["c"] }))
+        assert.deepStrictEqual((yield* inbox.receive(incoming([5, 6], { now: t0 + 1_000_000 }))).fresh, [])
       }))
 
-    test("an update never marked done comes back once its claim expired, with its payload", (inbox) =>
+    test("a chat held by one receiver makes another's updates of it wait; the holder gets them first", (inbox) =>
       Effect.gen(function*() {
-        yield* inbox.receive(incoming(7))
-        yield* inbox.receive(incoming(5))
+        assert.deepStrictEqual(ids((yield* inbox.receive(incoming(1))).handed), [1])
+        const other = yield* inbox.receive(incoming(2, { owner: "b" }))
+        assert.deepStrictEqual(other, { fresh: [2], handed: [], waiting: ["c"] })
+        // Another chat is free.
+        assert.deepStrictEqual(ids((yield* inbox.receive(incoming(3, { owner: "b", chat: "d" }))).handed), [3])
+        // The holder's next update of the chat comes after the one waiting.
+        assert.deepStrictEqual(tries((yield* inbox.receive(incoming(4))).handed), [[2, 1], [4, 1]])
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [1, 2, 4], release: ["c"] })), [])
+        // Released: the chat is anyone's.
+        assert.deepStrictEqual(ids((yield* inbox.receive(incoming(5, { owner: "b" }))).handed), [5])
+      }))
+
+    test("a released chat with updates waiting stays claimed and hands them over", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(1))
+        yield* inbox.receive(incoming([3, 2], { owner: "b" }))
+        const over = yield* inbox.settle(settlement({ done: [1], release: ["c"] }))
+        assert.deepStrictEqual(over, [2, 3].map((id) => ({ update_id: id, chat: "c", payload: payload(id), attempts: 1 })))
+        assert.deepStrictEqual((yield* inbox.receive(incoming(4, { owner: "b" }))).waiting, ["c"])
+        assert.deepStrictEqual(ids(yield* inbox.settle(settlement({ done: [2, 3], release: ["c"] }))), [4])
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [4], release: ["c"] })), [])
+        // Another owner's release of a chat it does not hold changes nothing.
         yield* inbox.receive(incoming(6))
-        yield* inbox.done("bot-1", [6])
-        const request = { source: "bot-1", owner: "b", lease: 10_000, limit: 10 }
-        assert.deepStrictEqual(yield* inbox.claimStale({ ...request, now: t0 + 9_999 }), [])
-        const stale = yield* inbox.claimStale({ ...request, now: t0 + 10_000 })
-        assert.deepStrictEqual(stale, [
-          { update_id: 5, payload: payload(5), attempts: 2 },
-          { update_id: 7, payload: payload(7), attempts: 2 }
-        ])
-        // Claimed anew: not handed out again until this claim expires too.
-        assert.deepStrictEqual(yield* inbox.claimStale({ ...request, owner: "c", now: t0 + 19_999 }), [])
-        assert.strictEqual((yield* inbox.claimStale({ ...request, owner: "c", now: t0 + 20_000, limit: 1 })).length, 1)
-        assert.deepStrictEqual(yield* inbox.claimStale({ ...request, source: "bot-2", now: t0 + 99_000 }), [])
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ owner: "b", release: ["c"], done: [] })), [])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(7, { owner: "b" }))).waiting, ["c"])
       }))
 
-    test("claimStale counts attempts", (inbox) =>
+    test("an update given back waits again, its hand-out not counted", (inbox) =>
       Effect.gen(function*() {
-        const request = { source: "bot-1", owner: "b", lease: 10_000, limit: 10 }
-        const claim = (now: number) => Effect.map(inbox.claimStale({ ...request, now }), (stale) => stale.map((s) => [s.update_id, s.attempts]))
-        yield* inbox.receive(incoming([5, 6]))
-        // The receipt is the first attempt; each hand-out one more, per update.
-        assert.deepStrictEqual(yield* claim(t0 + 10_000), [[5, 2], [6, 2]])
-        yield* inbox.done("bot-1", [6])
-        assert.deepStrictEqual(yield* claim(t0 + 20_000), [[5, 3]])
-        // A redelivery of a pending id neither resets nor counts.
-        assert.deepStrictEqual(yield* inbox.receive(incoming(5, { now: t0 + 25_000 })), [])
-        assert.deepStrictEqual(yield* claim(t0 + 30_000), [[5, 4]])
-        // A hand-out the receiver had no room for is not an attempt; its claim stands.
-        yield* inbox.defer("bot-1", [5])
-        assert.deepStrictEqual(yield* claim(t0 + 39_999), [])
-        assert.deepStrictEqual(yield* claim(t0 + 40_000), [[5, 4]])
-        // Deferred at its receipt: its first hand-out is its first attempt.
-        yield* inbox.receive(incoming(7, { now: t0 + 40_000 }))
-        yield* inbox.defer("bot-1", [7])
-        assert.deepStrictEqual(yield* claim(t0 + 50_000), [[5, 5], [7, 1]])
-        // Done, unknown, other sources' and empty lists are left alone.
-        yield* inbox.defer("bot-1", [6, 99])
-        yield* inbox.defer("bot-2", [5])
-        yield* inbox.defer("bot-1", [])
-        assert.deepStrictEqual(yield* claim(t0 + 60_000), [[5, 6], [7, 2]])
-        assert.deepStrictEqual(yield* inbox.receive(incoming(6, { now: t0 + 60_000 })), [])
+        yield* inbox.receive(incoming([1, 2]))
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [1], returned: [2], hold: ["c"] })), [])
+        assert.deepStrictEqual(tries(yield* inbox.settle(settlement({ release: ["c"] }))), [[2, 1]])
       }))
 
-    test("of concurrent receivers of one batch each id is recorded by exactly one", (inbox) =>
+    test("a chat whose holder stopped settling is taken over after the lease, every update not done handed again", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming([1, 2]))
+        yield* inbox.settle(settlement({ done: [1], hold: [] }))
+        yield* inbox.receive(incoming(3, { owner: "b", now: t0 + 5_000 }))
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 9_999), [])
+        assert.deepStrictEqual(tries(yield* stale(inbox, t0 + 10_000)), [[2, 2], [3, 1]])
+        // Held by its new owner now: the old one's updates of it wait.
+        assert.deepStrictEqual((yield* inbox.receive(incoming(4, { now: t0 + 10_000 }))).waiting, ["c"])
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 19_999, "c"), [])
+        // Taken over again: each hand-out one more attempt.
+        assert.deepStrictEqual(tries(yield* stale(inbox, t0 + 20_000, "c")), [[2, 3], [3, 2], [4, 1]])
+        assert.deepStrictEqual(yield* inbox.claimStale({ source: "bot-2", owner: "b", lease: 1, limit: 10, now: t0 + 99_000 }), [])
+      }))
+
+    test("a chat taken over with nothing left to hand over is released at once", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(9))
+        yield* inbox.settle(settlement({ done: [9] }))
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 10_000), [])
+        assert.deepStrictEqual(ids((yield* inbox.receive(incoming(10, { owner: "d", now: t0 + 10_000 }))).handed), [10])
+      }))
+
+    test("holding a chat extends its claim", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(1))
+        yield* inbox.settle(settlement({ now: t0 + 5_000, hold: ["c"] }))
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 14_999), [])
+        assert.deepStrictEqual(ids(yield* stale(inbox, t0 + 15_000)), [1])
+      }))
+
+    test("a stalled chat is no one's until the lease ends, then handed out again in order", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming([1, 2]))
+        yield* inbox.settle(settlement({ done: [1], stall: ["c"] }))
+        assert.deepStrictEqual((yield* inbox.receive(incoming(3, { now: t0 + 1_000 }))).waiting, ["c"])
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ release: ["c"] })), [])
+        assert.deepStrictEqual(yield* stale(inbox, t0 + 9_999, "a"), [])
+        assert.deepStrictEqual(tries(yield* stale(inbox, t0 + 10_000, "a")), [[2, 2], [3, 1]])
+      }))
+
+    test("of concurrent receivers of one batch each id is recorded by exactly one, and handed once", (inbox) =>
       Effect.gen(function*() {
         const results = yield* Effect.forEach(
           Array.from({ length: 12 }, (_, i) => `owner-${i}`),
           (owner) => inbox.receive(incoming([9, 10], { owner })),
           { concurrency: "unbounded" }
         )
-        assert.deepStrictEqual([...results.flat()].sort((a, b) => a - b), [9, 10])
+        assert.deepStrictEqual([...results.flatMap((r) => r.fresh)].sort((a, b) => a - b), [9, 10])
+        assert.deepStrictEqual([...results.flatMap((r) => ids(r.handed))].sort((a, b) => a - b), [9, 10])
       }))
 
-    test("concurrent claimants of stale updates never get the same one", (inbox) =>
+    test("concurrent claimants of stale chats never get the same update", (inbox) =>
       Effect.gen(function*() {
-        yield* inbox.receive(incoming(Array.from({ length: 40 }, (_, i) => i + 1)))
+        yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i + 1), (id) => inbox.receive(incoming(id, { chat: `chat-${id % 13}` })))
         const claims = yield* Effect.forEach(
           Array.from({ length: 6 }, (_, i) => `owner-${i}`),
           (owner) =>
             Effect.map(
-              Effect.forEach(
-                Array.from({ length: 4 }, () => 0),
-                () => inbox.claimStale({ source: "bot-1", now: t0 + 60_000, owner, lease: 60_000, limit: 3 })
-              ),
+              Effect.forEach(Array.from({ length: 4 }, () => 0), () => stale(inbox, t0 + 60_000, owner, 1)),
               (batches) => batches.flat()
             ),
           { concurrency: "unbounded" }
         )
-        const ids = claims.flat().map((s) => s.update_id)
-        assert.strictEqual(new Set(ids).size, ids.length)
-        assert.strictEqual(ids.length, 40)
+        const handed = claims.flat().map((s) => s.update_id)
+        assert.strictEqual(new Set(handed).size, handed.length)
+        assert.strictEqual(handed.length, 40)
       }))
 
     test("sweep forgets handled ids received before the cut, never pending ones", (inbox) =>
@@ -153,9 +201,9 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         yield* inbox.receive(incoming(1))
         yield* inbox.receive(incoming(2))
         yield* inbox.receive(incoming(3, { now: t0 + 5_000 }))
-        yield* inbox.done("bot-1", [1, 3])
+        yield* inbox.settle(settlement({ done: [1, 3] }))
         assert.strictEqual(yield* inbox.sweep(t0 + 1_000, 100), 1)
-        assert.deepStrictEqual(yield* inbox.receive(incoming([1, 2, 3], { now: t0 + 6_000 })), [1])
+        assert.deepStrictEqual((yield* inbox.receive(incoming([1, 2, 3], { now: t0 + 6_000 }))).fresh, [1])
       }))
   })
 }

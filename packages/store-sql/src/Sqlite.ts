@@ -12,7 +12,9 @@ import { defaultsOf } from "@deixis/core/ConfigKeys"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as path from "node:path"
 import { describe } from "./internal/db.js"
+import { registerFile } from "./internal/groupCommit.js"
 import { registerReader } from "./internal/readConnection.js"
 import * as sqliteClient from "./internal/sqliteClient.js"
 import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
@@ -45,10 +47,12 @@ export const layerClient = (
         sql.unsafe(`PRAGMA journal_mode = WAL`)
       ], { discard: true }))
   )
-  // The read connection (see internal/readConnection.ts), opened once the file is in WAL mode.
+  // The read connection (see internal/readConnection.ts), opened once the file is in WAL mode,
+  // and the file's write lock in this process (see internal/groupCommit.ts).
   const reader = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (writer) => {
     const file = options.filename
     if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
+    registerFile(writer, path.resolve(file))
     return sqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
       Effect.tap((client) =>
         Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })

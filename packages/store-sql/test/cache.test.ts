@@ -668,6 +668,49 @@ describe("migrations 8 (chat revisions) and 9 (edit times)", () => {
     }))
 })
 
+describe("PostgreSQL: a pool the cache cannot serve in one round trip", () => {
+  it.scoped("the chat's revision is read with the request's own scope; the pool is kept at it and served again with the revision alone", () =>
+    Effect.gen(function*() {
+      const [db] = yield* twoDatabases("pg")
+      const writer = yield* storeOn(db, settings(0))
+      // An active object in the request's topic: the rest of the chat is not asked for.
+      const active = (chat: string) => [...seed(chat), { type: "object_activated", event_id: "act", chat_id: chat, reason: "summarized", source_message_id: 1, kind: "link" }]
+      yield* apply(writer, active("one"))
+      yield* apply(writer, active("forum"))
+      yield* db.query(sql`UPDATE deixis_chats SET is_forum = 1 WHERE chat_id = ${"forum"}`)
+      const statements: Array<string> = []
+      const counted = withQuery(db, (statement) => Effect.suspend(() => (statements.push(compile(db.dialect, statement).text), db.query(statement))))
+      const store = yield* storeOn(counted, settings(64))
+      const plain = makeSqlContextStore(db, settings(0))
+
+      const missed = yield* store.pool(query("one"))
+      assert.strictEqual(statements.length, 1, statements.join("\n---\n"))
+      assert.include(statements[0]!, "deixis_chats")
+      assert.include(statements[0]!, "deixis_pool(")
+      assert.isFalse(missed.fallback)
+      assert.deepStrictEqual(shape(missed), shape(yield* plain.pool(query("one"))))
+      // A hit: the revision alone, nothing of the scope read again.
+      statements.length = 0
+      assert.deepStrictEqual(shape(yield* store.pool(query("one"))), shape(missed))
+      assert.isAtMost(statements.length, 1)
+      assert.notInclude(statements.join(), "deixis_pool(")
+
+      // Without a topic in a forum: the General topic, settled in the same statement.
+      statements.length = 0
+      const general = yield* store.pool(query("forum", { topic_id: null }))
+      assert.strictEqual(statements.length, 1, statements.join("\n---\n"))
+      assert.strictEqual(general.topic_id, "1")
+      assert.isFalse(general.fallback)
+      assert.deepStrictEqual(shape(general), shape(yield* plain.pool(query("forum", { topic_id: "1" }))))
+      // A chat never seen: an empty pool; its revision read with its scope, then the rest of the chat.
+      statements.length = 0
+      assert.deepStrictEqual((yield* store.pool(query("never"))).entries, [])
+      assert.strictEqual(statements.length, 2)
+      assert.include(statements[0]!, "deixis_chats")
+      assert.notInclude(statements[1]!, "deixis_chats")
+    }))
+})
+
 describe("PostgreSQL: a write batch in one round trip", () => {
   it.scoped("a new message in a known chat is one read and one write call, a redelivered batch one read; nothing runs in a transaction", () =>
     Effect.gen(function*() {

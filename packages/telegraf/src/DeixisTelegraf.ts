@@ -312,6 +312,62 @@ export interface MiddlewareOptions {
 }
 
 /**
+ * The `ctx.deixis` of an update already mapped (and recorded): what {@link middleware} sets, for
+ * an entrance that maps and records updates itself and runs Telegraf's handlers after.
+ *
+ * @since 0.3.0
+ * @category middleware
+ */
+export const contextApi = (
+  ctx: Context,
+  mapped: MappedUpdate,
+  options: {
+    /** Where the calls run (a `DeixisRuntime`'s `runPromise`, or a runner of the update's own). */
+    readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
+    readonly record: RecordOptions & { readonly botId: string }
+  }
+): DeixisApi => {
+  const { record: recordOptions, run } = options
+  const scope = mapped.scope
+  const scoped = <A, E>(f: (scope: MessageScope) => Effect.Effect<A, E, Services>) =>
+    run<A, E | NoMessageScope>(
+      scope === undefined ? Effect.fail(new NoMessageScope({ update_type: mapped.update_type })) : f(scope)
+    )
+  const conversation = (s: MessageScope) => ({ chat_id: s.chat_id, topic_id: s.topic_id })
+  // What the bot sends while handling a message answers it (its bot_response_id).
+  const recordSentMessage = (message: Message) => run(recordSent(message, { ...recordOptions, answering: scope }))
+  return {
+    update: mapped,
+    scope,
+    resolve: (o) => scoped((s) => resolve(s, o)),
+    listActive: (o) => scoped((s) => listActive(s, o)),
+    history: (o) =>
+      scoped((s) => WritePolicy.history({ chat_id: s.chat_id, topic_id: s.topic_id }, { mode: o?.mode ?? recordOptions.mode })),
+    state: {
+      get: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.get(conversation(s)))),
+      update: (patch, o) =>
+        scoped((s) =>
+          Effect.flatMap(ConversationState.ConversationState, (st) =>
+            st.update({
+              scope: conversation(s),
+              patch,
+              expected_revision: o?.expected_revision,
+              updated_by: s.sender_user_id
+            }))
+        ),
+      render: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.render(conversation(s))))
+    },
+    reply: async (text, extra) => {
+      const sent = await ctx.reply(text, extra)
+      await recordSentMessage(sent)
+      return sent
+    },
+    recordSent: recordSentMessage,
+    run
+  }
+}
+
+/**
  * The middleware: records the update, sets `ctx.deixis`, then calls the next handler. A store
  * failure while recording is logged and the chain goes on, or with `onStoreError: "fail"` ends
  * it with {@link RecordFailed}. The bot's id and username come from `ctx.botInfo`.
@@ -338,43 +394,7 @@ export const middleware = (
       mode: options.mode
     }
     const result = failOnStoreError ? await recordOrThrow(ctx.update, recordOptions) : await run(record(ctx.update, recordOptions))
-    const scope = result.mapped.scope
-    const scoped = <A, E>(f: (scope: MessageScope) => Effect.Effect<A, E, Services>) =>
-      run<A, E | NoMessageScope>(
-        scope === undefined ? Effect.fail(new NoMessageScope({ update_type: result.mapped.update_type })) : f(scope)
-      )
-    const conversation = (s: MessageScope) => ({ chat_id: s.chat_id, topic_id: s.topic_id })
-    // What the bot sends while handling a message answers it (its bot_response_id).
-    const recordSentMessage = (message: Message) => run(recordSent(message, { ...recordOptions, answering: scope }))
-    ctx.deixis = {
-      update: result.mapped,
-      scope,
-      resolve: (o) => scoped((s) => resolve(s, o)),
-      listActive: (o) => scoped((s) => listActive(s, o)),
-      history: (o) =>
-        scoped((s) => WritePolicy.history({ chat_id: s.chat_id, topic_id: s.topic_id }, { mode: o?.mode ?? options.mode })),
-      state: {
-        get: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.get(conversation(s)))),
-        update: (patch, o) =>
-          scoped((s) =>
-            Effect.flatMap(ConversationState.ConversationState, (st) =>
-              st.update({
-                scope: conversation(s),
-                patch,
-                expected_revision: o?.expected_revision,
-                updated_by: s.sender_user_id
-              }))
-          ),
-        render: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.render(conversation(s))))
-      },
-      reply: async (text, extra) => {
-        const sent = await ctx.reply(text, extra)
-        await recordSentMessage(sent)
-        return sent
-      },
-      recordSent: recordSentMessage,
-      run
-    }
+    ctx.deixis = contextApi(ctx, result.mapped, { run, record: recordOptions })
     return next()
   }
 }

@@ -316,8 +316,21 @@ export const recordBatch = (
   updates: ReadonlyArray<unknown>,
   options: RecordOptions = {}
 ): Effect.Effect<BatchResult, StoreError, Services> =>
+  Effect.suspend(() => recordMapped(updates.map((u) => mapUpdate(u, options)), options))
+
+/**
+ * Records updates already mapped (`UpdateMapper.mapUpdate` with the same options), in order,
+ * as {@link recordBatch} does: for an entrance that maps each update once at intake and
+ * passes the mapped form on (ordering, preemption, recording).
+ *
+ * @since 0.3.0
+ * @category recording
+ */
+export const recordMapped = (
+  mapped: ReadonlyArray<MappedUpdate>,
+  options: RecordOptions = {}
+): Effect.Effect<BatchResult, StoreError, Services> =>
   Effect.suspend(() => {
-    const mapped = updates.map((u) => mapUpdate(u, options))
     const logs = mapped.map(logMapped).filter((log) => log !== Effect.void)
     return logs.length === 0 ? store(mapped, options) : Effect.zipRight(Effect.all(logs, { discard: true }), store(mapped, options))
   })

@@ -119,7 +119,6 @@ export const startReminders = (bot: Bot.Bot, overrides: Partial<BotConfig> = {},
       keyOf: (r) => r.chat_id,
       send: bot.fireReminder
     })
-    bot.onReminderAdded.current = sender.wake
     return sender
   })
 

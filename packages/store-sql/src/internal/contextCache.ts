@@ -161,6 +161,8 @@ export interface ContextCache {
   readonly enabled: boolean
   /** The chat's entry at `revision`, emptied first when it was filled at another revision. */
   readonly entry: (chatId: string, revision: number) => ChatEntry | undefined
+  /** The chat's entry at whatever revision it was filled, left as it is (undefined when none is kept). */
+  readonly current: (chatId: string) => ChatEntry | undefined
   /** A scope's rows kept under `key`, marked as just used. */
   readonly scope: (entry: ChatEntry, key: string) => ScopeRows | undefined
   /**
@@ -365,6 +367,7 @@ export const makeContextCache = (budgetBytes: number): ContextCache => {
   return {
     enabled,
     entry,
+    current: (chatId) => chats.get(chatId),
     scope,
     putScope,
     putMessages,

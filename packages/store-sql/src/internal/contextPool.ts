@@ -5,7 +5,7 @@
  */
 import { compareActivity, type ContextObject, isActive, type MessageMeta, messageObject, standsIn } from "@deixis/core/ContextObject"
 import type { CandidatePool, PoolEntry, PoolQuery, PoolTier, StoreError } from "@deixis/core/ContextStore"
-import { effectiveTopic } from "@deixis/core/ChatInfo"
+import { effectiveTopic, generalTopicId } from "@deixis/core/ChatInfo"
 import { positionLength } from "@deixis/core/Ids"
 import type { ObjectKind } from "@deixis/core/ObjectKind"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -24,6 +24,12 @@ import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCac
 import { storable } from "./ids.js"
 
 const unknownHead: Head = { revision: -1, isForum: false }
+
+/** A scope's rows read before its need came (see `headAndScope`), with the kinds whose parts they hold (tagged `k` and their index). */
+interface Preread {
+  readonly rows: ReadonlyArray<Row>
+  readonly kinds: ReadonlyArray<ObjectKind>
+}
 
 /**
  * What a scope's rows depend on besides the chat's revision and `now`: its parts but the
@@ -367,12 +373,12 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     )
   }
 
-  /** The rows of the pool's parts for the request's scope, or for the rest of the chat, with kind parts for `prefer`. */
-  const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, window?: string) => {
-    if (d.poolFunction) {
-      // No reply target: the chain is read apart (readChain), so these rows serve every reply.
-      return db.query(
-        sql`SELECT * FROM deixis_pool(CAST(${q.chat_id} AS TEXT), CAST(${topicKey(q.topic_id)} AS TEXT), CAST(${
+  /**
+   * PostgreSQL: the `deixis_pool` call for a scope, its topic argument `topic`. No reply target:
+   * the chain is read apart (readChain), so its rows serve every reply.
+   */
+  const poolCall = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, topic: Fragment) =>
+    sql`deixis_pool(CAST(${q.chat_id} AS TEXT), ${topic}, CAST(${
           fallback ? "true" : "false"
         } AS BOOLEAN), CAST(${q.current_message_id} AS TEXT), CAST(${null} AS TEXT),
            CAST(${null} AS INTEGER), CAST(${q.limits.chain_depth} AS INTEGER), CAST(${q.sender_user_id} AS TEXT), CAST(${
@@ -383,8 +389,32 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
         } AS INTEGER), CAST(${Math.max(0, q.limits.recent_per_kind)} AS INTEGER), CAST(${
           Math.max(0, q.limits.recent_messages)
         } AS INTEGER), CAST(${Math.max(0, q.limits.owned)} AS INTEGER))`
-      )
-    }
+
+  /**
+   * PostgreSQL: the chat's head (a part `h` row: `sent_at` its revision, `from_bot` 1 in a forum;
+   * no such row for a chat never seen) and the rows of the request's own scope read by `shared(q)`
+   * with the parts of `kinds`, in one statement — one snapshot, one round trip. The scope's
+   * topic is settled in the statement from the same row (`settled`): a request without a topic
+   * in a forum is in the General topic.
+   */
+  const headAndScope = (q: PoolQuery, kinds: ReadonlyArray<ObjectKind>) => {
+    const forum = sql`COALESCE((SELECT is_forum FROM deixis_chats WHERE chat_id = ${q.chat_id}), 0) <> 0`
+    const topic = q.topic_id === null
+      ? sql`CASE WHEN ${forum} THEN CAST(${topicKey(generalTopicId)} AS TEXT) ELSE CAST(${topicKey(null)} AS TEXT) END`
+      : sql`CAST(${topicKey(q.topic_id)} AS TEXT)`
+    return db.query(
+      sql`SELECT 'h' AS part, CAST(NULL AS TEXT) AS body, CAST(NULL AS TEXT) AS mid, CAST(NULL AS TEXT) AS topic,
+         CAST(NULL AS TEXT) AS reply_to, CAST(NULL AS TEXT) AS sender, CAST(is_forum AS INTEGER) AS from_bot,
+         revision AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
+       FROM deixis_chats WHERE chat_id = ${q.chat_id}
+      UNION ALL
+      SELECT * FROM ${poolCall(shared(q), false, kinds, topic)}`
+    )
+  }
+
+  /** The rows of the pool's parts for the request's scope, or for the rest of the chat, with kind parts for `prefer`. */
+  const scopeRows = (q: PoolQuery, fallback: boolean, prefer: ReadonlyArray<ObjectKind>, window?: string) => {
+    if (d.poolFunction) return db.query(sql`SELECT * FROM ${poolCall(q, fallback, prefer, sql`CAST(${topicKey(q.topic_id)} AS TEXT)`)}`)
     const parts: Array<Fragment> = []
     if (!fallback) existsPart(q, parts)
     scopeParts(q, !fallback, prefer, parts)
@@ -540,14 +570,22 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     return Either.isRight(step.value) ? step.value.right : undefined
   }
 
-  /** The pool with each need answered by the cache or read (and then kept). */
-  const drive = (entry: ChatEntry | undefined, revision: number, q: PoolQuery): Effect.Effect<CandidatePool, string | SqlError> => {
+  /**
+   * The pool with each need answered by the cache or read (and then kept); `home`: the rows of
+   * the request's own scope already read with the revision (`headAndScope`), the answer to its need.
+   */
+  const drive = (
+    entry: ChatEntry | undefined,
+    revision: number,
+    q: PoolQuery,
+    home?: Preread
+  ): Effect.Effect<CandidatePool, string | SqlError> => {
     const assembly = assemblePool(q)
     const go = (step: IteratorResult<Need, Either.Either<CandidatePool, string>>): Effect.Effect<CandidatePool, string | SqlError> => {
       if (step.done === true) return Either.isRight(step.value) ? Effect.succeed(step.value.right) : Effect.fail(step.value.left)
       const need = step.value
       const answer: Effect.Effect<Answer, SqlError> = need._tag === "scope"
-        ? scopeOf(entry, revision, need.q, need.fallback)
+        ? scopeOf(entry, revision, need.q, need.fallback, need.fallback ? undefined : home)
         : need._tag === "chain"
         ? chainOf(entry, revision, need.q)
         : messagesFor(entry, revision, q.chat_id, need.ids)
@@ -586,6 +624,24 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
       const known = cached ? headNow(query.chat_id) : undefined
       const fast = known === undefined ? undefined : served(known)
       if (fast !== undefined) return Effect.succeed(fast)
+      // PostgreSQL, when the chat's revision must be read and the cache lacks the request's own
+      // scope even at the revision it holds: the revision and that scope in one statement
+      // (`headAndScope`), the scope's rows kept at the revision read with them.
+      const headRead = cached ? known === undefined : query.topic_id === null
+      if (d.poolFunction && headRead && !(cached && homeKept(query))) {
+        return Effect.suspend(() => {
+          const token = headsToken()
+          // The kinds asked of the chat before come along, as when the scope is read alone (`scopeOf`).
+          const kinds = withAsked(cached ? cache.current(query.chat_id) : undefined, query, preferredOf(query), () => true)
+          const read = Effect.flatMap(headAndScope(query, kinds), (rows) => {
+            const h = rows.find((r) => r["part"] === "h")
+            const head = keepHead(query.chat_id, token, h === undefined ? unknownHead : { revision: num(h["sent_at"]), isForum: num(h["from_bot"]) !== 0 })
+            const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
+            return drive(entry, head.revision, settled(query, head), { rows: h === undefined ? rows : rows.filter((r) => r !== h), kinds })
+          })
+          return Effect.withSpan(read, "SqlContextStore.pool", { captureStackTrace: false })
+        }).pipe(Effect.mapError(failStore("pool")))
+      }
       return Effect.flatMap(
         cached ? knownHead(query.chat_id) : query.topic_id === null ? headOf(query.chat_id) : Effect.succeed(unknownHead),
         (head) => {
@@ -606,6 +662,23 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
       (rows) => rows[0] === undefined ? unknownHead : { revision: num(rows[0]["revision"]), isForum: bool(rows[0]["is_forum"]) }
     )
 
+  /** Whether chats were last seen to be forums (whatever was committed since), for `homeKept`. */
+  const forums = new Map<string, boolean>()
+  /**
+   * Whether the chat's cache entry, at the revision it was filled at, keeps the rows of the
+   * request's own scope (the chat as last seen, a forum or not): then the revision alone is read
+   * first, and at most the parts the entry lacks after it (a kind's part, a chain), which are
+   * smaller reads than the scope.
+   */
+  const homeKept = (query: PoolQuery): boolean => {
+    const entry = cache.current(query.chat_id)
+    const isForum = query.topic_id === null ? forums.get(query.chat_id) : false
+    if (entry === undefined || isForum === undefined) return false
+    const q = settled(query, { revision: entry.revision, isForum })
+    const kept = cache.scope(entry, scopeKey(q, false))
+    return kept !== undefined && kept.now <= q.now
+  }
+
   /**
    * Revisions read since the last commit the probe saw (by any process): while its token stays
    * the same, a chat's revision is the one read then, and the cache is checked against it
@@ -619,23 +692,30 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     const token = changes?.token()
     return token !== undefined && token === headsAt ? heads.get(chatId) : undefined
   }
+  /** The probe's token now, the revisions read under an older one forgotten. */
+  const headsToken = () => {
+    const token = changes?.token()
+    if (token === undefined || token !== headsAt) {
+      heads.clear()
+      headsAt = token
+    }
+    return token
+  }
+  /** Keeps `head`, read under `token`, while that token is still the latest one seen. */
+  const keepHead = (chatId: string, token: string | undefined, head: Head): Head => {
+    if (forums.size >= maxHeads) forums.clear()
+    forums.set(chatId, head.isForum)
+    if (token !== undefined && token === headsAt) {
+      if (heads.size >= maxHeads) heads.clear()
+      heads.set(chatId, head)
+    }
+    return head
+  }
   const knownHead = (chatId: string) =>
     Effect.suspend(() => {
-      const token = changes?.token()
-      if (token === undefined || token !== headsAt) {
-        heads.clear()
-        headsAt = token
-      } else {
-        const known = heads.get(chatId)
-        if (known !== undefined) return Effect.succeed(known)
-      }
-      return Effect.map(headOf(chatId), (head) => {
-        if (token !== undefined && token === headsAt) {
-          if (heads.size >= maxHeads) heads.clear()
-          heads.set(chatId, head)
-        }
-        return head
-      })
+      const token = headsToken()
+      const known = heads.get(chatId)
+      return known !== undefined ? Effect.succeed(known) : Effect.map(headOf(chatId), (head) => keepHead(chatId, token, head))
     })
 
   /** Counts lookups served from memory (`hits`) and read from the database (`misses`), and the chats evicted meanwhile. */
@@ -722,22 +802,39 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
   }
 
   /**
+   * `first`, then the other kinds asked of the chat (`entry.kinds`) that the scope `q` can hold
+   * and `wanted` accepts: the kinds whose parts a read of the scope brings along.
+   */
+  const withAsked = (entry: ChatEntry | undefined, q: PoolQuery, first: ReadonlyArray<ObjectKind>, wanted: (kind: ObjectKind) => boolean) => {
+    const out = [...first]
+    if (entry === undefined || q.active_only) return out
+    for (const k of entry.kinds) {
+      const kind = k as ObjectKind
+      if (!out.includes(kind) && (q.kinds === undefined || q.kinds.includes(kind)) && wanted(kind)) out.push(kind)
+    }
+    return out
+  }
+
+  /**
    * A scope's parts (by part, in the statement's order) as the database answers `q` at `q.now`:
    * the scope's rows and each preferred kind's part from the chat's cache entry where it holds
    * them (the scope's read at or before `q.now`), the rest read in one statement — with the
    * parts of the other kinds asked of the chat, when the scope itself is read — and kept.
+   * `read`: the scope's rows with the parts of `read.kinds` (every preferred kind first), already
+   * read with the chat's revision (`headAndScope`), kept as read.
    */
   const scopeOf = (
     entry: ChatEntry | undefined,
     revision: number,
     q: PoolQuery,
-    fallback: boolean
+    fallback: boolean,
+    read?: Preread
   ): Effect.Effect<ReadonlyMap<string, ReadonlyArray<Row>>, SqlError> => {
     const prefer = preferredOf(q)
     if (entry === undefined) {
-      return Effect.map(scopeRows(shared(q), fallback, prefer), (rows) => byPart(servedAt(rows, q, objectOf)))
+      return Effect.map(read === undefined ? scopeRows(shared(q), fallback, prefer) : Effect.succeed(read.rows), (rows) => byPart(servedAt(rows, q, objectOf)))
     }
-    const hit = hitOf((tally) => cachedScope(entry, q, fallback, tally))
+    const hit = read === undefined ? hitOf((tally) => cachedScope(entry, q, fallback, tally)) : undefined
     if (hit !== undefined) return hit
     for (const k of prefer) cache.askedKind(entry, k)
     const key = scopeKey(q, fallback)
@@ -745,25 +842,25 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     const topic = topicKey(q.topic_id)
     const owner = q.include_owned && !q.active_only ? q.sender_user_id : null
     const kept = cache.scope(entry, key)
-    const base = kept !== undefined && kept.now <= q.now ? kept.rows : undefined
+    const base = read === undefined && kept !== undefined && kept.now <= q.now ? kept.rows : undefined
     const kinds = new Map<string, ReadonlyArray<Row>>()
     const missing: Array<ObjectKind> = []
     for (const k of prefer) {
-      const part = cache.scope(entry, kindKey(q, fallback, k))
+      const part = read === undefined ? cache.scope(entry, kindKey(q, fallback, k)) : undefined
       if (part === undefined) missing.push(k)
       else kinds.set(k, part.rows)
     }
     /** Keeps the kind parts of rows read for `fetched` (tagged by their index); the other rows are the scope's. */
     const split = (rows: ReadonlyArray<Row>, fetched: ReadonlyArray<ObjectKind>) => {
       const own: Array<Row> = []
-      const read = new Map<string, Array<Row>>(fetched.map((k) => [k, []]))
+      const byKind = new Map<string, Array<Row>>(fetched.map((k) => [k, []]))
       for (const r of rows) {
         const tag = str(r["part"])
         const kind = tag.startsWith("k") ? fetched[Number(tag.slice(1))] : undefined
         if (kind === undefined) own.push(r)
-        else read.get(kind)!.push(r)
+        else byKind.get(kind)!.push(r)
       }
-      for (const [k, part] of read) {
+      for (const [k, part] of byKind) {
         kinds.set(k, part)
         cache.putScope(entry, revision, kindKey(q, fallback, k), { now: q.now, rows: part, topic, fallback, activeOnly: q.active_only, owner: null })
       }
@@ -780,17 +877,15 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     // The scope is read: with it, the parts of the kinds asked of this chat that are not kept,
     // and, for a reply whose topic's recent window is not kept, the window (SQLite: in the same
     // statement; PostgreSQL: at the same time, on another connection), so that its chain is
-    // walked in memory right after instead of read after the scope.
-    const fetch = [...missing]
-    if (!q.active_only) {
-      for (const k of entry.kinds) {
-        const kind = k as ObjectKind
-        if (fetch.includes(kind) || kinds.has(kind) || (q.kinds !== undefined && !q.kinds.includes(kind))) continue
-        if (cache.scope(entry, kindKey(q, fallback, kind)) === undefined) fetch.push(kind)
-      }
-    }
-    const withWindow = !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
-    const read = !withWindow
+    // walked in memory right after instead of read after the scope. Rows already `read` came
+    // with the parts of their kinds and no window.
+    const fetch = read !== undefined
+      ? read.kinds
+      : withAsked(entry, q, missing, (kind) => !kinds.has(kind) && cache.scope(entry, kindKey(q, fallback, kind)) === undefined)
+    const withWindow = read === undefined && !fallback && q.reply_to_message_id !== null && q.limits.chain_depth > 0 && !entry.windows.has(topic)
+    const reading = read !== undefined
+      ? Effect.succeed(read.rows)
+      : !withWindow
       ? scopeRows(shared(q), fallback, fetch)
       : d.pooled
       ? Effect.map(
@@ -798,7 +893,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
         ([rows, windowRows]) => [...rows, ...windowRows]
       )
       : scopeRows(shared(q), fallback, fetch, topic)
-    return Effect.flatMap(read, (all) => {
+    return Effect.flatMap(reading, (all) => {
       const rows: Array<Row> = []
       const windowRows: Array<Row> = []
       const windowObjectRows: Array<Row> = []

@@ -63,7 +63,11 @@ export interface Dialect extends Placeholders {
   readonly readTogether: ((reads: ReadonlyArray<Fragment>) => Fragment) | undefined
   /** Whether a write batch outside a caller's transaction is one `deixis_apply` call (PostgreSQL, see migration 14). */
   readonly applyFunction: boolean
-  /** Whether the pool is read through the `deixis_pool` server function (PostgreSQL) instead of one UNION statement. */
+  /**
+   * Whether the pool is read through the `deixis_pool` server function (PostgreSQL) instead of one
+   * UNION statement; a pool the cache lacks the scope of then reads the chat's revision in the
+   * same statement as the scope (`headAndScope` in contextPool.ts).
+   */
   readonly poolFunction: boolean
   /** Column types and table options of the schema. */
   readonly ddl: {

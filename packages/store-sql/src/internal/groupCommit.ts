@@ -18,6 +18,14 @@
  * after another, waits until each says it is finished, commits, then tells every writer the
  * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL`
  * the batch costs one `fsync`, not one per write.
+ *
+ * **One writer per file in this process.** better-sqlite3 waits for another connection's write
+ * lock synchronously (its busy handler sleeps, blocking the event loop), and a batch holds its
+ * transaction open while its writers' fibers run: a second connection to the same file in the
+ * same process (two store layers over one file) would wait on a lock whose holder it blocks.
+ * Every connection to one file in this process therefore takes that file's
+ * {@link writeLock} — asynchronously — for each transaction and each write outside one; SQLite's
+ * own busy wait is then only ever against other processes.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -87,12 +95,32 @@ type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A,
 /** The statements of the shared transaction, prepared once each (from the connection's statement cache). */
 const exec = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
 
+/** The process's write lock of each SQLite file a client was registered for (see {@link registerFile}). */
+const fileLocks = new Map<string, Effect.Semaphore>()
+const lockOfClient = new WeakMap<SqlClient.SqlClient, Effect.Semaphore>()
+
+/** Registers `sql` as a connection to `file` (an absolute path): it shares the file's write lock. */
+export const registerFile = (sql: SqlClient.SqlClient, file: string): void => {
+  let lock = fileLocks.get(file)
+  if (lock === undefined) {
+    lock = Effect.unsafeMakeSemaphore(1)
+    fileLocks.set(file, lock)
+  }
+  lockOfClient.set(sql, lock)
+}
+
+/** Runs `effect` holding the write lock of `sql`'s file in this process (none registered: as it is). */
+export const writeLock = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const lock = lockOfClient.get(sql)
+  return lock === undefined ? effect : lock.withPermits(1)(effect)
+}
+
 const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
   const queue: Array<Job> = []
   let leading = false
 
   const runBatch = (batch: ReadonlyArray<Job>): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    writeLock(sql, Effect.gen(function*() {
       const scope = yield* Scope.make()
       const opened = yield* Effect.exit(Effect.tap(Scope.extend(sql.reserve, scope), (conn) => exec(conn, "BEGIN IMMEDIATE")))
       if (Exit.isFailure(opened)) {
@@ -123,7 +151,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
       if (Exit.isFailure(outcome)) yield* Effect.ignore(exec(conn, "ROLLBACK"))
       yield* Scope.close(scope, Exit.void)
       for (const job of waiting) job.committed.set(outcome)
-    }).pipe(
+    })).pipe(
       // Nothing above should fail; should it die, no writer is left waiting.
       Effect.catchAllCause((cause) =>
         Effect.sync(() => {
@@ -187,9 +215,11 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
   return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.withFiberRuntime<A, E | SqlError, R>((fiber) =>
       // Inside a transaction already: a savepoint of it, as @effect/sql nests.
-      fiber.getFiberRef(groupCommitEnabled) && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+      Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+        ? single(effect)
+        : fiber.getFiberRef(groupCommitEnabled)
         ? grouped(effect)
-        : single(effect)
+        : writeLock(sql, single(effect))
     )
 }
 

@@ -276,6 +276,34 @@ export const migrations: ReadonlyArray<Migration> = [
     // the process, and written by one call that first compares the chats' revisions with the ones
     // it read (see `applyFunction`).
     statements: (dialect) => dialect.pgOnly([applyFunction])
+  },
+  {
+    version: 15,
+    name: "update_chat_claims",
+    statements: (dialect) => {
+      const t = types(dialect)
+      return [
+        // Each update's chat (UpdateInbox orders by it across processes); a pending update's
+        // `lease_until` is null while it waits for its chat's holder, set once handed.
+        `ALTER TABLE deixis_updates ADD COLUMN chat TEXT NOT NULL DEFAULT ''`,
+        `DROP INDEX deixis_updates_pending`,
+        `CREATE INDEX deixis_updates_chat ON deixis_updates (source, chat, update_id) WHERE payload IS NOT NULL`,
+        // One process at a time handles a chat's updates: its claim, for a lease; `waiting`
+        // when updates of the chat wait for the holder (received elsewhere, or given back).
+        `CREATE TABLE deixis_update_chats (
+          source TEXT NOT NULL,
+          chat TEXT NOT NULL,
+          owner TEXT NOT NULL,
+          lease_until ${t.big} NOT NULL,
+          waiting ${t.small} NOT NULL,
+          PRIMARY KEY (source, chat)
+        )`,
+        `CREATE INDEX deixis_update_chats_lease ON deixis_update_chats (source, lease_until)`,
+        // Updates pending at the upgrade (chat '') are taken over by the next claim of stale chats.
+        `INSERT INTO deixis_update_chats (source, chat, owner, lease_until, waiting)
+          SELECT DISTINCT source, '', '', 0, 1 FROM deixis_updates WHERE payload IS NOT NULL`
+      ]
+    }
   }
 ]
 
