@@ -16,6 +16,7 @@ import * as path from "node:path"
 import { describe } from "./internal/db.js"
 import { registerFile } from "./internal/groupCommit.js"
 import { registerReader } from "./internal/readConnection.js"
+import * as sqliteClient from "./internal/sqliteClient.js"
 import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
@@ -24,7 +25,9 @@ const defaults = defaultsOf(sqliteConfig)
  * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
  * and a 64 MiB page cache applied before anything else runs; the stores built over it read
  * outside their transactions on a second, read-only connection to the file, which never
- * waits for a write transaction.
+ * waits for a write transaction. Both connections are `@effect/sql-sqlite-node`'s client with
+ * a one-step statement path (see internal/sqliteClient.ts); the `SqliteClient` tag is provided
+ * as that package provides it.
  *
  * @since 0.2.0
  * @category layers
@@ -50,7 +53,7 @@ export const layerClient = (
     const file = options.filename
     if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
     registerFile(writer, path.resolve(file))
-    return SqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
+    return sqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
       Effect.tap((client) =>
         Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })
       ),
@@ -59,7 +62,7 @@ export const layerClient = (
     )
   }))
   return Layer.provideMerge(reader, tuned).pipe(
-    Layer.provideMerge(SqliteClient.layer({ filename: options.filename })),
+    Layer.provideMerge(sqliteClient.layer({ filename: options.filename })),
     Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
   )
 }

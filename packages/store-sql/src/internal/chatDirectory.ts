@@ -18,7 +18,7 @@ const noMessages = -1_000_000_000_000_000
 
 /** Stores the titles `apply` saw change, inside its transaction. */
 export const writeTitles = (db: Db, titles: ReadonlyMap<string, string>): Effect.Effect<void, SqlError> =>
-  Effect.forEach(
+  titles.size === 0 ? Effect.void : Effect.forEach(
     titles,
     ([chatId, title]) => db.query(sql`UPDATE deixis_chats SET title = ${title}, title_key = ${searchKey(title)} WHERE chat_id = ${chatId}`),
     { discard: true }

@@ -8,7 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
-import { type Fragment, join, list, sql, tuples } from "./statement.js"
+import { type Fragment, join, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 
 export interface PollRef {
@@ -119,7 +119,9 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
     const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
     const together = d.readTogether
     const run: Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> = together === undefined || wanted.length < 2
-      ? Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement))
+      ? (wanted.length === 1
+        ? Effect.map(bulk(wanted[0]!.columns, wanted[0]!.rows, wanted[0]!.statement), (rows) => [rows])
+        : Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement)))
       : Effect.map(
         db.query(together(wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
         (rows) => wanted.map((_, i) => {
@@ -154,11 +156,12 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
       }
       if (lock) {
         for (const part of chunks(chats, 3)) {
-          yield* db.query(
-            sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))} ON CONFLICT (chat_id) DO NOTHING`
-          )
+          // Created and read in one statement: a chat already there is "updated" to what it was, so
+          // its row comes back too, locked (PostgreSQL) in the order of the sorted values.
           const rows = yield* db.query(
-            sql`SELECT chat_id, next_seq, is_forum, revision, title FROM deixis_chats WHERE chat_id IN ${list(part)} ORDER BY chat_id${d.C}${d.forUpdate}`
+            sql`INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES ${tuples(part.map((c) => [c, 1, now]))}
+              ON CONFLICT (chat_id) DO UPDATE SET revision = deixis_chats.revision
+              RETURNING chat_id, next_seq, is_forum, revision, title`
           )
           for (const r of rows) chatRow(r)
         }
@@ -237,17 +240,17 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
       for (const k of w.objects.keys()) objects.set(k, null)
       for (const k of w.byMessage.keys()) byMessage.set(k, [])
       const seqs = new Map<string, number>()
-      const addObject = (row: Row) =>
-        Either.map(objectOf(row["body"]), (o) => {
-          const ok = key(o.chat_id, o.object_id)
-          if (objects.get(ok) !== undefined && objects.get(ok) !== null) return
-          objects.set(ok, o)
-          seqs.set(ok, num(row["seq"]))
-          const list = byMessage.get(key(o.chat_id, o.source_message_id))
-          if (list !== undefined && !list.includes(ok)) list.push(ok)
-        })
-      for (const r of byMessageRows!) yield* addObject(r)
-      for (const r of objectRows!) yield* addObject(r)
+      for (const row of [...byMessageRows!, ...objectRows!]) {
+        const decoded = objectOf(row["body"])
+        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        const o = decoded.right
+        const ok = key(o.chat_id, o.object_id)
+        if (objects.get(ok) !== undefined && objects.get(ok) !== null) continue
+        objects.set(ok, o)
+        seqs.set(ok, num(row["seq"]))
+        const list = byMessage.get(key(o.chat_id, o.source_message_id))
+        if (list !== undefined && !list.includes(ok)) list.push(ok)
+      }
 
       const polls = new Map<string, PollRef | null>()
       const closes = new Map<string, Close | null>()

@@ -134,12 +134,11 @@ export interface ContextSql {
 }
 
 /** Bumps the revision of `chats` (see ContextCache), inside the caller's transaction. */
-export const makeBumpRevisions = (db: Db) => (chats: ReadonlyArray<string>): Effect.Effect<void, SqlError> =>
-  Effect.forEach(
-    chunks(chats, 1),
-    (part) => db.query(sql`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id IN ${list(part)}`),
-    { discard: true }
-  )
+export const makeBumpRevisions = (db: Db) => (chats: ReadonlyArray<string>): Effect.Effect<void, SqlError> => {
+  const bump = (part: ReadonlyArray<string>) => db.query(sql`UPDATE deixis_chats SET revision = revision + 1 WHERE chat_id IN ${list(part)}`)
+  const parts = chunks(chats, 1)
+  return parts.length === 0 ? Effect.void : parts.length === 1 ? Effect.asVoid(bump(parts[0]!)) : Effect.forEach(parts, bump, { discard: true })
+}
 
 export const makeContextSql = (db: Db): ContextSql => ({
   db,

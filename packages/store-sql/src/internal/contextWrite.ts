@@ -493,22 +493,24 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
     return Effect.serviceOption(SqlClient.TransactionConnection).pipe(
-      Effect.flatMap((outer) =>
-        Option.isNone(outer) && d.applyFunction
+      Effect.flatMap((outer) => {
+        const outside = Option.isNone(outer)
+        const applied = outside && d.applyFunction
           ? Effect.flatMap(inLane(events, options), (result) =>
             result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
           : applyLocked(events, options)
-      ),
-      // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
-      // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
-      // own transaction this was only a savepoint, which may still roll back: the cache is left at
-      // the old revision, which the committed write moves past.
-      Effect.zipWith(Effect.serviceOption(SqlClient.TransactionConnection), ({ result, written }, outer) => {
-        if (Option.isNone(outer)) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
-        return result
+        // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
+        // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
+        // own transaction this was only a savepoint, which may still roll back: the cache is left at
+        // the old revision, which the committed write moves past.
+        return Effect.map(applied, ({ result, written }) => {
+          if (outside) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
+          return result
+        })
       }),
       Effect.mapError(failStore("apply")),
-      Effect.withSpan("SqlContextStore.apply")
+      // No stack trace captured for the span: it would cost a write more than its statements.
+      Effect.withSpan("SqlContextStore.apply", { captureStackTrace: false })
     )
   }
 

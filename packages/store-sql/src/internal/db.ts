@@ -79,11 +79,14 @@ export const withQuery = (
   db: Pick<Db, "dialect" | "sql" | "transaction">,
   query: Db["query"]
 ): Db => {
-  const bulk: Db["bulk"] = (columns, rows, statement) =>
-    rows.length === 0 ? Effect.succeed([]) : Effect.map(
-      Effect.forEach(db.dialect.rowsTables(columns, rows), (k) => query(statement(k))),
-      (results) => results.length === 1 ? results[0]! : results.flat()
-    )
+  const bulk: Db["bulk"] = (columns, rows, statement) => {
+    if (rows.length === 0) return Effect.succeed([])
+    const tables = db.dialect.rowsTables(columns, rows)
+    // One table (every batch of up to 256 rows on SQLite, any batch on PostgreSQL): one statement, no loop.
+    return tables.length === 1
+      ? query(statement(tables[0]!))
+      : Effect.map(Effect.forEach(tables, (k) => query(statement(k))), (results) => results.flat())
+  }
   const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
   return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, query, run, bulk }
 }

@@ -15,9 +15,9 @@
  *
  * Each write runs in its own caller's fiber (its context, spans and interruption are its own):
  * a leader fiber opens the transaction and hands the connection to the batch's writers one
- * after another (a `Deferred` each), waits until each says it is finished, commits, then
- * completes every writer's commit `Deferred`. With `synchronous=FULL` the batch costs one
- * `fsync`, not one per write.
+ * after another, waits until each says it is finished, commits, then tells every writer the
+ * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL`
+ * the batch costs one `fsync`, not one per write.
  *
  * **One writer per file in this process.** better-sqlite3 waits for another connection's write
  * lock synchronously (its busy handler sleeps, blocking the event loop), and a batch holds its
@@ -31,10 +31,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 
 /** The most writes one transaction takes; the rest wait for the next. */
@@ -55,18 +56,44 @@ type Finished =
   /** The transaction is gone (a savepoint could not be released or rolled back to). */
   | { readonly broken: SqlError }
 
+/**
+ * A value set once (later sets are ignored) and awaited by one fiber: the hand-offs between the
+ * leader and its writers. A plain callback, not a `Deferred`: a write goes through three of
+ * them, and each `Deferred` step is several effect steps of its own.
+ */
+class Cell<A> {
+  private done = false
+  private value: A | undefined
+  private waiter: ((value: A) => void) | undefined
+  /** Sets the value (the first set wins) and wakes the fiber awaiting it. */
+  set(value: A): void {
+    if (this.done) return
+    this.done = true
+    this.value = value
+    const waiter = this.waiter
+    this.waiter = undefined
+    waiter?.(value)
+  }
+  readonly await: Effect.Effect<A> = Effect.async<A>((resume) => {
+    if (this.done) return resume(Effect.succeed(this.value as A))
+    this.waiter = (value) => resume(Effect.succeed(value))
+    // Interrupted while waiting: nobody is woken any more.
+    return Effect.sync(() => {
+      this.waiter = undefined
+    })
+  })
+}
+
 interface Job {
-  readonly turn: Deferred.Deferred<Connection, SqlError>
-  readonly finished: Deferred.Deferred<Finished>
-  readonly committed: Deferred.Deferred<void, SqlError>
+  readonly turn: Cell<Exit.Exit<Connection, SqlError>>
+  readonly finished: Cell<Finished>
+  readonly committed: Cell<Exit.Exit<void, SqlError>>
 }
 
 type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 
-const exec = (conn: Connection, text: string) => Effect.asVoid(conn.executeUnprepared(text, [], undefined))
-
-/** The per-write statements, run once per write: prepared once, from the connection's statement cache. */
-const execCached = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
+/** The statements of the shared transaction, prepared once each (from the connection's statement cache). */
+const exec = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
 
 /** The process's write lock of each SQLite file a client was registered for (see {@link registerFile}). */
 const fileLocks = new Map<string, Effect.Semaphore>()
@@ -98,17 +125,18 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
       const opened = yield* Effect.exit(Effect.tap(Scope.extend(sql.reserve, scope), (conn) => exec(conn, "BEGIN IMMEDIATE")))
       if (Exit.isFailure(opened)) {
         yield* Scope.close(scope, Exit.void)
-        for (const job of batch) yield* Deferred.failCause(job.turn, opened.cause)
+        for (const job of batch) job.turn.set(opened)
         return
       }
       const conn = opened.value
+      const given = Exit.succeed(conn)
       const waiting: Array<Job> = []
       let broken: SqlError | undefined
       let next = 0
       while (next < batch.length && broken === undefined) {
         const job = batch[next++]!
-        yield* Deferred.succeed(job.turn, conn)
-        const finished = yield* Deferred.await(job.finished)
+        job.turn.set(given)
+        const finished = yield* job.finished.await
         if (finished === "done") waiting.push(job)
         else if (finished !== "out") broken = finished.broken
       }
@@ -122,13 +150,15 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
       }
       if (Exit.isFailure(outcome)) yield* Effect.ignore(exec(conn, "ROLLBACK"))
       yield* Scope.close(scope, Exit.void)
-      for (const job of waiting) yield* Deferred.done(job.committed, outcome)
+      for (const job of waiting) job.committed.set(outcome)
     })).pipe(
       // Nothing above should fail; should it die, no writer is left waiting.
       Effect.catchAllCause((cause) =>
-        Effect.forEach(batch, (job) =>
-          Effect.zipRight(Deferred.failCause(job.turn, cause), Deferred.failCause(job.committed, cause)), {
-          discard: true
+        Effect.sync(() => {
+          for (const job of batch) {
+            job.turn.set(Exit.failCause(cause))
+            job.committed.set(Exit.failCause(cause))
+          }
         })
       )
     )
@@ -139,61 +169,57 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
     while (queue.length > 0) yield* runBatch(queue.splice(0, maxBatch))
   }).pipe(Effect.ensuring(Effect.suspend(() => {
     leading = false
-    return queue.length > 0 ? start : Effect.void
+    return queue.length > 0 ? start() : Effect.void
   })))
 
-  const start: Effect.Effect<void> = Effect.suspend(() => {
+  const start = (): Effect.Effect<void> => {
     if (leading) return Effect.void
     leading = true
     return Effect.asVoid(Effect.forkDaemon(lead))
-  })
+  }
 
   const grouped: Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        const job: Job = {
-          turn: yield* Deferred.make<Connection, SqlError>(),
-          finished: yield* Deferred.make<Finished>(),
-          committed: yield* Deferred.make<void, SqlError>()
-        }
-        queue.push(job)
-        yield* start
-        return yield* Effect.gen(function*() {
-          const conn = yield* restore(Deferred.await(job.turn))
-          const saved = yield* Effect.exit(execCached(conn, "SAVEPOINT deixis_write"))
+    Effect.uninterruptibleMask((restore) => {
+      const job: Job = { turn: new Cell(), finished: new Cell(), committed: new Cell() }
+      queue.push(job)
+      return Effect.zipRight(
+        start(),
+        Effect.gen(function*() {
+          const conn = yield* Effect.flatten(restore(job.turn.await))
+          const saved = yield* Effect.exit(exec(conn, "SAVEPOINT deixis_write"))
           if (Exit.isFailure(saved)) {
-            yield* Deferred.succeed(job.finished, brokenBy(saved))
+            job.finished.set(brokenBy(saved))
             return yield* Effect.failCause(saved.cause)
           }
           const exit = yield* Effect.exit(restore(Effect.provideService(effect, SqlClient.TransactionConnection, [conn, 0])))
           const closed = yield* Effect.exit(
             Exit.isSuccess(exit)
-              ? execCached(conn, "RELEASE deixis_write")
-              : Effect.zipRight(execCached(conn, "ROLLBACK TO deixis_write"), execCached(conn, "RELEASE deixis_write"))
+              ? exec(conn, "RELEASE deixis_write")
+              : Effect.zipRight(exec(conn, "ROLLBACK TO deixis_write"), exec(conn, "RELEASE deixis_write"))
           )
           if (Exit.isFailure(closed)) {
-            yield* Deferred.succeed(job.finished, brokenBy(closed))
+            job.finished.set(brokenBy(closed))
             return yield* (Exit.isFailure(exit) ? Effect.failCause(exit.cause) : Effect.failCause(closed.cause))
           }
-          yield* Deferred.succeed(job.finished, Exit.isSuccess(exit) ? "done" : "out")
+          job.finished.set(Exit.isSuccess(exit) ? "done" : "out")
           if (Exit.isFailure(exit)) return yield* exit
-          yield* restore(Deferred.await(job.committed))
+          yield* Effect.flatten(restore(job.committed.await))
           return exit.value
         }).pipe(
           // Interrupted before its turn (or failed to get one): the leader skips it.
-          Effect.ensuring(Deferred.succeed(job.finished, "out"))
+          Effect.ensuring(Effect.sync(() => job.finished.set("out")))
         )
-      })
-    )
+      )
+    })
 
   return <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    Effect.flatMap(
-      Effect.serviceOption(SqlClient.TransactionConnection),
-      (outer): Effect.Effect<A, E | SqlError, R> =>
-        // Inside a transaction already: a savepoint of it, as @effect/sql nests.
-        outer._tag === "Some"
-          ? single(effect)
-          : Effect.flatMap(FiberRef.get(groupCommitEnabled), (enabled) => enabled ? grouped(effect) : writeLock(sql, single(effect)))
+    Effect.withFiberRuntime<A, E | SqlError, R>((fiber) =>
+      // Inside a transaction already: a savepoint of it, as @effect/sql nests.
+      Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+        ? single(effect)
+        : fiber.getFiberRef(groupCommitEnabled)
+        ? grouped(effect)
+        : writeLock(sql, single(effect))
     )
 }
 

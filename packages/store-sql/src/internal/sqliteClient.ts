@@ -1,0 +1,157 @@
+/**
+ * The SQLite engine's `SqlClient`: `@effect/sql-sqlite-node`'s client (the same better-sqlite3
+ * connection behind a one-permit semaphore, the same `SqliteClient` service), with a cheaper
+ * statement path. That client keeps its prepared statements in an Effect `Cache` (with a
+ * time to live), whose lookup is about fifteen effect steps per statement — more than a small
+ * SQLite statement itself costs, and a one-message write runs about ten. Here a statement is
+ * one step: a plain `Map` of prepared statements (bounded, oldest out first), run in place.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import Sqlite from "better-sqlite3"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+
+/** Prepared statements kept per connection (the store's statement texts are a few hundred at most). */
+const maxPrepared = 512
+
+export interface Options {
+  readonly filename: string
+  readonly readonly?: boolean | undefined
+  readonly disableWAL?: boolean | undefined
+}
+
+const failed = (cause: unknown, message: string) => new SqlError({ cause, message })
+
+const makeConnection = (options: Options) =>
+  Effect.gen(function*() {
+    const db = new Sqlite(options.filename, { readonly: options.readonly ?? false })
+    yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
+    if (options.disableWAL !== true) db.pragma("journal_mode = WAL")
+
+    const prepared = new Map<string, Sqlite.Statement>()
+    const prepare = (text: string): Sqlite.Statement => {
+      let statement = prepared.get(text)
+      if (statement === undefined) {
+        statement = db.prepare(text)
+        if (prepared.size >= maxPrepared) prepared.delete(prepared.keys().next().value!)
+        prepared.set(text, statement)
+      }
+      return statement
+    }
+
+    /** Runs a statement in one step: its rows (a reader), the run's result (`raw`), or nothing. */
+    const run = (
+      statement: () => Sqlite.Statement,
+      params: ReadonlyArray<unknown>,
+      raw: boolean
+    ): Effect.Effect<ReadonlyArray<any>, SqlError> =>
+      Effect.withFiberRuntime((fiber) => {
+        let s: Sqlite.Statement
+        try {
+          s = statement()
+        } catch (cause) {
+          return Effect.fail(failed(cause, "Failed to prepare statement"))
+        }
+        try {
+          if (Context.get(fiber.currentContext, Client.SafeIntegers)) s.safeIntegers(true)
+          if (s.reader) return Effect.succeed(s.all(...params))
+          const result = s.run(...params)
+          return Effect.succeed(raw ? result as any : [])
+        } catch (cause) {
+          return Effect.fail(failed(cause, "Failed to execute statement"))
+        }
+      })
+
+    const connection: Connection = {
+      execute: (text, params, transformRows) => {
+        const rows = run(() => prepare(text), params, false)
+        return transformRows ? Effect.map(rows, transformRows) : rows
+      },
+      executeRaw: (text, params) => run(() => prepare(text), params, true),
+      executeValues: (text, params) =>
+        Effect.try({
+          try: () => {
+            const s = prepare(text)
+            if (!s.reader) {
+              s.run(...params)
+              return []
+            }
+            s.raw(true)
+            try {
+              return s.all(...params) as Array<any>
+            } finally {
+              s.raw(false)
+            }
+          },
+          catch: (cause) => failed(cause, "Failed to execute statement")
+        }),
+      executeUnprepared: (text, params, transformRows) => {
+        const rows = run(() => db.prepare(text), params ?? [], false)
+        return transformRows ? Effect.map(rows, transformRows) : rows
+      },
+      executeStream: () => Effect.dieMessage("executeStream not implemented") as any
+    }
+    return {
+      connection,
+      export: Effect.try({ try: () => db.serialize(), catch: (cause) => failed(cause, "Failed to export database") }),
+      backup: (destination: string) =>
+        Effect.tryPromise({ try: () => db.backup(destination), catch: (cause) => failed(cause, "Failed to backup database") }),
+      loadExtension: (path: string) =>
+        Effect.try({
+          try: () => {
+            db.loadExtension(path)
+            prepared.clear()
+          },
+          catch: (cause) => failed(cause, "Failed to load extension")
+        })
+    }
+  })
+
+/** {@link make} as a layer of both tags, as `@effect/sql-sqlite-node`'s `layer`. */
+export const layer = (options: Options): Layer.Layer<SqliteClient.SqliteClient | Client.SqlClient> =>
+  Layer.scopedContext(
+    Effect.map(make(options), (client) => Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(Client.SqlClient, client)))
+  ).pipe(Layer.provide(Reactivity.layer))
+
+/**
+ * A `SqliteClient` over `options.filename`, as `@effect/sql-sqlite-node`'s `make` builds it
+ * (one connection, taken by a transaction for its whole length), with the statement path above.
+ */
+export const make = (
+  options: Options
+): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const conn = yield* makeConnection(options)
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(conn.connection))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
+        ),
+        conn.connection
+      )
+    )
+    const client = yield* Client.make({
+      acquirer,
+      compiler: Statement.makeCompilerSqlite(),
+      transactionAcquirer,
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+    const config: SqliteClient.SqliteClientConfig = options
+    return Object.assign(client, {
+      [SqliteClient.TypeId]: SqliteClient.TypeId,
+      config,
+      export: Effect.flatMap(acquirer, () => conn.export),
+      backup: (destination: string) => Effect.flatMap(acquirer, () => conn.backup(destination)),
+      loadExtension: (path: string) => Effect.flatMap(acquirer, () => conn.loadExtension(path))
+    }) as unknown as SqliteClient.SqliteClient
+  })
