@@ -15,6 +15,7 @@ import { HistoryStore } from "@deixis/chathistory/HistoryStore"
 import * as ChatInfo from "@deixis/core/ChatInfo"
 import { ContextObject } from "@deixis/core/ContextObject"
 import { ContextStore, memoryConfig } from "@deixis/core/ContextStore"
+import { versionOf } from "@deixis/core/Lifecycle"
 import * as SqlStore from "@deixis/store-sql/SqlStore"
 import * as StoreConfig from "@deixis/store-sql/StoreConfig"
 import * as Clock from "effect/Clock"
@@ -384,6 +385,14 @@ const withColour = <A, E, R>(effect: Effect.Effect<A, E, R>, colour: Colour): Ef
     }))
 
 /**
+ * This package's version, from its package.json (what `deixis --version` prints).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const version: string = versionOf("@deixis/cli", import.meta.url)
+
+/**
  * Runs the command on `argv` (without the node and script paths); its help and usage errors
  * are coloured only as `colour` says (by default: on a terminal without `NO_COLOR`).
  *
@@ -394,6 +403,6 @@ export const run = (
   argv: ReadonlyArray<string>,
   out: Output = stdout,
   colour: Colour = colourFor(process.env, process)
-) => withColour(Command.run(command(out), { name: "deixis", version: "0.1.0" })(["node", "deixis", ...argv]), colour)
+) => withColour(Command.run(command(out), { name: "deixis", version })(["node", "deixis", ...argv]), colour)
 
 

@@ -105,6 +105,13 @@ describe("deixis as a child process", () => {
     assert.includeMembers([...new Set(times)], ["sent_at", "created_at", "last_touched_at"])
   }, 120_000)
 
+  it("--version prints the package's version, from its package.json", async () => {
+    const manifest = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+    const printed = await deixis(["--version"], {})
+    assert.strictEqual(printed.code, 0)
+    assert.strictEqual(printed.stdout.trim(), manifest.version)
+  }, 120_000)
+
   it("--help has no colour in a pipe or with NO_COLOR set, and colour on a terminal", async () => {
     const piped = await deixis(["--help"], {})
     assert.strictEqual(piped.code, 0)
