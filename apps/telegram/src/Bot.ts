@@ -585,8 +585,6 @@ export const make = (
 
     // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
     // person in the same topic cancels theirs (see `preempt`).
-    // LLM turns in progress, by chat, topic and sender: a newer addressed message from the same
-    // person in the same topic cancels theirs (see `preempt`).
     const llmTurns = (settings: Llm.LlmConfig): Effect.Effect<LlmTurns, never, Services> =>
       Effect.gen(function*() {
         const turns = new Map<string, Deferred.Deferred<void>>()
