@@ -17,6 +17,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { benchConfig } from "./config.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const base = process.env["BENCH_BASE"] ?? path.join(here, "..")
@@ -39,27 +40,7 @@ const [App, Bot, Runner, { StoreConfig }, { TelegramRecorder }, FakeBotApi, Effe
   load("effect/Redacted")
 ])
 
-const config = (apiRoot: string) => ({
-  token: Redacted.make("123:BENCH"),
-  apiRoot,
-  mode: "smart",
-  transport: { _tag: "polling" },
-  send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30), timeout: Duration.seconds(15) },
-  polling: { timeout: Duration.seconds(10), conflictTimeout: Duration.minutes(5) },
-  concurrency: 32,
-  queueCapacity: 10_000,
-  updateLease: Duration.minutes(5),
-  updateRetention: Duration.days(2),
-  updateMaxAttempts: 5,
-  reminderRetryDelay: Duration.minutes(1),
-  reminderLease: Duration.minutes(5),
-  reminderPollInterval: Duration.seconds(5),
-  timeZone: "UTC",
-  ops: { port: 0, host: "127.0.0.1" },
-  logging: { level: LogLevel.None, format: "logfmt" },
-  shutdownTimeout: Duration.seconds(10),
-  llm: Option.none()
-})
+const config = (apiRoot: string) => benchConfig({ Duration, LogLevel, Option, Redacted }, apiRoot)
 
 let nextId = 1
 const message = (chat: number, text: string, command: boolean) => {

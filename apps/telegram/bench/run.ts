@@ -27,28 +27,9 @@ import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
 import type { BotConfig } from "../src/BotConfig.js"
 import * as Runner from "../src/Runner.js"
+import { benchConfig } from "./config.js"
 
-const config = (apiRoot: string): BotConfig => ({
-  token: Redacted.make("123:BENCH"),
-  apiRoot,
-  mode: "smart",
-  transport: { _tag: "polling" },
-  send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30), timeout: Duration.seconds(15) },
-  polling: { timeout: Duration.seconds(10), conflictTimeout: Duration.minutes(5) },
-  concurrency: 32,
-  queueCapacity: 10_000,
-  updateLease: Duration.minutes(5),
-  updateRetention: Duration.days(2),
-  updateMaxAttempts: 5,
-  reminderRetryDelay: Duration.minutes(1),
-  reminderLease: Duration.minutes(5),
-  reminderPollInterval: Duration.seconds(5),
-  timeZone: "UTC",
-  ops: { port: 0, host: "127.0.0.1" },
-  logging: { level: LogLevel.None, format: "logfmt" },
-  shutdownTimeout: Duration.seconds(10),
-  llm: Option.none()
-})
+const config = (apiRoot: string): BotConfig => benchConfig({ Duration, LogLevel, Option, Redacted }, apiRoot)
 
 const chats = 200
 let nextId = 1
