@@ -1,3 +1,4 @@
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
 import { HttpServer } from "@effect/platform"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -27,6 +28,10 @@ export const start = (
     readonly telegramSecret?: string
     readonly maxBodyBytes?: number
     readonly fastPath?: boolean
+    /** The stores (and any other service the layer needs); the memory stores by default. */
+    readonly stores?: Layer.Layer<DeixisServices.Stores, unknown>
+    /** The bot the Telegram entrance records for; `999` / `deixis_bot` by default. */
+    readonly telegram?: { readonly botId: string; readonly botUsername: string }
   } = {}
 ) =>
   Effect.gen(function*() {
@@ -40,10 +45,10 @@ export const start = (
           metricsToken: secret(options.metricsToken),
           telegramSecret: secret(options.telegramSecret),
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-          telegram: { botId: "999", botUsername: "deixis_bot" },
+          telegram: options.telegram ?? { botId: "999", botUsername: "deixis_bot" },
           fastPath: options.fastPath ?? true
         },
-        Store.layerMemory
+        options.stores ?? Store.layerMemory
       ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
     )
     const server = yield* Effect.provide(HttpServer.HttpServer, context)

@@ -6,7 +6,6 @@
  * read_url reading a page on loopback through an injected, loopback-only connector.
  */
 import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
-import { HttpServer } from "@effect/platform"
 import { chats, corpus, options } from "@deixis/telegraf/TelegramFixtures"
 import { SqlStore } from "@deixis/store-sql"
 import { UrlReader } from "@deixis/tools"
@@ -15,16 +14,13 @@ import { afterEach, assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
-import * as Option from "effect/Option"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as Server from "../src/Server.js"
 import * as Store from "../src/Store.js"
+import { start } from "./harness.js"
 
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const S = String(chats.supergroup.id)
@@ -70,24 +66,12 @@ const serve = (stores: Layer.Layer<DeixisServices.Stores, unknown>) =>
   Effect.gen(function*() {
     const dns = UrlReaderTesting.tableResolver({ "plans.example": ["127.0.0.1"], "intranet.example": ["10.0.0.9"] })
     const reader = UrlReader.layer({ allow_hosts: ["plans.example"] }, { resolver: dns.resolver, connector: guard.connector })
-    const context = yield* Layer.build(
-      Server.layer(
-        {
-          ...Server.defaults,
-          port: 0,
-          host: "127.0.0.1",
-          apiToken: Option.none(),
-          metricsToken: Option.none(),
-          telegramSecret: Option.none(),
-          maxBodyBytes: 8 * 1024 * 1024,
-          telegram: { botId: options.botId, botUsername: options.botUsername }
-        },
-        Layer.merge(stores, reader)
-      ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
-    )
-    const server = yield* Effect.provide(HttpServer.HttpServer, context)
-    const address = server.address
-    const base = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+    const running = yield* start({
+      maxBodyBytes: 8 * 1024 * 1024,
+      telegram: { botId: options.botId, botUsername: options.botUsername },
+      stores: Layer.merge(stores, reader)
+    })
+    const base = running.url
     const post = (route: string, body: unknown, headers: Record<string, string> = {}) =>
       Effect.promise(() =>
         fetch(base + route, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
