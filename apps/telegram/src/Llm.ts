@@ -39,8 +39,10 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -50,6 +52,8 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import type { Message } from "telegraf/types"
+import * as BotApi from "./BotApi.js"
 import * as Metrics from "./Metrics.js"
 
 /**
@@ -569,3 +573,120 @@ export const make = (settings: LlmConfig) =>
 
     return { answer } satisfies Assistant
   })
+
+/**
+ * LLM turns as the bot sees them: which messages start a turn (decided before any model call),
+ * the turn itself, and preemption. A newer message from the same person in the same topic,
+ * addressed to the bot, cancels their turn in progress: no answer is sent for it, and the newer
+ * message is answered with the earlier one in its history.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Turns {
+  /** Whether LLM mode is on (`LLM_BASE_URL` set). */
+  readonly enabled: boolean
+  /** Whether the bot answers this message: addressed to it, or naming an alias. */
+  readonly addresses: (mapped: UpdateMapper.MappedUpdate) => boolean
+  /** Called when an update arrives, before it waits behind its chat's earlier ones. */
+  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+  /** Answers the message of `ctx` (when it addresses the bot) in a turn a newer one may cancel. Never fails. */
+  readonly answer: (ctx: DeixisTelegraf.DeixisContext) => Effect.Effect<void, never, BotApi.BotApi | BotApi.Services>
+}
+
+/**
+ * The bot's LLM turns: provided by {@link layerTurns}.
+ *
+ * @since 0.3.0
+ * @category tags
+ */
+export class LlmTurns extends Context.Tag("@deixis/telegram-bot/LlmTurns")<LlmTurns, Turns>() {}
+
+/**
+ * LLM mode off: no message starts a turn.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const turnsOff: Turns = { enabled: false, addresses: () => false, preempt: () => Effect.void, answer: () => Effect.void }
+
+/**
+ * LLM turns over the deixis services (as {@link make}), answering on Telegram through the
+ * bot's `BotApi`. Turns in progress are kept by chat, topic and sender.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const makeTurns = (settings: LlmConfig) =>
+  Effect.gen(function*() {
+    const assistant = yield* make(settings)
+    const turns = new Map<string, Deferred.Deferred<void>>()
+    const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
+    const addresses = (mapped: UpdateMapper.MappedUpdate) => {
+      const scope = mapped.scope
+      if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
+      const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
+      return mapped.addressed || mentionsAlias(text, settings.aliases)
+    }
+    const answer = (ctx: DeixisTelegraf.DeixisContext) =>
+      Effect.gen(function*() {
+        const api = yield* BotApi.BotApi
+        const scope = ctx.deixis.scope
+        const chat = ctx.chat?.id
+        if (chat === undefined) return
+        const where = BotApi.where(chat, scope?.topic_id ?? null)
+        const io: TurnIo<BotApi.BotApi | BotApi.Services> = {
+          send: (t, replyTo) =>
+            Effect.gen(function*() {
+              const sent = yield* api.call<Message>("sendMessage", {
+                ...where,
+                text: t,
+                reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
+              })
+              yield* BotApi.recordSent(sent, scope)
+              return String(sent.message_id)
+            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
+          typing: api.call("sendChatAction", { ...where, action: "typing" }).pipe(
+            Effect.asVoid,
+            Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
+          )
+        }
+        const turn = assistant.answer(ctx, io, api.mode)
+        if (scope === undefined) return yield* turn
+        const key = turnKey(scope)
+        const superseded = yield* Deferred.make<void>()
+        turns.set(key, superseded)
+        yield* turn.pipe(
+          Effect.raceFirst(Effect.zipRight(
+            Deferred.await(superseded),
+            Effect.logInfo("LLM turn cancelled: a newer message from the same person in this topic")
+          )),
+          Effect.ensuring(Effect.sync(() => {
+            if (turns.get(key) === superseded) turns.delete(key)
+          }))
+        )
+      })
+    return {
+      enabled: true,
+      addresses,
+      preempt: (mapped) =>
+        Effect.suspend(() => {
+          const scope = mapped.scope
+          const superseded = turns.size === 0 || scope === undefined ? undefined : turns.get(turnKey(scope))
+          return superseded !== undefined && addresses(mapped) ? Deferred.succeed(superseded, undefined) : Effect.void
+        }),
+      answer
+    } satisfies Turns
+  })
+
+/**
+ * The bot's LLM turns: {@link makeTurns} when LLM mode is configured, {@link turnsOff} when it
+ * is not (absent or None).
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerTurns = (settings: Option.Option<LlmConfig> | undefined) =>
+  settings !== undefined && Option.isSome(settings)
+    ? Layer.effect(LlmTurns, makeTurns(settings.value))
+    : Layer.succeed(LlmTurns, turnsOff)

@@ -40,6 +40,7 @@ import * as crypto from "node:crypto"
 import * as http from "node:http"
 import type { UserFromGetMe } from "telegraf/types"
 import * as Bot from "./Bot.js"
+import * as Commands from "./Commands.js"
 import type { BotConfig } from "./BotConfig.js"
 import * as Dispatcher from "./Dispatcher.js"
 import * as Metrics from "./Metrics.js"
@@ -112,7 +113,7 @@ export type LaunchOptions = Pick<
 }
 
 
-type CallApiSignal = NonNullable<NonNullable<Parameters<Bot.Bot["telegraf"]["telegram"]["callApi"]>[2]>["signal"]>
+type CallApiSignal = NonNullable<NonNullable<Parameters<Bot.Bot["api"]["telegram"]["callApi"]>[2]>["signal"]>
 
 /**
  * Connects a built bot: `getMe`, `setMyCommands`, the dispatcher, the reminder sender, and
@@ -127,14 +128,13 @@ export const launch = (
 ): Effect.Effect<Running, TelegramSend.SendError, Scope.Scope | Bot.Services> =>
   Effect.gen(function*() {
     const inbox = yield* UpdateInbox
-    const me = yield* bot.call<UserFromGetMe>("getMe", {})
-    bot.telegraf.botInfo = me
+    const me = yield* bot.api.identify
     const source = String(me.id)
     const lease = Duration.toMillis(options.updateLease)
 
     yield* Effect.forEach(
-      Bot.everywhere,
-      (scope) => bot.call("setMyCommands", { commands: Bot.listedIn(bot.commands, scope), scope: { type: scope } }),
+      Commands.everywhere,
+      (scope) => bot.api.call("setMyCommands", { commands: Commands.listedIn(bot.commands, scope), scope: { type: scope } }),
       { discard: true }
     ).pipe(Effect.catchAll((error) => Effect.logWarning("commands not registered", error)))
 
@@ -486,7 +486,7 @@ export const launch = (
     let healthy = true
 
     if (options.transport._tag === "polling") {
-      yield* bot.call("deleteWebhook", { drop_pending_updates: false })
+      yield* bot.api.call("deleteWebhook", { drop_pending_updates: false })
       const loop = poll(bot, options, intakeAll, dispatcher.depth, (h) => (healthy = h)).pipe(
         // Whatever ends the loop but shutdown — a failure or a bug — ends `wait` too: never a
         // process that stays up without polling.
@@ -503,7 +503,7 @@ export const launch = (
     const transport = options.transport
     const secret = Option.match(transport.secret, { onNone: () => crypto.randomBytes(32).toString("hex"), onSome: Redacted.value })
     const port = yield* webhookServer(intake, new URL(transport.url).pathname, secret, transport.port, transport.host)
-    yield* bot.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
+    yield* bot.api.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
     return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
   })
 
@@ -545,7 +545,7 @@ const poll = (
       const result = yield* TelegramSend.send(
         "getUpdates",
         (signal) =>
-          bot.telegraf.telegram.callApi("getUpdates", { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] }, {
+          bot.api.telegram.callApi("getUpdates", { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] }, {
             signal: signal as unknown as CallApiSignal
           }),
         policy

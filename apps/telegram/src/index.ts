@@ -8,13 +8,18 @@
 export * as App from "./App.js"
 /** @since 0.1.0 */
 export * as Bot from "./Bot.js"
+/** @since 0.3.0 */
+export * as BotApi from "./BotApi.js"
 /** @since 0.1.0 */
 export * as BotConfig from "./BotConfig.js"
+/** @since 0.3.0 */
+export * as Buttons from "./Buttons.js"
 /** @since 0.1.0 */
 export * as ChatSettings from "./ChatSettings.js"
+/** @since 0.3.0 */
+export * as Commands from "./Commands.js"
 /** @since 0.1.0 */
 export * as Dispatcher from "./Dispatcher.js"
-/** @since 0.3.0 */
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"
 /** @since 0.1.0 */
@@ -31,4 +36,3 @@ export * as Runner from "./Runner.js"
 export * as TelegramSend from "./TelegramSend.js"
 /** @since 0.1.0 */
 export * as Times from "./Times.js"
-/** @since 0.3.0 */

@@ -89,8 +89,6 @@ const setup = (
       timeZone: "UTC",
       llm: Option.some(llmConfig(llm.baseUrl, options.llm))
     })
-    // What launch does with getMe: the mapper needs the bot's id and username to see mentions.
-    bot.telegraf.botInfo = { ...api.bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false }
     return { api, llm, feed: bot.handle }
   })
 

@@ -16,6 +16,7 @@ import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { connect, type Socket } from "node:net"
+import { Composer } from "telegraf"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
 import * as Dispatcher from "../src/Dispatcher.js"
@@ -617,10 +618,9 @@ describe("apps/telegram: a store failure while recording never loses an update",
   it.scoped("the handler does not run for an update that was not recorded", () => {
     const fault = faultyHistory()
     return Effect.gen(function*() {
-      const { api, bot } = yield* setup()
       let handled = 0
       // A handler after the bot's own (a command of its own): it must not run either.
-      bot.telegraf.command("note", () => void handled++)
+      const { api, bot } = yield* setup({}, {}, { middleware: [Composer.command("note", () => void handled++)] })
       yield* Ref.set(fault.down, true)
       const command = message("/help")
       const plain = message("/note see you at the station at five")
@@ -679,11 +679,12 @@ describe("apps/telegram: a store failure while recording never loses an update",
 
   it.scoped("a handler bug or a send Telegram refuses is not retried: the update is marked done", () =>
     Effect.gen(function*() {
-      const { api, bot } = yield* setup()
       let bugs = 0
-      bot.telegraf.command("note", () => {
-        bugs++
-        throw new Error("a bug in a handler")
+      const { api, bot } = yield* setup({}, {}, {
+        middleware: [Composer.command("note", () => {
+          bugs++
+          throw new Error("a bug in a handler")
+        })]
       })
       const running = yield* launch(bot, api.apiRoot, lease)
       api.failNext("sendMessage", { error_code: 400, description: "Bad Request: not enough rights to send text messages to the chat" })

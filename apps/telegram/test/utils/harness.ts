@@ -98,10 +98,14 @@ export const press = (
   }
 })
 
-export const setup = (overrides: Partial<BotConfig> = {}, apiOptions: Parameters<typeof FakeBotApi.make>[0] = {}) =>
+export const setup = (
+  overrides: Partial<BotConfig> = {},
+  apiOptions: Parameters<typeof FakeBotApi.make>[0] = {},
+  tables: Bot.Tables = {}
+) =>
   Effect.gen(function*() {
     const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername, ...apiOptions })
-    const bot = yield* Bot.make(config(api.apiRoot, overrides))
+    const bot = yield* Bot.make({ ...config(api.apiRoot, overrides), ...tables })
     return { api, bot, feed: bot.handle }
   })
 

@@ -1,0 +1,229 @@
+/**
+ * The bot's side of Telegram, as its handlers use it: one Bot API client, every call under the
+ * send policy (`TelegramSend`), who the bot is (asked once with `getMe`), and the settings its
+ * answers follow (the group mode its own messages are recorded under, the default time zone).
+ * A service ({@link BotApi}), provided by {@link layer}; the functions below are what the
+ * commands, buttons and LLM turns share: answering in the asker's topic, recording what the
+ * bot sent, admin checks.
+ *
+ * @since 0.3.0
+ */
+import type { ContextEvent } from "@deixis/core/ContextEvent"
+import { ContextIngest } from "@deixis/core/ContextIngest"
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
+import { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { Telegram } from "telegraf"
+import type { Message, UserFromGetMe } from "telegraf/types"
+import type { BotConfig } from "./BotConfig.js"
+import * as ChatSettings from "./ChatSettings.js"
+import type * as Reminders from "./Reminders.js"
+import type * as Replies from "./Replies.js"
+import * as TelegramSend from "./TelegramSend.js"
+
+/**
+ * What the bot needs of deixis: every store and service of the composition every entrance uses
+ * (`DeixisServices`), the reminder store and the update inbox among them, and the reminder
+ * sender's wake-up call.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Services = DeixisServices.Services | DeixisServices.Stores | Reminders.Wakeup
+
+/**
+ * What {@link layer} is built from: the `BOT_*` settings that concern talking to Telegram.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Options = Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "timeZone">
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export interface Service {
+  /** Telegraf's Bot API client (what builds a handler's context). */
+  readonly telegram: Telegram
+  /** One Bot API call under the send policy (timeout, retries, redacted errors). */
+  readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
+  /** Asks Telegram who the bot is (`getMe`) and remembers it: a launch asks at every start. */
+  readonly identify: Effect.Effect<UserFromGetMe, TelegramSend.SendError>
+  /** Who the bot is: as last asked, or asked now. */
+  readonly me: Effect.Effect<UserFromGetMe, TelegramSend.SendError>
+  /** The identity the mapper and the recorder need: empty until the bot was first asked. */
+  readonly identity: () => { readonly botId: string; readonly botUsername: string | undefined }
+  /** The group mode (`BOT_GROUP_MODE`) the bot's messages are recorded under. */
+  readonly mode: BotConfig["mode"]
+  /** The time zone of a chat that set none (`BOT_TIME_ZONE`). */
+  readonly timeZone: string
+}
+
+/**
+ * @since 0.3.0
+ * @category tags
+ */
+export class BotApi extends Context.Tag("@deixis/telegram-bot/BotApi")<BotApi, Service>() {}
+
+type CallApiSignal = NonNullable<NonNullable<Parameters<Telegram["callApi"]>[2]>["signal"]>
+
+/**
+ * The service over one token and API root. Nothing is called until asked.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = (options: Options): Service => {
+  const telegram = new Telegram(Redacted.value(options.token), { apiRoot: options.apiRoot, webhookReply: false })
+  const call = <A>(method: string, payload: Record<string, unknown>) =>
+    TelegramSend.send<A>(
+      method,
+      (signal) => telegram.callApi(method as never, payload as never, { signal: signal as unknown as CallApiSignal }) as Promise<A>,
+      options.send
+    )
+  // The last answer to getMe; only `identify` replaces it.
+  let known: UserFromGetMe | undefined
+  const identify = Effect.tap(call<UserFromGetMe>("getMe", {}), (me) => Effect.sync(() => (known = me)))
+  return {
+    telegram,
+    call,
+    identify,
+    me: Effect.suspend(() => known === undefined ? identify : Effect.succeed(known)),
+    identity: () => ({ botId: known === undefined ? "" : String(known.id), botUsername: known?.username }),
+    mode: options.mode,
+    timeZone: options.timeZone
+  }
+}
+
+/**
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<BotApi> => Layer.sync(BotApi, () => make(options))
+
+/**
+ * One Bot API call under the send policy.
+ *
+ * @since 0.3.0
+ * @category calls
+ */
+export const call = <A>(method: string, payload: Record<string, unknown>): Effect.Effect<A, TelegramSend.SendError, BotApi> =>
+  Effect.flatMap(BotApi, (api) => api.call<A>(method, payload))
+
+/**
+ * What the recorder needs to know of the bot: who it is and its group mode.
+ *
+ * @since 0.3.0
+ * @category recording
+ */
+export const recordOptions = (api: Service) => ({ ...api.identity(), mode: api.mode })
+
+/**
+ * Records the bot's own message; with `answering`, as the answer to that user message.
+ *
+ * @since 0.3.0
+ * @category recording
+ */
+export const recordSent = (message: Message, answering?: UpdateMapper.MessageScope) =>
+  Effect.flatMap(BotApi, (api) => DeixisTelegraf.recordSent(message, { ...recordOptions(api), answering }))
+
+/**
+ * Applies events (a command's, a button's), best effort: a store failing is logged.
+ *
+ * @since 0.3.0
+ * @category recording
+ */
+export const ingest = (events: ReadonlyArray<ContextEvent>) =>
+  Effect.flatMap(ContextIngest, (i) => i.apply(events)).pipe(
+    Effect.tapError((error) => Effect.logWarning("events not recorded", error)),
+    Effect.option
+  )
+
+/**
+ * Where to send in a chat: its topic's thread when there is one.
+ *
+ * @since 0.3.0
+ * @category answering
+ */
+export const where = (chatId: number | string, topicId: string | null) => {
+  const thread = UpdateMapper.threadIdFor(topicId)
+  return { chat_id: chatId, ...(thread === undefined ? {} : { message_thread_id: thread }) }
+}
+
+/**
+ * An inline keyboard of a reply's buttons (nothing for none).
+ *
+ * @since 0.3.0
+ * @category answering
+ */
+export const markup = (buttons: Replies.Reply["buttons"]) =>
+  buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: buttons.map((row) => row.map((b) => ({ ...b }))) } }
+
+/**
+ * Sends `reply` as a reply to the update's message, in its topic, and records it. A failed
+ * send is logged: the handler goes on.
+ *
+ * @since 0.3.0
+ * @category answering
+ */
+export const reply = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =>
+  Effect.gen(function*() {
+    const scope = ctx.deixis.scope
+    const chat = ctx.chat?.id
+    if (chat === undefined) return
+    const messageId = scope === undefined ? ctx.msgId : Number(scope.message_id)
+    const sent = yield* call<Message>("sendMessage", {
+      ...where(chat, scope?.topic_id ?? null),
+      text: reply.text,
+      ...(messageId === undefined ? {} : { reply_parameters: { message_id: messageId, allow_sending_without_reply: true } }),
+      ...markup(reply.buttons)
+    })
+    yield* recordSent(sent, scope)
+  }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
+
+/**
+ * {@link reply} with text only.
+ *
+ * @since 0.3.0
+ * @category answering
+ */
+export const text = (ctx: DeixisTelegraf.DeixisContext, t: string) => reply(ctx, { text: t, buttons: [] })
+
+/**
+ * Whether the message speaks as its group: an anonymous admin's message comes from
+ * `@GroupAnonymousBot` with the group itself as `sender_chat`. Only an admin can speak as the
+ * group, and `getChatMember` cannot name them.
+ *
+ * @since 0.3.0
+ * @category permissions
+ */
+export const speaksAsChat = (ctx: DeixisTelegraf.DeixisContext): boolean => {
+  const message = ctx.message
+  return message !== undefined && ctx.chat !== undefined && "sender_chat" in message && message.sender_chat?.id === ctx.chat.id
+}
+
+/**
+ * Whether the user is the chat's creator or an administrator (`getChatMember`); false when
+ * Telegram cannot say (logged).
+ *
+ * @since 0.3.0
+ * @category permissions
+ */
+export const isAdmin = (chatId: number | string, userId: number) =>
+  call<{ readonly status: string }>("getChatMember", { chat_id: chatId, user_id: userId }).pipe(
+    Effect.map((member) => member.status === "creator" || member.status === "administrator"),
+    Effect.catchAll((error) => Effect.as(Effect.logWarning("chat member not read", error), false))
+  )
+
+/**
+ * A chat's time zone: the one `/timezone` set, or the bot's default.
+ *
+ * @since 0.3.0
+ * @category settings
+ */
+export const zoneOf = (chatId: string) => Effect.flatMap(BotApi, (api) => ChatSettings.timeZone(chatId, api.timeZone))
+
