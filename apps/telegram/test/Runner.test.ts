@@ -19,6 +19,8 @@ import { connect, type Socket } from "node:net"
 import { Composer } from "telegraf"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
+import * as BotApi from "../src/BotApi.js"
+import * as Commands from "../src/Commands.js"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as Ops from "../src/Ops.js"
 import * as Runner from "../src/Runner.js"
@@ -246,6 +248,22 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       assert.deepStrictEqual([...api.commands().keys()].sort(), ["all_group_chats", "all_private_chats", "default"])
       assert.include(api.commands().get("all_group_chats")!.map((c) => c.command), "remind")
       assert.strictEqual(api.callsOf("deleteWebhook").length, 1)
+    }).pipe(withMemory))
+
+  it.scoped("a command is one entry of the table: it is listed by setMyCommands and answered", () =>
+    Effect.gen(function*() {
+      const ping: Commands.Command = {
+        name: "ping",
+        description: "Is the bot there?",
+        scopes: ["all_group_chats"],
+        handler: (ctx, scope) => BotApi.text(ctx, `pong (chat ${scope.chat_id})`)
+      }
+      const { api, bot } = yield* setup({}, {}, { commands: [...Commands.all, ping] })
+      yield* launch(bot, api.apiRoot)
+      assert.deepStrictEqual(api.commands().get("all_group_chats")!.at(-1), { command: "ping", description: "Is the bot there?" })
+      assert.notInclude(api.commands().get("all_private_chats")!.map((c) => c.command), "ping")
+      yield* bot.handle(message("/ping"))
+      assert.deepStrictEqual(api.callsOf("sendMessage").map((c) => c.payload["text"]), [`pong (chat ${F.forum.id})`])
     }).pipe(withMemory))
 
   it.live("409 Conflict is logged and retried with back-off, and polling goes on", () =>
