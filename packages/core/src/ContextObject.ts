@@ -226,8 +226,8 @@ export const messageToMigratedChat = (message: MessageMeta, to: string): Message
 
 /**
  * The object as it is kept in the chat `to` that its chat migrated into: its id stays, its
- * source message's id becomes `Ids.migratedMessageId(id)`, as {@link messageToMigratedChat}
- * moves that message.
+ * source message's id and the quoting messages' ids (`quoted_in`) become
+ * `Ids.migratedMessageId(id)`, as {@link messageToMigratedChat} moves those messages.
  *
  * @since 0.1.0
  * @category migration
@@ -235,7 +235,8 @@ export const messageToMigratedChat = (message: MessageMeta, to: string): Message
 export const toMigratedChat = (object: ContextObject, to: string): ContextObject => ({
   ...object,
   chat_id: to,
-  source_message_id: migratedMessageId(object.source_message_id)
+  source_message_id: migratedMessageId(object.source_message_id),
+  ...(object.quoted_in === undefined ? {} : { quoted_in: object.quoted_in.map(migratedMessageId) })
 })
 
 /**

@@ -646,6 +646,28 @@ export const contextStoreContract = <E>(
           assert.deepStrictEqual(live.entries.map((e) => e.object.object_id), [`${from}/1/link`])
         }))
 
+      it.effect("a quoted reply is still remembered on the part it selects after the chat migrates", () =>
+        Effect.gen(function*() {
+          const from = freshChat()
+          const to = freshChat()
+          yield* apply([
+            {
+              type: "message_observed", chat_id: from, message_id: 1,
+              links: [{ url: "https://a.example", span: { offset: 0, length: 17 } }, { url: "https://b.example", span: { offset: 22, length: 17 } }]
+            },
+            { type: "message_observed", chat_id: from, message_id: 2, reply_to_message_id: 1, quote: { text: "https://b.example", position: 22 } }
+          ])
+          yield* (yield* ContextStore).migrateChat(from, to, T0 + minute)
+          const { objects } = yield* snapshot(to)
+          assert.deepStrictEqual(objects.map((o) => [o.object_id, o.source_message_id, o.quoted_in]), [
+            [`${from}/1/link`, "~1", undefined],
+            [`${from}/1/link/1`, "~1", ["~2"]]
+          ])
+          // The moved reply still selects the part it quoted.
+          const { entries } = yield* pool(query(to, { current_message_id: "~2", reply_to_message_id: "~1" }))
+          assert.deepStrictEqual(entries.find((e) => e.object.object_id === `${from}/1/link/1`)?.object.quoted_in, ["~2"])
+        }))
+
       it.effect("a pending reminder is never swept before its due time plus its grace", () =>
         Effect.gen(function*() {
           const chat = freshChat()
