@@ -52,8 +52,8 @@ export const layerClient = (
   const reader = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (writer) => {
     const file = options.filename
     if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
-    registerFile(writer, path.resolve(file))
-    return sqliteClient.make({ filename: file, readonly: true, disableWAL: true }).pipe(
+    return registerFile(writer, path.resolve(file)).pipe(
+      Effect.zipRight(sqliteClient.make({ filename: file, readonly: true, disableWAL: true })),
       Effect.tap((client) =>
         Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })
       ),

@@ -13,9 +13,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import * as path from "node:path"
 import { makeDb } from "../src/internal/db.js"
-import { groupCommitEnabled, maxBatch } from "../src/internal/groupCommit.js"
+import { groupCommitEnabled, lockedFiles, maxBatch } from "../src/internal/groupCommit.js"
 import * as Sqlite from "../src/Sqlite.js"
 import { tempDir } from "./helpers.js"
 
@@ -41,6 +42,24 @@ class Refused {
 }
 
 describe("SQLite group commit", () => {
+  it.scoped("a file's write lock lives as long as a client of the file: two clients share it, the last one closed removes it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const [one, other] = [path.join(dir, "one.db"), path.join(dir, "other.db")]
+      const open = (filename: string, scope: Scope.Scope) => Layer.buildWithScope(Sqlite.layerClient({ filename }), scope)
+      const first = yield* Scope.make()
+      const second = yield* Scope.make()
+      yield* open(one, first)
+      yield* open(one, second)
+      yield* open(other, second)
+      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      // `one` is still open in the second scope.
+      yield* Scope.close(first, Exit.void)
+      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      yield* Scope.close(second, Exit.void)
+      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)), [])
+    }))
+
   it.scoped("writes of the same tick share one transaction: each sees the earlier ones, the file sees none before the COMMIT", () =>
     Effect.gen(function*() {
       const { committed, db, insert } = yield* setup

@@ -95,19 +95,38 @@ type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A,
 /** The statements of the shared transaction, prepared once each (from the connection's statement cache). */
 const exec = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
 
-/** The process's write lock of each SQLite file a client was registered for (see {@link registerFile}). */
-const fileLocks = new Map<string, Effect.Semaphore>()
+/**
+ * The process's write lock of each SQLite file a client is registered for (see
+ * {@link registerFile}), with how many clients hold it: the entry goes with the last of them.
+ */
+const fileLocks = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
 const lockOfClient = new WeakMap<SqlClient.SqlClient, Effect.Semaphore>()
 
-/** Registers `sql` as a connection to `file` (an absolute path): it shares the file's write lock. */
-export const registerFile = (sql: SqlClient.SqlClient, file: string): void => {
-  let lock = fileLocks.get(file)
-  if (lock === undefined) {
-    lock = Effect.unsafeMakeSemaphore(1)
-    fileLocks.set(file, lock)
-  }
-  lockOfClient.set(sql, lock)
-}
+/**
+ * Registers `sql` as a connection to `file` (an absolute path) for the scope: it shares the
+ * file's write lock with every other client of the file in this process.
+ */
+export const registerFile = (sql: SqlClient.SqlClient, file: string): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      let entry = fileLocks.get(file)
+      if (entry === undefined) {
+        entry = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+        fileLocks.set(file, entry)
+      }
+      entry.users++
+      lockOfClient.set(sql, entry.lock)
+      return entry
+    }),
+    (entry) =>
+      Effect.sync(() => {
+        lockOfClient.delete(sql)
+        if (--entry.users === 0 && fileLocks.get(file) === entry) fileLocks.delete(file)
+      })
+  )
+
+/** The files with a write lock in this process (for tests: the locks are bounded by the open clients). */
+export const lockedFiles = (): ReadonlyArray<string> => [...fileLocks.keys()]
 
 /** Runs `effect` holding the write lock of `sql`'s file in this process (none registered: as it is). */
 export const writeLock = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
