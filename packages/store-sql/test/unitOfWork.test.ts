@@ -240,6 +240,30 @@ for (const [engine, layer] of engines) {
   })
 }
 
+for (const [engine, layer] of engines) {
+  describe(`${engine}: units that read their chat first`, () => {
+    it.effect("units that read their chat, two of them renaming it, are each recorded whole, each reading a title some unit gave", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const store = yield* ContextStore
+        const history = yield* HistoryStore
+        const chat = `read-first-${engine}`
+        const ids = Array.from({ length: 12 }, (_, i) => i + 1)
+        // Units 4 and 9 rename the chat; every unit reads the chat, then records its message.
+        const titles = yield* Effect.forEach(ids, (id) =>
+          unit.run(Effect.gen(function*() {
+            const info = yield* store.chat(chat)
+            yield* apply([message(chat, id, id === 4 || id === 9 ? { chat_title: `title ${id}` } : {})])
+            yield* history.appendAll([item(chat, id)])
+            return info.title
+          })), { concurrency: "unbounded" })
+        assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], ids), items: expected([chat], ids) })
+        assert.include(["title 4", "title 9"], (yield* store.chat(chat)).title)
+        for (const title of titles) assert.include([null, "title 4", "title 9"], title)
+      }).pipe(Effect.provide(layer())))
+  })
+}
+
 describe("pg: units of two store instances over one database at once", () => {
   it.effect("nothing is lost and every item keeps a position of its own when both write the same chats", () =>
     Effect.gen(function*() {

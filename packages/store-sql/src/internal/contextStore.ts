@@ -21,7 +21,7 @@ import { type ContextSwept, makeSweep } from "./contextSweep.js"
 import { makeWrite } from "./contextWrite.js"
 import { storable, storableObjectId } from "./ids.js"
 import { sql } from "./statement.js"
-import { guardRead } from "./unitState.js"
+import { guardChatRead, guardRead } from "./unitState.js"
 
 export type { ContextSettings } from "./contextRows.js"
 
@@ -134,7 +134,7 @@ export const makeSqlContextStore = (
     object: (chatId, objectId) => read(object(chatId, objectId)),
     replyChain: (chatId, messageId, depth) => read(replyChain(chatId, messageId, depth)),
     snapshot: (chatId) => read(snapshot(chatId)),
-    chat: (chatId) => read(chat(chatId)),
+    chat: (chatId) => guardChatRead(db.sql, chatId)(chat(chatId)),
     chats: (query) => read(listChats(db, query).pipe(Effect.mapError(failStore("chats")))),
     migrateChat,
     sweep: (now) => Effect.map(sweep(now), (swept) => swept.objects),

@@ -504,7 +504,8 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       const p = plan(changes, loaded)
       const written = new Map<string, Pending>()
       for (const [chatId, touched] of p.changed) written.set(chatId, { from: loaded.revisions.get(chatId) ?? 0, touched })
-      return { results, write: applyArgument(changes, loaded, p, chats, batches[batches.length - 1]!.options.now), written }
+      const chatsChanged = new Set([...changes.forums.keys(), ...changes.titles.keys()])
+      return { results, write: applyArgument(changes, loaded, p, chats, batches[batches.length - 1]!.options.now), written, chatsChanged }
     })
 
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {

@@ -87,6 +87,22 @@ export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>
     return unit.group!.mayRead(family) ? allowRead(read) : escalate(unit, `a ${family} read in a group with writes`)
   })
 
+/**
+ * `ContextStore.chat` in an optimistic unit. What it answers only a group's `apply` can change
+ * of it is the forum flag and the title; a migration never runs in a group. So besides the
+ * reads `guardRead` allows, a member reads a chat before the group's batches are reduced (the
+ * group runs again if one of them then changes that chat's flag or title), or after, when
+ * they did not change it.
+ */
+export const guardChatRead = (sql: SqlClient.SqlClient, chatId: string) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const unit = optimisticOf(fiber.currentContext, sql)
+    if (unit === undefined) return read
+    return unit.group!.mayRead("context") || unit.group!.mayReadChat(chatId)
+      ? allowRead(read)
+      : escalate(unit, "a chat read in a group whose writes change it")
+  })
+
 // -----------------------------------------------------------------------------
 // Groups
 // -----------------------------------------------------------------------------
@@ -99,6 +115,8 @@ export interface Processed<Res> {
   readonly write: object | undefined
   /** Context: per chat written, its revision as read and what was touched (the cache follows after the commit). */
   readonly written?: Map<string, Pending> | undefined
+  /** Context: the chats whose forum flag or title the write changes (what `ContextStore.chat` answers). */
+  readonly chatsChanged?: ReadonlySet<string> | undefined
 }
 
 /** One store's requests of an attempt, processed together once every member that may still send one has. */
@@ -148,6 +166,10 @@ export class Group {
   written = new Map<ContextCache, Map<string, Pending>>()
   /** Windows being processed (the attempt ends after them). */
   busy = 0
+  /** Chats read with `ContextStore.chat` before the context window was processed. */
+  chatsRead = new Set<string>()
+  /** The chats whose flag or title the processed context window changes. */
+  chatsChanged: ReadonlySet<string> = new Set()
 
   constructor(
     size: number,
@@ -168,6 +190,15 @@ export class Group {
   /** Whether a member may read `family` now: alone in the group, with no write of that store waiting. */
   mayRead(family: Family): boolean {
     return this.live().length === 1 && this.windows[family].requests.length === 0 && this.writes[family] === undefined
+  }
+
+  /** Whether a member may read chat `chatId` now (see `guardChatRead`). */
+  mayReadChat(chatId: string): boolean {
+    if (!this.windows.context.processed) {
+      this.chatsRead.add(chatId)
+      return true
+    }
+    return !this.chatsChanged.has(chatId)
   }
 
   /**
@@ -255,9 +286,14 @@ export class Group {
       Effect.suspend(() => {
         this.busy--
         if (Exit.isSuccess(exit)) {
-          const { results, write, written } = exit.value
+          const { chatsChanged, results, write, written } = exit.value
           if (write !== undefined) this.writes[family] = write
           if (written !== undefined) this.written.set(window.owner as ContextCache, written)
+          if (chatsChanged !== undefined) {
+            this.chatsChanged = chatsChanged
+            // A chat read before the batches were reduced, which they change: the read was stale.
+            for (const chat of chatsChanged) if (this.chatsRead.has(chat)) this.tainted = true
+          }
           requests.forEach((r, i) => {
             const member = this.members[r.index]!
             member.contributed = true
@@ -303,6 +339,8 @@ export class Group {
     this.windows = { context: newWindow(), history: newWindow() }
     this.writes = {}
     this.written = new Map()
+    this.chatsRead = new Set()
+    this.chatsChanged = new Set()
     for (const member of live) {
       const previous = member.outcome
       member.phase = 0
