@@ -257,26 +257,26 @@ const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: Reado
 
 /** The argument of `deixis_apply` (migration 14): the chats read at their revisions, and every row to write. */
 const applyArgument = (changes: Changes, s: Loaded, p: ReturnType<typeof plan>, chats: Iterable<string>, now: number) => ({
-    now,
-    chats: [...chats].map((chat_id) => ({ chat_id, revision: s.revisions.get(chat_id) ?? 0 })),
-    messages: records(messageRowColumns, changes.messages.map(messageRow)),
-    edits: [...changes.edits.values()].map(([chat_id, message_id, edited_at]) => ({
-      chat_id,
-      id_len: positionLength(message_id),
-      message_id,
-      edited_at
-    })),
-    removed: [...changes.removed.values()].map((o) => ({ chat_id: o.chat_id, object_id: o.object_id })),
-    forums: [...changes.forums].map(([chat_id, isForum]) => ({ chat_id, is_forum: isForum ? 1 : 0 })),
-    titles: [...changes.titles].map(([chat_id, title]) => ({ chat_id, title, title_key: searchKey(title) })),
-    objects: records(objectRowColumns, p.objectRows),
-    polls: [...changes.polls].map(([poll_id, ref]) => ({ poll_id, chat_id: ref.chat_id, object_id: ref.object_id })),
-    cleared: [...changes.closes].filter(([, c]) => c === null).map(([id]) => id),
-    closes: [...changes.closes].flatMap(([poll_id, c]) => (c === null ? [] : [{ poll_id, event_id: c.event_id, at: c.at }])),
-    seen: changes.seen.map(([chat_id, event_id]) => ({ chat_id, event_id })),
-    seqs: p.nextSeqs.map(([chat_id, next_seq]) => ({ chat_id, next_seq })),
-    bump: [...p.changed.keys()]
-  })
+  now,
+  chats: [...chats].map((chat_id) => ({ chat_id, revision: s.revisions.get(chat_id) ?? 0 })),
+  messages: records(messageRowColumns, changes.messages.map(messageRow)),
+  edits: [...changes.edits.values()].map(([chat_id, message_id, edited_at]) => ({
+    chat_id,
+    id_len: positionLength(message_id),
+    message_id,
+    edited_at
+  })),
+  removed: [...changes.removed.values()].map((o) => ({ chat_id: o.chat_id, object_id: o.object_id })),
+  forums: [...changes.forums].map(([chat_id, isForum]) => ({ chat_id, is_forum: isForum ? 1 : 0 })),
+  titles: [...changes.titles].map(([chat_id, title]) => ({ chat_id, title, title_key: searchKey(title) })),
+  objects: records(objectRowColumns, p.objectRows),
+  polls: [...changes.polls].map(([poll_id, ref]) => ({ poll_id, chat_id: ref.chat_id, object_id: ref.object_id })),
+  cleared: [...changes.closes].filter(([, c]) => c === null).map(([id]) => id),
+  closes: [...changes.closes].flatMap(([poll_id, c]) => (c === null ? [] : [{ poll_id, event_id: c.event_id, at: c.at }])),
+  seen: changes.seen.map(([chat_id, event_id]) => ({ chat_id, event_id })),
+  seqs: p.nextSeqs.map(([chat_id, next_seq]) => ({ chat_id, next_seq })),
+  bump: [...p.changed.keys()]
+})
 
 /** A batch waiting in its chats' lane (see `inLane`), answered when written. */
 interface Member {

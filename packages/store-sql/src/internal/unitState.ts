@@ -144,6 +144,8 @@ interface Member {
   escalated: boolean
   /** A processed window holds its request (its part is in the group's write). */
   contributed: boolean
+  /** Its effect completed in this attempt: its part in the write is whole. */
+  finished: boolean
   outcome: Deferred.Deferred<Outcome>
 }
 
@@ -179,7 +181,7 @@ export class Group {
     private readonly ended: () => void
   ) {
     this.members = Array.from({ length: size }, () => ({
-      phase: 0, done: false, out: false, escalated: false, contributed: false, outcome: Deferred.unsafeMake<Outcome>(FiberId.none)
+      phase: 0, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: Deferred.unsafeMake<Outcome>(FiberId.none)
     }))
   }
 
@@ -236,19 +238,19 @@ export class Group {
       if (escalated || Exit.isFailure(exit)) {
         member.out = true
         member.escalated = escalated
-        if (member.contributed) this.tainted = true
+      } else {
+        member.finished = true
       }
       return Effect.zipRight(this.tick(), Deferred.await(member.outcome))
     })
   }
 
-  /** A member interrupted: out of the group (which runs again when it had a part in an unfinished attempt). */
+  /** A member interrupted: out of the group (which runs again without it when it had a part in the attempt and had not completed). */
   leave(index: number): Effect.Effect<void> {
     return Effect.suspend(() => {
       const member = this.members[index]!
       if (member.out) return Effect.void
       member.out = true
-      if (!member.done && member.contributed) this.tainted = true
       member.done = true
       for (const window of Object.values(this.windows)) {
         const at = window.requests.findIndex((r) => r.index === index)
@@ -314,7 +316,9 @@ export class Group {
   private endAttempt(): Effect.Effect<void> {
     return Effect.gen(this, function*() {
       const live = this.live()
-      if (this.tainted) return this.again(live)
+      // A member with a part in the write that did not complete (failed, escalated, interrupted):
+      // its part must not be written, and the others may have read it.
+      if (this.tainted || this.members.some((m) => m.contributed && !m.finished)) return this.again(live)
       if (this.writes.context === undefined && this.writes.history === undefined) return this.commit(live)
       // Every member interrupted: nothing was acknowledged, nothing is written.
       if (live.length === 0) return this.end(live, { _tag: "commit" })
@@ -341,11 +345,12 @@ export class Group {
     this.written = new Map()
     this.chatsRead = new Set()
     this.chatsChanged = new Set()
+    for (const member of this.members) member.contributed = false
     for (const member of live) {
       const previous = member.outcome
       member.phase = 0
       member.done = false
-      member.contributed = false
+      member.finished = false
       member.outcome = Deferred.unsafeMake<Outcome>(FiberId.none)
       Deferred.unsafeDone(previous, Exit.succeed({ _tag: "again" }))
     }
