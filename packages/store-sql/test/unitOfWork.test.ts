@@ -12,8 +12,10 @@ import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -213,6 +215,28 @@ for (const [engine, layer] of engines) {
         const rest = ids.filter((id) => id !== 5)
         assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], rest), items: expected([chat], rest) })
         assert.isTrue(Option.isNone(yield* (yield* ContextStore).message(chat, "5")))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a unit interrupted after its first write, among others, keeps nothing; the others are recorded", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `interrupted-${engine}`
+        const ids = Array.from({ length: 8 }, (_, i) => i + 1)
+        const applied = yield* Deferred.make<void>()
+        const fibers = yield* Effect.forEach(ids, (id) =>
+          Effect.fork(unit.run(Effect.gen(function*() {
+            yield* apply([message(chat, id)])
+            // Unit 3 stops after its apply, until it is interrupted.
+            if (id === 3) yield* Effect.zipRight(Deferred.succeed(applied, undefined), Effect.never)
+            yield* history.appendAll([item(chat, id)])
+          }))))
+        yield* Deferred.await(applied)
+        yield* Fiber.interrupt(fibers[2]!)
+        const exits = yield* Effect.forEach(fibers, Fiber.await)
+        assert.deepStrictEqual(exits.map(Exit.isSuccess), ids.map((id) => id !== 3))
+        const rest = ids.filter((id) => id !== 3)
+        assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], rest), items: expected([chat], rest) })
       }).pipe(Effect.provide(layer())))
 
     it.effect("a unit that writes twice to a store, reads its own write or moves a chat, among others: each is recorded whole", () =>
