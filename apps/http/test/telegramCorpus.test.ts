@@ -8,6 +8,9 @@ import { HttpServer } from "@effect/platform"
 import { DeixisTelegraf } from "@deixis/telegraf"
 import { chats, corpus, options, recordedState } from "@deixis/telegraf/TelegramFixtures"
 import { assert, describe, it } from "@effect/vitest"
+import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
+import { SqlStore } from "@deixis/store-sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -20,9 +23,24 @@ import * as Store from "../src/Store.js"
 
 const call = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-/** The service on a loopback port over memory stores this test can read too. */
-const serve = Effect.gen(function*() {
-  const stores = yield* Layer.build(Store.layerMemory)
+const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+/** Every store in a fresh PostgreSQL schema, dropped afterwards. */
+const postgres = Layer.unwrapScoped(Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => `deixis_http_corpus_${Date.now().toString(36)}_${process.pid}`),
+    (schema) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).pipe(
+        Effect.provide(SqlStore.layerPgClient({ url: pgUrl, max_connections: 1 })),
+        Effect.orDie
+      )
+  ),
+  (schema) => SqlStore.layerPg({ url: pgUrl, schema, max_connections: 4, sweep_interval: 0 })
+))
+
+/** The service on a loopback port over stores (memory by default) this test can read too. */
+const serveOn = (layer: Layer.Layer<DeixisServices.Stores, unknown>) => Effect.gen(function*() {
+  const stores = yield* Layer.build(layer)
   const built = yield* Layer.build(
     Server.layer(
       {
@@ -51,6 +69,7 @@ const serve = Effect.gen(function*() {
   const read = recordedState().pipe(Effect.provide(stores))
   return { post, send, get, read }
 })
+const serve = serveOn(Store.layerMemory)
 
 /** The same updates through real Telegraf's middleware, over memory stores, in the service's default (smart) mode. */
 const viaTelegraf = Effect.gen(function*() {
@@ -93,6 +112,20 @@ describe("POST /v1/telegram/updates: the corpus", () => {
       const batch = yield* serve
       yield* batch.post("/v1/telegram/updates", corpus.map((f) => f.update))
       assert.deepStrictEqual(yield* one.read, yield* batch.read)
+    }))
+
+  it.scoped("over PostgreSQL, posted one update at a time and then all at once again, it records what the memory stores record", () =>
+    Effect.gen(function*() {
+      const pg = yield* serveOn(postgres)
+      for (const f of corpus) assert.strictEqual((yield* pg.post("/v1/telegram/updates", f.update)).status, 200)
+      const memory = yield* serve
+      yield* memory.post("/v1/telegram/updates", corpus.map((f) => f.update))
+      const recorded = yield* pg.read
+      assert.deepStrictEqual(recorded, yield* memory.read)
+      // Every update again, each its own request, all at once: each a repeat, nothing changes.
+      const again = yield* Effect.forEach(corpus, (f) => pg.post("/v1/telegram/updates", f.update), { concurrency: "unbounded" })
+      assert.deepStrictEqual(again.map((r) => r.status), corpus.map(() => 200))
+      assert.deepStrictEqual(yield* pg.read, recorded)
     }))
 
   it.scoped("privacy mode over HTTP: /what as a reply to a link the bot never saw resolves to that link", () =>

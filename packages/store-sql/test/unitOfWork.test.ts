@@ -12,15 +12,18 @@ import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type * as Layer from "effect/Layer"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
+import * as Pg from "../src/Pg.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { pgLayerWithClient, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
+import { pgLayerWithClient, pgUrl, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
 
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 
@@ -158,3 +161,160 @@ for (const [engine, layer] of engines) {
       }).pipe(Effect.provide(layer())))
   })
 }
+
+/** What the database holds of `chats`: message ids, history message ids, and the history rows' positions (no two alike). */
+const stored = (chats: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const messages = yield* sql<{ chat_id: string; message_id: string }>`SELECT chat_id, message_id FROM deixis_messages WHERE chat_id IN ${sql.in(chats)}`
+    const items = yield* sql<{ chat_id: string; message_id: string | null; seq: unknown }>`SELECT chat_id, message_id, seq FROM deixis_history WHERE chat_id IN ${sql.in(chats)}`
+    const sorted = (rows: ReadonlyArray<{ chat_id: string; message_id: string | null }>) => rows.map((r) => `${r.chat_id}/${r.message_id}`).sort()
+    return { messages: sorted(messages), items: sorted(items) }
+  })
+
+const expected = (chats: ReadonlyArray<string>, ids: ReadonlyArray<number>) =>
+  chats.flatMap((chat) => ids.map((id) => `${chat}/${id}`)).sort()
+
+for (const [engine, layer] of engines) {
+  describe(`${engine}: units that run at once`, () => {
+    it.effect("each unit is recorded once and whole, and answers as if it ran alone, a repeated one as a repeat", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chats = [`many-a-${engine}`, `many-b-${engine}`]
+        const ids = Array.from({ length: 24 }, (_, i) => i + 1)
+        // Every (chat, id) twice, all at once: one of the two applies the message, the other finds it applied.
+        const work = [...ids, ...ids].flatMap((id) => chats.map((chat) => [chat, id] as const))
+        const answers = yield* Effect.forEach(work, ([chat, id]) =>
+          unit.run(Effect.zip(apply([message(chat, id)]), history.appendAll([item(chat, id)]))), { concurrency: "unbounded" })
+        for (const chat of chats) {
+          for (const id of ids) {
+            const mine = answers.filter((_, i) => work[i]![0] === chat && work[i]![1] === id)
+            assert.deepStrictEqual(mine.map(([a]) => a.applied).sort(), [0, 1], `${chat}/${id} applied once`)
+            assert.deepStrictEqual(mine.map(([a]) => a.duplicates).sort(), [0, 1])
+            // The later of two copies of one version replaces the first (HistoryItem.mergeVersions).
+            assert.deepStrictEqual(mine.map(([, h]) => h[0]).sort(), ["appended", "replaced"])
+          }
+        }
+        assert.deepStrictEqual(yield* stored(chats), { messages: expected(chats, ids), items: expected(chats, ids) })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a unit that fails among others keeps nothing; the others are recorded", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `among-${engine}`
+        const ids = Array.from({ length: 12 }, (_, i) => i + 1)
+        const exits = yield* Effect.forEach(ids, (id) =>
+          Effect.exit(unit.run(Effect.gen(function*() {
+            yield* apply([message(chat, id)])
+            yield* history.appendAll([item(chat, id)])
+            if (id === 5) return yield* Effect.fail("unit 5 fails" as const)
+          }))), { concurrency: "unbounded" })
+        assert.deepStrictEqual(exits.map(Exit.isSuccess), ids.map((id) => id !== 5))
+        const rest = ids.filter((id) => id !== 5)
+        assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], rest), items: expected([chat], rest) })
+        assert.isTrue(Option.isNone(yield* (yield* ContextStore).message(chat, "5")))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a unit interrupted after its first write, among others, keeps nothing; the others are recorded", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `interrupted-${engine}`
+        const ids = Array.from({ length: 8 }, (_, i) => i + 1)
+        const applied = yield* Deferred.make<void>()
+        const fibers = yield* Effect.forEach(ids, (id) =>
+          Effect.fork(unit.run(Effect.gen(function*() {
+            yield* apply([message(chat, id)])
+            // Unit 3 stops after its apply, until it is interrupted.
+            if (id === 3) yield* Effect.zipRight(Deferred.succeed(applied, undefined), Effect.never)
+            yield* history.appendAll([item(chat, id)])
+          }))))
+        yield* Deferred.await(applied)
+        yield* Fiber.interrupt(fibers[2]!)
+        const exits = yield* Effect.forEach(fibers, Fiber.await)
+        assert.deepStrictEqual(exits.map(Exit.isSuccess), ids.map((id) => id !== 3))
+        const rest = ids.filter((id) => id !== 3)
+        assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], rest), items: expected([chat], rest) })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a unit that writes twice to a store, reads its own write or moves a chat, among others: each is recorded whole", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const store = yield* ContextStore
+        const chat = `mixed-${engine}`
+        const ids = Array.from({ length: 10 }, (_, i) => i + 1)
+        const found = yield* Effect.forEach(ids, (id) =>
+          unit.run(Effect.gen(function*() {
+            yield* apply([message(chat, id)])
+            if (id === 3) yield* apply([message(chat, 100 + id)])
+            yield* history.appendAll([item(chat, id)])
+            if (id === 6) yield* history.appendAll([item(chat, 100 + id)])
+            // Its own message, read back inside the unit.
+            return id === 8 ? Option.isSome(yield* store.message(chat, String(id))) : true
+          })), { concurrency: "unbounded" })
+        assert.deepStrictEqual(found, ids.map(() => true))
+        yield* unit.run(store.migrateChat(chat, `${chat}-moved`, T0))
+        const moved = yield* stored([chat, `${chat}-moved`])
+        assert.deepStrictEqual(moved.messages.length, 11)
+        assert.strictEqual((yield* stored([chat])).items.length, 11)
+      }).pipe(Effect.provide(layer())))
+  })
+}
+
+for (const [engine, layer] of engines) {
+  describe(`${engine}: units that read their chat first`, () => {
+    it.effect("units that read their chat, two of them renaming it, are each recorded whole, each reading a title some unit gave", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const store = yield* ContextStore
+        const history = yield* HistoryStore
+        const chat = `read-first-${engine}`
+        const ids = Array.from({ length: 12 }, (_, i) => i + 1)
+        // Units 4 and 9 rename the chat; every unit reads the chat, then records its message.
+        const titles = yield* Effect.forEach(ids, (id) =>
+          unit.run(Effect.gen(function*() {
+            const info = yield* store.chat(chat)
+            yield* apply([message(chat, id, id === 4 || id === 9 ? { chat_title: `title ${id}` } : {})])
+            yield* history.appendAll([item(chat, id)])
+            return info.title
+          })), { concurrency: "unbounded" })
+        assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], ids), items: expected([chat], ids) })
+        assert.include(["title 4", "title 9"], (yield* store.chat(chat)).title)
+        for (const title of titles) assert.include([null, "title 4", "title 9"], title)
+      }).pipe(Effect.provide(layer())))
+  })
+}
+
+describe("pg: units of two store instances over one database at once", () => {
+  it.effect("nothing is lost and every item keeps a position of its own when both write the same chats", () =>
+    Effect.gen(function*() {
+      const chats = ["two-a", "two-b"]
+      const ids = Array.from({ length: 30 }, (_, i) => i + 1)
+      const schema = `deixis_uow_two_${Date.now().toString(36)}`
+      const run = (offset: number) =>
+        Effect.gen(function*() {
+          const unit = yield* UnitOfWork
+          const history = yield* HistoryStore
+          yield* Effect.forEach(ids.filter((id) => id % 2 === offset), (id) =>
+            Effect.forEach(chats, (chat) =>
+              unit.run(Effect.zip(apply([message(chat, id)]), history.appendAll([item(chat, id), { ...item(chat, id), message_id: null, event_id: `reaction-${id}` }])))),
+            { concurrency: "unbounded" })
+        })
+      const first = pgLayerWithClient({}, schema)
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          // A second instance over the same schema: another process, as far as the first can tell.
+          const second = SqlStore.layerStores({ schema, sweep_interval: 0 }).pipe(Layer.provide(Pg.layerClient({ url: pgUrl, schema, max_connections: 4 })))
+          yield* Effect.all([run(0), Effect.provide(run(1), second)], { concurrency: "unbounded" })
+          assert.deepStrictEqual((yield* stored(chats)).messages, expected(chats, ids))
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ n: unknown; positions: unknown }>`SELECT count(*) AS n, count(DISTINCT (chat_id, topic, anchor_len, anchor, seq)) AS positions FROM deixis_history WHERE chat_id IN ${sql.in(chats)}`
+          assert.deepStrictEqual(rows.map((r) => [Number(r.n), Number(r.positions)]), [[chats.length * ids.length * 2, chats.length * ids.length * 2]])
+        }),
+        first
+      )
+    }))
+})

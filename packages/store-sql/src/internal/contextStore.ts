@@ -21,6 +21,7 @@ import { type ContextSwept, makeSweep } from "./contextSweep.js"
 import { makeWrite } from "./contextWrite.js"
 import { storable, storableObjectId } from "./ids.js"
 import { sql } from "./statement.js"
+import { guardChatRead, guardRead } from "./unitState.js"
 
 export type { ContextSettings } from "./contextRows.js"
 
@@ -123,18 +124,21 @@ export const makeSqlContextStore = (
       Effect.mapError(failStore("chat"))
     )
 
+  // In an optimistic unit of work, a read runs while the unit holds no context write of its own
+  // (see unitState.ts): neither the cache nor the database has that write yet.
+  const read = guardRead(db.sql, "context")
   return {
     apply,
-    pool,
-    message,
-    object,
-    replyChain,
-    snapshot,
-    chat,
-    chats: (query) => listChats(db, query).pipe(Effect.mapError(failStore("chats"))),
+    pool: (query) => read(pool(query)),
+    message: (chatId, messageId) => read(message(chatId, messageId)),
+    object: (chatId, objectId) => read(object(chatId, objectId)),
+    replyChain: (chatId, messageId, depth) => read(replyChain(chatId, messageId, depth)),
+    snapshot: (chatId) => read(snapshot(chatId)),
+    chat: (chatId) => guardChatRead(db.sql, chatId)(chat(chatId)),
+    chats: (query) => read(listChats(db, query).pipe(Effect.mapError(failStore("chats")))),
     migrateChat,
     sweep: (now) => Effect.map(sweep(now), (swept) => swept.objects),
     sweepTables: sweep,
-    stats
+    stats: read(stats)
   }
 }

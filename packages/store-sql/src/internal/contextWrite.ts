@@ -10,6 +10,7 @@ import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
 import { type MigrationResult, searchKey, unknownChat } from "@deixis/core/ChatInfo"
 import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -34,6 +35,7 @@ import {
 import { type ContextCache, type Touched, touchAll, untouched } from "./contextCache.js"
 import { writeTitles } from "./chatDirectory.js"
 import { unitOf } from "./unit.js"
+import { optimisticOf, type Pending, type Processed } from "./unitState.js"
 
 const noChanges = (): Changes => ({
   messages: [],
@@ -254,28 +256,27 @@ const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: Reado
   })
 
 /** The argument of `deixis_apply` (migration 14): the chats read at their revisions, and every row to write. */
-const applyArgument = (changes: Changes, s: Loaded, p: ReturnType<typeof plan>, chats: Iterable<string>, now: number) =>
-  JSON.stringify({
-    now,
-    chats: [...chats].map((chat_id) => ({ chat_id, revision: s.revisions.get(chat_id) ?? 0 })),
-    messages: records(messageRowColumns, changes.messages.map(messageRow)),
-    edits: [...changes.edits.values()].map(([chat_id, message_id, edited_at]) => ({
-      chat_id,
-      id_len: positionLength(message_id),
-      message_id,
-      edited_at
-    })),
-    removed: [...changes.removed.values()].map((o) => ({ chat_id: o.chat_id, object_id: o.object_id })),
-    forums: [...changes.forums].map(([chat_id, isForum]) => ({ chat_id, is_forum: isForum ? 1 : 0 })),
-    titles: [...changes.titles].map(([chat_id, title]) => ({ chat_id, title, title_key: searchKey(title) })),
-    objects: records(objectRowColumns, p.objectRows),
-    polls: [...changes.polls].map(([poll_id, ref]) => ({ poll_id, chat_id: ref.chat_id, object_id: ref.object_id })),
-    cleared: [...changes.closes].filter(([, c]) => c === null).map(([id]) => id),
-    closes: [...changes.closes].flatMap(([poll_id, c]) => (c === null ? [] : [{ poll_id, event_id: c.event_id, at: c.at }])),
-    seen: changes.seen.map(([chat_id, event_id]) => ({ chat_id, event_id })),
-    seqs: p.nextSeqs.map(([chat_id, next_seq]) => ({ chat_id, next_seq })),
-    bump: [...p.changed.keys()]
-  })
+const applyArgument = (changes: Changes, s: Loaded, p: ReturnType<typeof plan>, chats: Iterable<string>, now: number) => ({
+  now,
+  chats: [...chats].map((chat_id) => ({ chat_id, revision: s.revisions.get(chat_id) ?? 0 })),
+  messages: records(messageRowColumns, changes.messages.map(messageRow)),
+  edits: [...changes.edits.values()].map(([chat_id, message_id, edited_at]) => ({
+    chat_id,
+    id_len: positionLength(message_id),
+    message_id,
+    edited_at
+  })),
+  removed: [...changes.removed.values()].map((o) => ({ chat_id: o.chat_id, object_id: o.object_id })),
+  forums: [...changes.forums].map(([chat_id, isForum]) => ({ chat_id, is_forum: isForum ? 1 : 0 })),
+  titles: [...changes.titles].map(([chat_id, title]) => ({ chat_id, title, title_key: searchKey(title) })),
+  objects: records(objectRowColumns, p.objectRows),
+  polls: [...changes.polls].map(([poll_id, ref]) => ({ poll_id, chat_id: ref.chat_id, object_id: ref.object_id })),
+  cleared: [...changes.closes].filter(([, c]) => c === null).map(([id]) => id),
+  closes: [...changes.closes].flatMap(([poll_id, c]) => (c === null ? [] : [{ poll_id, event_id: c.event_id, at: c.at }])),
+  seen: changes.seen.map(([chat_id, event_id]) => ({ chat_id, event_id })),
+  seqs: p.nextSeqs.map(([chat_id, next_seq]) => ({ chat_id, next_seq })),
+  bump: [...p.changed.keys()]
+})
 
 /** A batch waiting in its chats' lane (see `inLane`), answered when written. */
 interface Member {
@@ -440,7 +441,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         const { changes, chats, loaded, results } = yield* reduceAll(group, false)
         if (writesNothing(changes)) return results
         const p = plan(changes, loaded)
-        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${applyArgument(changes, loaded, p, chats, now)} AS jsonb)) AS ok`)
+        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${JSON.stringify(applyArgument(changes, loaded, p, chats, now))} AS jsonb)) AS ok`)
           .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
         if (bool(rows[0]?.["ok"])) {
           for (const [chatId, touched] of p.changed) cache.wrote(chatId, loaded.revisions.get(chatId) ?? 0, touched)
@@ -490,24 +491,43 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         : Deferred.failCause(group[0]!.done, exit.cause)
     })
 
+  /**
+   * The batches of an optimistic group's members (see unitState.ts), in the members' order:
+   * read once without locks and reduced one after the other, as `applyTogether` does; the write
+   * is left to the group's one call (`deixis_unit`), which checks the revisions read here.
+   */
+  const processGroup = (requests: ReadonlyArray<unknown>): Effect.Effect<Processed<ApplyResult>, SqlError | string> =>
+    Effect.gen(function*() {
+      const batches = requests as ReadonlyArray<Pick<Member, "events" | "options">>
+      const { changes, chats, loaded, results } = yield* reduceAll(batches, false)
+      if (writesNothing(changes)) return { results, write: undefined }
+      const p = plan(changes, loaded)
+      const written = new Map<string, Pending>()
+      for (const [chatId, touched] of p.changed) written.set(chatId, { from: loaded.revisions.get(chatId) ?? 0, touched })
+      const chatsChanged = new Set([...changes.forums.keys(), ...changes.titles.keys()])
+      return { results, write: applyArgument(changes, loaded, p, chats, batches[batches.length - 1]!.options.now), written, chatsChanged }
+    })
+
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
-    return Effect.serviceOption(SqlClient.TransactionConnection).pipe(
-      Effect.flatMap((outer) => {
-        const outside = Option.isNone(outer)
-        const applied = outside && d.applyFunction
-          ? Effect.flatMap(inLane(events, options), (result) =>
-            result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
-          : applyLocked(events, options)
-        // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
-        // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
-        // own transaction this was only a savepoint, which may still roll back: the cache is left at
-        // the old revision, which the committed write moves past.
-        return Effect.map(applied, ({ result, written }) => {
-          if (outside) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
-          return result
-        })
-      }),
+    return Effect.withFiberRuntime<ApplyResult, SqlError | string>((fiber) => {
+      const outside = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+      const unit = outside ? optimisticOf(fiber.currentContext, db.sql) : undefined
+      const applied = unit !== undefined
+        ? Effect.map(unit.group!.submit(unit, "context", cache, { events, options }, processGroup), (result) => ({ result, written: [] }))
+        : outside && d.applyFunction
+        ? Effect.flatMap(inLane(events, options), (result) =>
+          result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
+        : applyLocked(events, options)
+      // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
+      // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
+      // own transaction this was only a savepoint, which may still roll back: the cache is left at
+      // the old revision, which the committed write moves past.
+      return Effect.map(applied, ({ result, written }) => {
+        if (outside) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
+        return result
+      })
+    }).pipe(
       Effect.mapError(failStore("apply")),
       // No stack trace captured for the span: it would cost a write more than its statements.
       Effect.withSpan("SqlContextStore.apply", { captureStackTrace: false })

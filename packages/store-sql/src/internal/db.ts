@@ -15,6 +15,7 @@ import { sqlite } from "./dialect/sqlite.js"
 import { writeLock } from "./groupCommit.js"
 import { clientFor } from "./readConnection.js"
 import { compile, Fragment, type Param, type Scalar } from "./statement.js"
+import { escalate, gated, optimisticRead } from "./unitState.js"
 
 export type { ColumnType, Dialect } from "./dialect.js"
 export { isRetryable } from "./dialect/pg.js"
@@ -67,11 +68,24 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-      return Option.isSome(transaction)
-        ? transaction.value[0].execute(text, params, undefined)
-        : runOutside(clientOf(text), text, params)
+      if (Option.isSome(transaction)) return transaction.value[0].execute(text, params, undefined)
+      // In an optimistic unit (see unitState.ts) only the reads a store planned for run; anything
+      // else would run outside the unit's one write.
+      const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
+      return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
     })
-  return withQuery({ dialect, sql, transaction: dialect.transaction(sql) }, query)
+  const transaction = dialect.transaction(sql)
+  return withQuery({
+    dialect,
+    sql,
+    transaction: (effect) =>
+      Effect.withFiberRuntime((fiber) => {
+        const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+          ? gated(fiber.currentContext, sql, false)
+          : undefined
+        return unit === undefined ? transaction(effect) : escalate(unit, "a transaction in an optimistic unit")
+      })
+  }, query)
 }
 
 /** A Db whose statements all run through `query` (`run` and `bulk` included). */

@@ -8,13 +8,16 @@ import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, Histo
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
 import { compareMessageIds, migratedMessageId, positionLength } from "@deixis/core/Ids"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type ColumnType, type Db, describe, num, type Row, type Scalar, str, topicKey } from "./db.js"
-import { raw, sql } from "./statement.js"
+import { type Fragment, join as fragmentJoin, raw, sql } from "./statement.js"
+import { guardRead, optimisticOf, type Processed } from "./unitState.js"
 import { storable } from "./ids.js"
 
 export interface HistorySettings {
@@ -36,6 +39,14 @@ const failStore = (what: string) => (error: SqlError | string) =>
   new StoreError({ message: `history ${what} failed: ${typeof error === "string" ? error : describe(error)}` })
 
 const columns = raw("anchor, seq, body")
+
+/** Rows as JSON objects of `columns` (what `jsonb_to_recordset` reads). */
+const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: ReadonlyArray<ReadonlyArray<Scalar>>) =>
+  rows.map((row) => {
+    const out: Record<string, Scalar> = {}
+    columns.forEach(([name], i) => out[name] = row[i] ?? null)
+    return out
+  })
 
 // An anchor (`before`) is a stored message id or "" (before everything).
 const before_ = (options: { readonly before?: string | undefined } | undefined): string | null =>
@@ -90,6 +101,161 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     ["body", "TEXT"]
   ]
 
+  /** What a batch of appends reads: its chats (sorted) with their count of items without a message id, and the keys it looks up. */
+  const keysOf = (items: ReadonlyArray<HistoryItem>) => {
+    const idless = new Map<string, number>()
+    for (const item of items) {
+      idless.set(item.chat_id, (idless.get(item.chat_id) ?? 0) + (item.message_id === null ? 1 : 0))
+    }
+    const ids = new Map<string, readonly [string, string]>()
+    const events = new Map<string, readonly [string, string]>()
+    const topics = new Map<string, readonly [string, string]>()
+    for (const item of items) {
+      if (item.message_id !== null) {
+        if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id])
+      } else {
+        if (item.event_id !== undefined) events.set(pairKey(item.chat_id, item.event_id), [item.chat_id, item.event_id])
+        const topic = topicKey(item.topic_id)
+        topics.set(pairKey(item.chat_id, topic), [item.chat_id, topic])
+      }
+    }
+    return { idless, chats: [...idless.keys()].sort(), ids, events, topics }
+  }
+
+  // The reads of a batch, each a statement over its keys passed in bulk as the table `k`.
+  const storedRead = {
+    columns: [["chat_id", "TEXT"], ["message_id", "TEXT"]],
+    statement: (from: Fragment) =>
+      sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
+       ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`
+  } as const
+  const eventsRead = {
+    columns: [["chat_id", "TEXT"], ["event_id", "TEXT"]],
+    statement: (from: Fragment) =>
+      sql`SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`
+  } as const
+  const newestRead = {
+    columns: [["chat_id", "TEXT"], ["topic", "TEXT"]],
+    statement: (from: Fragment) =>
+      sql`SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
+         WHERE h.chat_id = k.chat_id AND h.topic = k.topic AND h.seq = 0 ORDER BY ${desc} LIMIT 1) AS anchor FROM ${from}`
+  } as const
+  const countersRead = {
+    columns: [["chat_id", "TEXT"]],
+    statement: (from: Fragment) => sql`SELECT c.chat_id, c.seq FROM ${from} ${db.dialect.probe("deixis_history_chats", "c", "c.chat_id = k.chat_id")}`
+  } as const
+
+  /** What the store holds of a batch's messages and event ids, and the newest message of each topic an item without an id follows. */
+  const heldOf = (stored: ReadonlyArray<Row>, events: ReadonlyArray<Row>, newest: ReadonlyArray<Row>) =>
+    Effect.gen(function*() {
+      const byId = new Map<string, HistoryItem>()
+      for (const r of stored) byId.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
+      const byEvent = new Map<string, HistoryItem | number>()
+      for (const r of events) byEvent.set(pairKey(str(r["chat_id"]), str(r["event_id"])), yield* itemOf(r["body"]))
+      const anchors = new Map<string, string>()
+      for (const r of newest) {
+        if (r["anchor"] !== null && r["anchor"] !== undefined) anchors.set(pairKey(str(r["chat_id"]), str(r["topic"])), str(r["anchor"]))
+      }
+      return { stored: byId, storedEvents: byEvent, newest: anchors }
+    })
+
+  /**
+   * The appends, in order, over what is stored and what the batch appended before: each item's
+   * result, and the rows to insert and to replace. `nextSeq`: each chat's next number for an
+   * item without a message id.
+   */
+  const planAppends = (
+    items: ReadonlyArray<HistoryItem>,
+    held: Effect.Effect.Success<ReturnType<typeof heldOf>>,
+    nextSeq: Map<string, number>
+  ) => {
+    const { newest, stored, storedEvents } = held
+    // Event id → the item stored under it, or the index in `insertRows` of the one this batch adds.
+    const eventUpdates = new Map<string, HistoryItem>()
+    const batchEvents = new Map<string, HistoryItem>()
+    const results: Array<AppendResult> = []
+    const inserts = new Map<string, HistoryItem>()
+    const insertRows: Array<ReadonlyArray<Scalar>> = []
+    const updates = new Map<string, HistoryItem>()
+    for (const incoming of items) {
+      const id = incoming.message_id
+      const topic = topicKey(incoming.topic_id)
+      if (id !== null) {
+        const k = pairKey(incoming.chat_id, id)
+        const before = inserts.get(k) ?? updates.get(k) ?? stored.get(k)
+        if (before !== undefined) {
+          const item = mergeVersions(before, incoming)
+          if (item === undefined) {
+            results.push("unchanged")
+          } else {
+            if (inserts.has(k)) inserts.set(k, item)
+            else updates.set(k, item)
+            results.push("replaced")
+          }
+          continue
+        }
+        inserts.set(k, incoming)
+        const tk = pairKey(incoming.chat_id, topic)
+        const max = newest.get(tk)
+        if (max === undefined || compareMessageIds(id, max) > 0) newest.set(tk, id)
+        results.push("appended")
+        continue
+      }
+      if (incoming.event_id !== undefined) {
+        const ek = pairKey(incoming.chat_id, incoming.event_id)
+        const known = storedEvents.get(ek)
+        if (known !== undefined) {
+          const before = typeof known === "number" ? batchEvents.get(ek)! : eventUpdates.get(ek) ?? known
+          if (!replacesEventItem(before, incoming)) {
+            results.push("unchanged")
+            continue
+          }
+          // In its position and topic, as a message's edit.
+          const item: HistoryItem = { ...incoming, topic_id: before.topic_id }
+          if (typeof known === "number") {
+            const row = [...insertRows[known]!]
+            row[6] = item.reply_to_message_id
+            row[9] = item.sent_at
+            row[10] = JSON.stringify(item)
+            insertRows[known] = row
+            batchEvents.set(ek, item)
+          } else {
+            eventUpdates.set(ek, item)
+          }
+          results.push("replaced")
+          continue
+        }
+        storedEvents.set(ek, insertRows.length)
+        batchEvents.set(ek, incoming)
+      }
+      // Right after the newest message its topic holds.
+      const anchor = newest.get(pairKey(incoming.chat_id, topic)) ?? ""
+      const seq = nextSeq.get(incoming.chat_id) ?? 1
+      nextSeq.set(incoming.chat_id, seq + 1)
+      insertRows.push([
+        incoming.chat_id, topic, positionLength(anchor), anchor, seq, null, incoming.reply_to_message_id,
+        incoming.bot_response_id, incoming.event_id ?? null, incoming.sent_at, JSON.stringify(incoming)
+      ])
+      results.push("appended")
+    }
+    for (const item of inserts.values()) {
+      const id = item.message_id!
+      insertRows.push([
+        item.chat_id, topicKey(item.topic_id), positionLength(id), id, 0, id, item.reply_to_message_id,
+        item.bot_response_id, null, item.sent_at, JSON.stringify(item)
+      ])
+    }
+    const updateRows = [...updates.values()].map((item) => [
+      item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
+    ] as const)
+    const eventRows = [...eventUpdates.values()].map((item) =>
+      [item.chat_id, item.event_id!, item.reply_to_message_id, item.sent_at, JSON.stringify(item)] as const
+    )
+    return { results, insertRows, updateRows, eventRows }
+  }
+  const updateColumns = [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]] as const
+  const eventColumns = [["chat_id", "TEXT"], ["event_id", "TEXT"], ["reply_to", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]] as const
+
   /**
    * Appends items in order inside the caller's transaction, with one statement per table for
    * the whole batch: the chats' counters, the stored copies of the batch's messages and event
@@ -98,13 +264,10 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
    */
   const appendMany = (items: ReadonlyArray<HistoryItem>): Effect.Effect<Array<AppendResult>, SqlError | string> =>
     Effect.gen(function*() {
+      const keys = keysOf(items)
+      const { chats, idless } = keys
       // The chats' counter rows, taken in a fixed order: their update serialises appends to a chat
       // across processes; each item without a message id takes the next number.
-      const idless = new Map<string, number>()
-      for (const item of items) {
-        idless.set(item.chat_id, (idless.get(item.chat_id) ?? 0) + (item.message_id === null ? 1 : 0))
-      }
-      const chats = [...idless.keys()].sort()
       const counters = yield* bulk(
         [["chat_id", "TEXT"], ["seq", "BIGINT"]],
         chats.map((c) => [c, Math.max(1, idless.get(c)!)]),
@@ -117,143 +280,101 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         const chat = str(r["chat_id"])
         nextSeq.set(chat, num(r["seq"]) - Math.max(1, idless.get(chat) ?? 1) + 1)
       }
-
-      // What the store holds of the batch's messages and event ids.
-      const ids = new Map<string, readonly [string, string]>()
-      const events = new Map<string, readonly [string, string]>()
-      const topics = new Map<string, readonly [string, string]>()
-      for (const item of items) {
-        if (item.message_id !== null) {
-          if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id])
-        } else {
-          if (item.event_id !== undefined) events.set(pairKey(item.chat_id, item.event_id), [item.chat_id, item.event_id])
-          const topic = topicKey(item.topic_id)
-          topics.set(pairKey(item.chat_id, topic), [item.chat_id, topic])
-        }
-      }
-      const stored = new Map<string, HistoryItem>()
-      for (const r of yield* bulk([["chat_id", "TEXT"], ["message_id", "TEXT"]], [...ids.values()], (from) =>
-        sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
-         ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`)) {
-        stored.set(pairKey(str(r["chat_id"]), str(r["message_id"])), yield* itemOf(r["body"]))
-      }
-      // Event id → the item stored under it, or the index in `insertRows` of the one this batch adds.
-      const storedEvents = new Map<string, HistoryItem | number>()
-      for (const r of yield* bulk([["chat_id", "TEXT"], ["event_id", "TEXT"]], [...events.values()], (from) =>
-        sql`SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`)) {
-        storedEvents.set(pairKey(str(r["chat_id"]), str(r["event_id"])), yield* itemOf(r["body"]))
-      }
-      const eventUpdates = new Map<string, HistoryItem>()
-      const batchEvents = new Map<string, HistoryItem>()
-      const newest = new Map<string, string>()
-      for (const r of yield* bulk([["chat_id", "TEXT"], ["topic", "TEXT"]], [...topics.values()], (from) =>
-        sql`SELECT k.chat_id, k.topic, (SELECT h.anchor FROM deixis_history h
-           WHERE h.chat_id = k.chat_id AND h.topic = k.topic AND h.seq = 0 ORDER BY ${desc} LIMIT 1) AS anchor FROM ${from}`)) {
-        if (r["anchor"] !== null && r["anchor"] !== undefined) newest.set(pairKey(str(r["chat_id"]), str(r["topic"])), str(r["anchor"]))
-      }
-
-      // The appends, in order, over what is stored and what the batch appended before.
-      const results: Array<AppendResult> = []
-      const inserts = new Map<string, HistoryItem>()
-      const insertRows: Array<ReadonlyArray<Scalar>> = []
-      const updates = new Map<string, HistoryItem>()
-      for (const incoming of items) {
-        const id = incoming.message_id
-        const topic = topicKey(incoming.topic_id)
-        if (id !== null) {
-          const k = pairKey(incoming.chat_id, id)
-          const before = inserts.get(k) ?? updates.get(k) ?? stored.get(k)
-          if (before !== undefined) {
-            const item = mergeVersions(before, incoming)
-            if (item === undefined) {
-              results.push("unchanged")
-            } else {
-              if (inserts.has(k)) inserts.set(k, item)
-              else updates.set(k, item)
-              results.push("replaced")
-            }
-            continue
-          }
-          inserts.set(k, incoming)
-          const tk = pairKey(incoming.chat_id, topic)
-          const max = newest.get(tk)
-          if (max === undefined || compareMessageIds(id, max) > 0) newest.set(tk, id)
-          results.push("appended")
-          continue
-        }
-        if (incoming.event_id !== undefined) {
-          const ek = pairKey(incoming.chat_id, incoming.event_id)
-          const known = storedEvents.get(ek)
-          if (known !== undefined) {
-            const before = typeof known === "number" ? batchEvents.get(ek)! : eventUpdates.get(ek) ?? known
-            if (!replacesEventItem(before, incoming)) {
-              results.push("unchanged")
-              continue
-            }
-            // In its position and topic, as a message's edit.
-            const item: HistoryItem = { ...incoming, topic_id: before.topic_id }
-            if (typeof known === "number") {
-              const row = [...insertRows[known]!]
-              row[6] = item.reply_to_message_id
-              row[9] = item.sent_at
-              row[10] = JSON.stringify(item)
-              insertRows[known] = row
-              batchEvents.set(ek, item)
-            } else {
-              eventUpdates.set(ek, item)
-            }
-            results.push("replaced")
-            continue
-          }
-          storedEvents.set(ek, insertRows.length)
-          batchEvents.set(ek, incoming)
-        }
-        // Right after the newest message its topic holds.
-        const anchor = newest.get(pairKey(incoming.chat_id, topic)) ?? ""
-        const seq = nextSeq.get(incoming.chat_id) ?? 1
-        nextSeq.set(incoming.chat_id, seq + 1)
-        insertRows.push([
-          incoming.chat_id, topic, positionLength(anchor), anchor, seq, null, incoming.reply_to_message_id,
-          incoming.bot_response_id, incoming.event_id ?? null, incoming.sent_at, JSON.stringify(incoming)
-        ])
-        results.push("appended")
-      }
-      for (const item of inserts.values()) {
-        const id = item.message_id!
-        insertRows.push([
-          item.chat_id, topicKey(item.topic_id), positionLength(id), id, 0, id, item.reply_to_message_id,
-          item.bot_response_id, null, item.sent_at, JSON.stringify(item)
-        ])
-      }
+      const held = yield* heldOf(
+        yield* bulk(storedRead.columns, [...keys.ids.values()], storedRead.statement),
+        yield* bulk(eventsRead.columns, [...keys.events.values()], eventsRead.statement),
+        yield* bulk(newestRead.columns, [...keys.topics.values()], newestRead.statement)
+      )
+      const { eventRows, insertRows, results, updateRows } = planAppends(items, held, nextSeq)
       yield* bulk(rowColumns, insertRows, (from) =>
         sql`INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
          SELECT chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, 0, body FROM ${from} WHERE true`)
-      yield* bulk(
-        [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
-        [...updates.values()].map((item) => [
-          item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
-        ]),
-        (from) =>
-          sql`UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
-           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`
-      )
-      yield* bulk(
-        [["chat_id", "TEXT"], ["event_id", "TEXT"], ["reply_to", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]],
-        [...eventUpdates.values()].map((item) => [item.chat_id, item.event_id!, item.reply_to_message_id, item.sent_at, JSON.stringify(item)]),
-        (from) =>
-          sql`UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
-           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.event_id = k.event_id`
-      )
+      yield* bulk(updateColumns, updateRows, (from) =>
+        sql`UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`)
+      yield* bulk(eventColumns, eventRows, (from) =>
+        sql`UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.event_id = k.event_id`)
       return results
     })
 
+  /** Runs reads over keys in bulk: in one statement where the dialect can (PostgreSQL), else one after the other. */
+  const readAll = (
+    reads: ReadonlyArray<{ readonly columns: ReadonlyArray<readonly [string, ColumnType]>; readonly rows: ReadonlyArray<ReadonlyArray<Scalar>>; readonly statement: (from: Fragment) => Fragment }>
+  ): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
+    const together = db.dialect.readTogether
+    const wanted = reads.filter((r) => r.rows.length > 0)
+    if (together === undefined || wanted.length < 2) return Effect.forEach(reads, (r) => bulk(r.columns, r.rows, r.statement))
+    return Effect.map(
+      db.query(together(wanted.map((r) => fragmentJoin(db.dialect.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
+      (rows) => {
+        let at = 0
+        return reads.map((r) => {
+          if (r.rows.length === 0) return []
+          const part = rows[0]?.[`r${at++}`]
+          return Array.isArray(part) ? part as ReadonlyArray<Row> : []
+        })
+      }
+    )
+  }
+
+  /**
+   * The appends of an optimistic group's members (see unitState.ts), in the members' order: the
+   * counters and the stored rows read in one statement without locks, the results computed as
+   * `appendMany` computes them, and the write left to the group's one call, which takes the
+   * counters' locks and checks that none moved since this read (every append moves its chats'
+   * counters). Appends that change nothing write nothing.
+   */
+  const processGroup = (requests: ReadonlyArray<unknown>): Effect.Effect<Processed<Array<AppendResult>>, SqlError | string> =>
+    Effect.gen(function*() {
+      const batches = requests as ReadonlyArray<ReadonlyArray<HistoryItem>>
+      const items = batches.flat()
+      const keys = keysOf(items)
+      const { chats, idless } = keys
+      const [counters, stored, events, newest] = yield* readAll([
+        { ...countersRead, rows: chats.map((c) => [c]) },
+        { ...storedRead, rows: [...keys.ids.values()] },
+        { ...eventsRead, rows: [...keys.events.values()] },
+        { ...newestRead, rows: [...keys.topics.values()] }
+      ])
+      const seqs = new Map<string, number>()
+      for (const r of counters!) seqs.set(str(r["chat_id"]), num(r["seq"]))
+      const nextSeq = new Map(chats.map((c) => [c, (seqs.get(c) ?? 0) + 1] as const))
+      const plan = planAppends(items, yield* heldOf(stored!, events!, newest!), nextSeq)
+      const results: Array<Array<AppendResult>> = []
+      let at = 0
+      for (const batch of batches) {
+        results.push(plan.results.slice(at, at + batch.length))
+        at += batch.length
+      }
+      if (plan.insertRows.length + plan.updateRows.length + plan.eventRows.length === 0) return { results, write: undefined }
+      return {
+        results,
+        write: {
+          chats: chats.map((chat_id) => ({ chat_id, seq: seqs.get(chat_id) ?? 0, next: (seqs.get(chat_id) ?? 0) + Math.max(1, idless.get(chat_id)!) })),
+          inserts: records(rowColumns, plan.insertRows),
+          updates: records(updateColumns, plan.updateRows),
+          events: records(eventColumns, plan.eventRows)
+        }
+      }
+    })
+
+  /** In an optimistic unit of work, deferred to its one write; else in a transaction of its own (a savepoint in the caller's). */
+  const appendWith = (items: ReadonlyArray<HistoryItem>) =>
+    Effect.withFiberRuntime<Array<AppendResult>, SqlError | string>((fiber) => {
+      const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+        ? optimisticOf(fiber.currentContext, db.sql)
+        : undefined
+      return unit !== undefined
+        ? unit.group!.submit(unit, "history", store, items, processGroup)
+        : db.transaction(appendMany(items))
+    })
+
   const append = (incoming: HistoryItem): Effect.Effect<AppendResult, StoreError> =>
-    db.transaction(appendMany([incoming])).pipe(Effect.map((r) => r[0]!), Effect.mapError(failStore("append")))
+    appendWith([incoming]).pipe(Effect.map((r) => r[0]!), Effect.mapError(failStore("append")))
 
   const appendAll = (items: ReadonlyArray<HistoryItem>): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> =>
-    items.length === 0
-      ? Effect.succeed([])
-      : db.transaction(appendMany(items)).pipe(Effect.mapError(failStore("appendAll")))
+    items.length === 0 ? Effect.succeed([]) : appendWith(items).pipe(Effect.mapError(failStore("appendAll")))
 
   const retract = (chatId: string, eventId: string, at: number): Effect.Effect<boolean, StoreError> =>
     db.query(sql`DELETE FROM deixis_history WHERE chat_id = ${chatId} AND event_id = ${eventId} AND sent_at <= ${at} RETURNING 1 AS gone`).pipe(
@@ -398,6 +519,19 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     Effect.mapError(failStore("stats"))
   )
 
-  const store: HistoryStoreShape = { append, appendAll, retract, lookup, around, recent, replies, recordResponse, migrateChat, stats }
+  // In an optimistic unit of work, a read runs while the unit holds no history write of its own (see unitState.ts).
+  const read = guardRead(db.sql, "history")
+  const store: HistoryStoreShape = {
+    append,
+    appendAll,
+    retract,
+    lookup: (scope, externalId) => read(lookup(scope, externalId)),
+    around: (scope, externalId, window) => read(around(scope, externalId, window)),
+    recent: (scope, n, options) => read(recent(scope, n, options)),
+    replies: (scope, messageId, options) => read(replies(scope, messageId, options)),
+    recordResponse,
+    migrateChat,
+    stats: read(stats)
+  }
   return { store, sweep }
 }

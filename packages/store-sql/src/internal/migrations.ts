@@ -304,6 +304,14 @@ export const migrations: ReadonlyArray<Migration> = [
           SELECT DISTINCT source, '', '', 0, 1 FROM deixis_updates WHERE payload IS NOT NULL`
       ]
     }
+  },
+  {
+    version: 16,
+    name: "pg_unit_function",
+    // An optimistic unit of work in one round trip on PostgreSQL: the context store's batch and
+    // the history store's appends, read without locks, written by one call that first checks
+    // what they read (see unit.ts).
+    statements: (dialect) => dialect.pgOnly([unitFunction])
   }
 ]
 
@@ -370,6 +378,76 @@ BEGIN
     FROM jsonb_to_recordset(p->'seqs') AS s(chat_id text, next_seq bigint) WHERE c.chat_id = s.chat_id;
   UPDATE deixis_chats SET revision = revision + 1
     WHERE chat_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'bump') AS e);
+  RETURN true;
+END
+$fn$`
+
+/**
+ * The writes of an optimistic unit of work (unit.ts), as one statement: `p.context` is one
+ * batch of the context store (`deixis_apply`'s argument), `p.history` the history store's
+ * appends: each chat's counter as read (`seq`, 0 when it had no row) and as it becomes
+ * (`next`), the rows to insert, the items replaced by message id (`updates`) and by event id
+ * (`events`). The context store's chats are locked first, then the history counters, each in a
+ * fixed order (as the locked writers take them); when a revision or a counter moved since the
+ * unit read it, nothing is written and the result is false (the unit runs again). Otherwise
+ * everything is written and the result is true.
+ */
+const unitFunction = `CREATE OR REPLACE FUNCTION deixis_unit(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+  h jsonb := p->'history';
+BEGIN
+  IF p ? 'context' THEN
+    INSERT INTO deixis_chats (chat_id, next_seq, created_at)
+      SELECT c.chat_id, 1, (p->'context'->>'now')::bigint FROM jsonb_to_recordset(p->'context'->'chats') AS c(chat_id text, revision bigint)
+      ORDER BY c.chat_id COLLATE "C"
+      ON CONFLICT (chat_id) DO NOTHING;
+    SELECT bool_or(l.revision IS DISTINCT FROM c.revision) INTO v_moved
+      FROM jsonb_to_recordset(p->'context'->'chats') AS c(chat_id text, revision bigint)
+      LEFT JOIN (
+        SELECT d.chat_id, d.revision FROM deixis_chats d
+          WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(p->'context'->'chats') AS e)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = c.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;
+  END IF;
+  IF h IS NOT NULL THEN
+    INSERT INTO deixis_history_chats (chat_id, seq)
+      SELECT c.chat_id, 0 FROM jsonb_to_recordset(h->'chats') AS c(chat_id text)
+      ORDER BY c.chat_id COLLATE "C"
+      ON CONFLICT (chat_id) DO NOTHING;
+    SELECT bool_or(l.seq IS DISTINCT FROM c.seq) INTO v_moved
+      FROM jsonb_to_recordset(h->'chats') AS c(chat_id text, seq bigint)
+      LEFT JOIN (
+        SELECT d.chat_id, d.seq FROM deixis_history_chats d
+          WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(h->'chats') AS e)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = c.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;
+  END IF;
+  -- Under the locks taken above, the batch's own check holds: it writes.
+  IF p ? 'context' AND NOT deixis_apply(p->'context') THEN
+    RAISE EXCEPTION 'deixis_unit: a revision moved under its lock';
+  END IF;
+  IF h IS NOT NULL THEN
+    UPDATE deixis_history_chats d SET seq = c.next
+      FROM jsonb_to_recordset(h->'chats') AS c(chat_id text, next bigint) WHERE d.chat_id = c.chat_id;
+    INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+      SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
+      FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
+        message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
+    UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+      FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
+      WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
+    UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+      FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
+      WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
+  END IF;
   RETURN true;
 END
 $fn$`

@@ -1,35 +1,39 @@
 /**
- * The SQL unit of work (core's `UnitOfWork`): one transaction around everything the caller
- * runs, every store call inside it a savepoint of that transaction. While it runs, the context
- * store bumps each chat's revision once (the first write to the chat) and notes what it wrote;
- * the caches follow those writes once, after the commit — a rolled-back unit leaves them as
- * they were.
+ * The SQL unit of work (core's `UnitOfWork`): everything the caller runs is committed together,
+ * or not at all. While it runs, the context store bumps each chat's revision once (the first
+ * write to the chat) and notes what it wrote; the caches follow those writes once, after the
+ * commit — a unit that fails leaves them as they were.
+ *
+ * Locked (SQLite; PostgreSQL when the optimistic attempt cannot do): one transaction around the
+ * caller's effect, every store call inside it a savepoint of that transaction.
+ *
+ * Optimistic (PostgreSQL first): units that arrive together run as a group, each in its own
+ * fiber and without a transaction; their `apply` calls are read with one statement and reduced
+ * in order, then their `appendAll` calls likewise, and the group writes everything with one call
+ * of `deixis_unit` (migration 16), which locks the chats and history counters read, checks that
+ * none moved, and writes in its one statement (see unitState.ts). A recorded Telegram update
+ * costs its group two reads and one write, where a locked unit holds its chat's lock over a
+ * dozen round trips. When a chat moved, the group runs again; a member that meets anything the
+ * group cannot take (a migration, a second write to a store, a read its group's writes could
+ * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
+ * form the next.
  */
 import { StoreError } from "@deixis/core/ContextStore"
 import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
-import type { ContextCache, Touched } from "./contextCache.js"
-import { type Db, describe } from "./db.js"
+import * as Schedule from "effect/Schedule"
+import { bool, type Db, describe, isRetryable } from "./db.js"
+import { sql as fragment } from "./statement.js"
+import { Group, Unit, type UnitState } from "./unitState.js"
 
-/** A chat this unit wrote: its revision before the unit (bumped once, to `from + 1`) and what the unit touched in it. */
-export interface Pending {
-  readonly from: number
-  readonly touched: Touched
-}
-
-export interface UnitState {
-  /** The client whose transaction this is: a store over another database does not join it. */
-  readonly sql: SqlClient.SqlClient
-  /** Per cache (one per context store), the chats written in this unit. */
-  readonly written: Map<ContextCache, Map<string, Pending>>
-}
-
-/** The unit of work running in this fiber, if any (internal: stores look for it to join it). */
-export class Unit extends Context.Tag("@deixis/store-sql/internal/Unit")<Unit, UnitState>() {}
+export { Unit, type Pending, type UnitState } from "./unitState.js"
 
 /** The unit of `db` this fiber runs in, when it runs in one. */
 export const unitOf = (db: Db): Effect.Effect<UnitState | undefined> =>
@@ -37,32 +41,113 @@ export const unitOf = (db: Db): Effect.Effect<UnitState | undefined> =>
     Option.isSome(unit) && unit.value.sql === db.sql ? unit.value : undefined)
 
 /** After the commit: each written chat's cache entry moves from `from` to `from + 1`, keeping what the unit did not touch. */
-const followCaches = (state: UnitState) => {
-  for (const [cache, chats] of state.written) {
+const followCaches = (written: UnitState["written"]) => {
+  for (const [cache, chats] of written) {
     for (const [chatId, pending] of chats) cache.wrote(chatId, pending.from, pending.touched)
   }
 }
 
-export const makeUnitOfWork = (db: Db): UnitOfWorkShape => ({
-  run: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
-    Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) => {
-      // Inside a transaction already (a unit of this store, or the caller's own): join it. A
-      // caller's transaction is not ours to commit, so the stores inside treat it as they would
-      // any caller's transaction.
-      if (Option.isSome(outer)) return effect
-      return db.transaction(Effect.suspend(() => {
-        // A new state for every attempt: PostgreSQL runs the transaction again after a deadlock.
-        const state: UnitState = { sql: db.sql, written: new Map() }
-        return Effect.map(Effect.provideService(effect, Unit, state), (a) => [a, state] as const)
-      })).pipe(
-        Effect.map(([a, state]) => {
-          followCaches(state)
-          return a
-        }),
-        Effect.mapError((e): E | StoreError =>
-          e instanceof SqlError ? new StoreError({ message: `unit of work failed: ${describe(e)}` }) : e as E
-        ),
-        Effect.withSpan("SqlStore.unitOfWork")
-      )
-    })
-})
+const DBG = { esc: 0, writes: 0, ok: 0, locked: 0 }
+if (process.env["DEIXIS_DBG"]) setInterval(() => console.error(JSON.stringify(DBG)), 2000).unref()
+/** The most members a group takes (others wait for the next group). */
+const maxGroup = 64
+
+export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
+  const newState = (mode: UnitState["mode"], group?: Group, index = 0): UnitState => ({
+    sql: db.sql,
+    written: new Map(),
+    mode,
+    escalated: false,
+    group,
+    index
+  })
+
+  const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    db.transaction(Effect.suspend(() => {
+      // A new state for every attempt: PostgreSQL runs the transaction again after a deadlock.
+      const state = newState("locked")
+      return Effect.map(Effect.provideService(effect, Unit, state), (a) => [a, state] as const)
+    })).pipe(Effect.map(([a, state]) => {
+      followCaches(state.written)
+      return a
+    }))
+
+  /** A group's writes in one call; false when a chat or counter it read has moved. */
+  const write = (writes: Partial<Record<"context" | "history", object>>) =>
+    db.query(fragment`SELECT deixis_unit(CAST(${JSON.stringify(writes)} AS jsonb)) AS ok`).pipe(
+      Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }),
+      Effect.map((rows) => bool(rows[0]?.["ok"]))
+    )
+
+  // The group running now, and the units waiting for the next one (PostgreSQL).
+  let current: Group | undefined
+  const waiting: Array<Deferred.Deferred<readonly [Group, number]>> = []
+  const startNext = () => {
+    current = undefined
+    if (waiting.length === 0) return
+    const members = waiting.splice(0, maxGroup)
+    const group = current = new Group(members.length, write, followCaches, startNext)
+    members.forEach((d, i) => Deferred.unsafeDone(d, Exit.succeed([group, i] as const)))
+  }
+  const join: Effect.Effect<readonly [Group, number]> = Effect.suspend(() => {
+    if (current === undefined) {
+      current = new Group(1, write, followCaches, startNext)
+      return Effect.succeed([current, 0] as const)
+    }
+    const place = Deferred.unsafeMake<readonly [Group, number]>(FiberId.none)
+    waiting.push(place)
+    return Deferred.await(place).pipe(Effect.onInterrupt(() =>
+      Effect.suspend(() => {
+        const at = waiting.indexOf(place)
+        if (at >= 0) {
+          waiting.splice(at, 1)
+          return Effect.void
+        }
+        // Placed in a group just as it was interrupted: it leaves it.
+        return Effect.flatMap(Deferred.poll(place), Option.match({
+          onNone: () => Effect.void,
+          onSome: (placed) => Effect.flatMap(placed, ([group, index]) => group.leave(index))
+        }))
+      })
+    ))
+  })
+
+  /** A unit as a member of a group: its effect run again for every attempt, then alone and locked when it must. */
+  const optimistic = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    Effect.flatMap(join, ([group, index]) =>
+      Effect.gen(function*() {
+        for (;;) {
+          const state = newState("optimistic", group, index)
+          const exit = yield* Effect.exit(Effect.provideService(effect, Unit, state))
+          const outcome = yield* group.finish(index, exit, state.escalated)
+          switch (outcome._tag) {
+            case "commit":
+              return yield* exit
+            case "again":
+              continue
+            case "locked":
+              return yield* locked(effect)
+            case "fail":
+              return yield* Effect.fail(outcome.error)
+          }
+        }
+      }).pipe(Effect.onInterrupt(() => group.leave(index))))
+
+  return {
+    run: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
+      Effect.withFiberRuntime<A, E | StoreError, R>((fiber) => {
+        // Inside a transaction already (a unit of this store, or the caller's own), or inside an
+        // optimistic unit of this store: join it. A caller's transaction is not ours to commit,
+        // so the stores inside treat it as they would any caller's transaction.
+        if (Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) return effect
+        const outer = Context.getOption(fiber.currentContext, Unit)
+        if (Option.isSome(outer) && outer.value.sql === db.sql) return effect
+        return (db.dialect.applyFunction ? optimistic(effect) : locked(effect)).pipe(
+          Effect.mapError((e): E | StoreError =>
+            e instanceof SqlError ? new StoreError({ message: `unit of work failed: ${describe(e)}` }) : e as E
+          ),
+          Effect.withSpan("SqlStore.unitOfWork")
+        )
+      })
+  }
+}

@@ -1,0 +1,367 @@
+/**
+ * What a unit of work (unit.ts) shares with the stores that join it, in a module of its own so
+ * that `db.ts` can see it too: the unit's state in the fiber's context and, for the optimistic
+ * units of PostgreSQL, the group they run in and the gate that keeps every statement the group
+ * did not plan for out of it.
+ *
+ * Optimistic units that arrive together run as one group, each in its own fiber, without a
+ * transaction: the context store's `apply` of every member is read with one statement and
+ * reduced in the members' order (a window), then every member's history `appendAll` likewise,
+ * and the group writes it all with one call (`deixis_unit`, migration 16) that first checks
+ * that nothing they read has moved. A member may call `apply` once and then `appendAll` once;
+ * anything else that would run a statement in it — a write of another kind, a second write, a
+ * read the group's writes could change — escalates the member: it leaves the group (which
+ * runs again without it when it had a part in it already) and runs alone in a transaction, as
+ * units always did.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import type { ContextCache, Touched } from "./contextCache.js"
+
+/** A chat this unit wrote: its revision before the unit (bumped once, to `from + 1`) and what the unit touched in it. */
+export interface Pending {
+  readonly from: number
+  readonly touched: Touched
+}
+
+export interface UnitState {
+  /** The client whose unit this is: a store over another database does not join it. */
+  readonly sql: SqlClient.SqlClient
+  /** Per cache (one per context store), the chats written in this unit. */
+  readonly written: Map<ContextCache, Map<string, Pending>>
+  /** `locked`: inside the unit's transaction; `optimistic`: a member of a group (PostgreSQL). */
+  readonly mode: "locked" | "optimistic"
+  /** Set once the optimistic member met something it cannot defer: it runs again, alone and locked. */
+  escalated: boolean
+  /** The group of an optimistic unit, and the unit's place in it. */
+  readonly group?: Group | undefined
+  readonly index: number
+}
+
+/** The unit of work running in this fiber, if any (internal: stores look for it to join it). */
+export class Unit extends Context.Tag("@deixis/store-sql/internal/Unit")<Unit, UnitState>() {}
+
+/** An optimistic member met what it cannot defer (a defect, so a caller's `catchAll` cannot swallow it; `escalated` is set too). */
+export class Escalate extends Data.TaggedError("Escalate")<{ readonly reason: string }> {}
+
+export const escalate = (state: UnitState, reason: string): Effect.Effect<never> =>
+  Effect.suspend(() => {
+    state.escalated = true
+    return Effect.die(new Escalate({ reason }))
+  })
+
+/** Statements a store runs in an optimistic unit knowingly (reads, never writes). */
+export const optimisticRead = FiberRef.unsafeMake(false)
+
+export const allowRead = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.locally(effect, optimisticRead, true)
+
+/** The optimistic unit of `sql` in `context`, when a statement there would run outside its plan. */
+export const gated = (context: Context.Context<never>, sql: SqlClient.SqlClient, reading: boolean): UnitState | undefined => {
+  const unit = Context.getOrElse(context, Unit, () => undefined)
+  return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && !reading ? unit : undefined
+}
+
+/** The optimistic member of `sql`'s group running in `context`, if any. */
+export const optimisticOf = (context: Context.Context<never>, sql: SqlClient.SqlClient): UnitState | undefined => {
+  const unit = Context.getOrElse(context, Unit, () => undefined)
+  return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && unit.group !== undefined ? unit : undefined
+}
+
+/**
+ * A read of a store (`family`) in an optimistic unit: allowed while the unit is alone in its
+ * group and has no write of that store waiting (it would not see it); else the unit escalates.
+ * Outside such a unit, the read as it is.
+ */
+export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const unit = optimisticOf(fiber.currentContext, sql)
+    if (unit === undefined) return read
+    return unit.group!.mayRead(family) ? allowRead(read) : escalate(unit, `a ${family} read in a group with writes`)
+  })
+
+/**
+ * `ContextStore.chat` in an optimistic unit. What it answers only a group's `apply` can change
+ * of it is the forum flag and the title; a migration never runs in a group. So besides the
+ * reads `guardRead` allows, a member reads a chat before the group's batches are reduced (the
+ * group runs again if one of them then changes that chat's flag or title), or after, when
+ * they did not change it.
+ */
+export const guardChatRead = (sql: SqlClient.SqlClient, chatId: string) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    const unit = optimisticOf(fiber.currentContext, sql)
+    if (unit === undefined) return read
+    return unit.group!.mayRead("context") || unit.group!.mayReadChat(chatId)
+      ? allowRead(read)
+      : escalate(unit, "a chat read in a group whose writes change it")
+  })
+
+// -----------------------------------------------------------------------------
+// Groups
+// -----------------------------------------------------------------------------
+
+export type Family = "context" | "history"
+
+/** What a store's window gives the group: each request's answer, and what to write (undefined: nothing). */
+export interface Processed<Res> {
+  readonly results: ReadonlyArray<Res>
+  readonly write: object | undefined
+  /** Context: per chat written, its revision as read and what was touched (the cache follows after the commit). */
+  readonly written?: Map<string, Pending> | undefined
+  /** Context: the chats whose forum flag or title the write changes (what `ContextStore.chat` answers). */
+  readonly chatsChanged?: ReadonlySet<string> | undefined
+}
+
+/** One store's requests of an attempt, processed together once every member that may still send one has. */
+interface Window {
+  readonly requests: Array<{ readonly index: number; readonly request: unknown; readonly done: Deferred.Deferred<unknown, SqlError | string> }>
+  processed: boolean
+  /** The store instance that processes the window (one per group: another one escalates). */
+  owner: unknown
+  process: ((requests: ReadonlyArray<unknown>) => Effect.Effect<Processed<unknown>, SqlError | string>) | undefined
+}
+
+/** What a member does when its group's attempt ends. */
+export type Outcome =
+  | { readonly _tag: "commit" }
+  | { readonly _tag: "again" }
+  | { readonly _tag: "locked" }
+  | { readonly _tag: "fail"; readonly error: SqlError }
+
+interface Member {
+  /** 0 running, 1 waiting on the context window, 2 past it, 3 waiting on the history window, 4 past it. */
+  phase: number
+  done: boolean
+  /** Out of the group for good: failed, escalated or interrupted (its outcome is given when the group ends). */
+  out: boolean
+  escalated: boolean
+  /** A processed window holds its request (its part is in the group's write). */
+  contributed: boolean
+  /** Its effect completed in this attempt: its part in the write is whole. */
+  finished: boolean
+  outcome: Deferred.Deferred<Outcome>
+}
+
+const newWindow = (): Window => ({ requests: [], processed: false, owner: undefined, process: undefined })
+
+/** Runs `effect` in a fiber of its own, outside the member's unit (its reads and the group's write are planned). */
+const detached = (effect: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.asVoid(Effect.forkDaemon(Effect.mapInputContext(effect, (context) => Context.omit(Unit)(context))))
+
+/** Optimistic attempts before a group whose chats keep moving runs each member locked. */
+export const groupAttempts = 4
+
+export class Group {
+  readonly members: Array<Member>
+  attempt = 0
+  tainted = false
+  ending = false
+  windows: Record<Family, Window> = { context: newWindow(), history: newWindow() }
+  writes: Partial<Record<Family, object>> = {}
+  written = new Map<ContextCache, Map<string, Pending>>()
+  /** Windows being processed (the attempt ends after them). */
+  busy = 0
+  /** Chats read with `ContextStore.chat` before the context window was processed. */
+  chatsRead = new Set<string>()
+  /** The chats whose flag or title the processed context window changes. */
+  chatsChanged: ReadonlySet<string> = new Set()
+
+  constructor(
+    size: number,
+    /** The group's one write; false when something read has moved. */
+    private readonly write: (writes: Partial<Record<Family, object>>) => Effect.Effect<boolean, SqlError>,
+    private readonly followCaches: (written: Map<ContextCache, Map<string, Pending>>) => void,
+    private readonly ended: () => void
+  ) {
+    this.members = Array.from({ length: size }, () => ({
+      phase: 0, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: Deferred.unsafeMake<Outcome>(FiberId.none)
+    }))
+  }
+
+  private live() {
+    return this.members.filter((m) => !m.out)
+  }
+
+  /** Whether a member may read `family` now: alone in the group, with no write of that store waiting. */
+  mayRead(family: Family): boolean {
+    return this.live().length === 1 && this.windows[family].requests.length === 0 && this.writes[family] === undefined
+  }
+
+  /** Whether a member may read chat `chatId` now (see `guardChatRead`). */
+  mayReadChat(chatId: string): boolean {
+    if (!this.windows.context.processed) {
+      this.chatsRead.add(chatId)
+      return true
+    }
+    return !this.chatsChanged.has(chatId)
+  }
+
+  /**
+   * A member's request to a store's window: answered when the window is processed (every member
+   * that may still send one has, or is done). `context` may come first and once; `history` once.
+   */
+  submit<Res>(
+    state: UnitState,
+    family: Family,
+    owner: unknown,
+    request: unknown,
+    process: (requests: ReadonlyArray<unknown>) => Effect.Effect<Processed<Res>, SqlError | string>
+  ): Effect.Effect<Res, SqlError | string> {
+    return Effect.suspend(() => {
+      const member = this.members[state.index]!
+      const window = this.windows[family]
+      const allowed = family === "context" ? member.phase === 0 : member.phase === 0 || member.phase === 2
+      if (!allowed || window.processed || (window.owner !== undefined && window.owner !== owner)) {
+        return escalate(state, `a ${family} write the group cannot take`)
+      }
+      window.owner = owner
+      window.process = process as Window["process"]
+      const done = Deferred.unsafeMake<unknown, SqlError | string>(FiberId.none)
+      window.requests.push({ index: state.index, request, done })
+      member.phase = family === "context" ? 1 : 3
+      return Effect.zipRight(this.tick(), Deferred.await(done) as Effect.Effect<Res, SqlError | string>)
+    })
+  }
+
+  /** A member's attempt ended (`exit`); the member then waits for the attempt's outcome. */
+  finish(index: number, exit: Exit.Exit<unknown, unknown>, escalated: boolean): Effect.Effect<Outcome> {
+    return Effect.suspend(() => {
+      const member = this.members[index]!
+      member.done = true
+      if (escalated || Exit.isFailure(exit)) {
+        member.out = true
+        member.escalated = escalated
+      } else {
+        member.finished = true
+      }
+      return Effect.zipRight(this.tick(), Deferred.await(member.outcome))
+    })
+  }
+
+  /** A member interrupted: out of the group (which runs again without it when it had a part in the attempt and had not completed). */
+  leave(index: number): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const member = this.members[index]!
+      if (member.out) return Effect.void
+      member.out = true
+      member.done = true
+      for (const window of Object.values(this.windows)) {
+        const at = window.requests.findIndex((r) => r.index === index)
+        if (at >= 0 && !window.processed) window.requests.splice(at, 1)
+      }
+      return this.tick()
+    })
+  }
+
+  /** Processes what can be processed, and ends the attempt when every member is done. */
+  private tick(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const running = this.members.filter((m) => !m.done && !m.out)
+      const ready = (family: Family, phase: number) => {
+        const window = this.windows[family]
+        return !window.processed && window.requests.length > 0 && running.every((m) => m.phase >= phase)
+      }
+      // The context window first: a member waiting on it may still send history.
+      if (ready("context", 1)) return this.processWindow("context", 2)
+      if (ready("history", 3)) return this.processWindow("history", 4)
+      if (running.length === 0 && this.busy === 0 && !this.ending) {
+        this.ending = true
+        return detached(this.endAttempt())
+      }
+      return Effect.void
+    })
+  }
+
+  private processWindow(family: Family, next: number): Effect.Effect<void> {
+    const window = this.windows[family]
+    window.processed = true
+    this.busy++
+    const requests = [...window.requests].sort((a, b) => a.index - b.index)
+    const run = Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
+      Effect.suspend(() => {
+        this.busy--
+        if (Exit.isSuccess(exit)) {
+          const { chatsChanged, results, write, written } = exit.value
+          if (write !== undefined) this.writes[family] = write
+          if (written !== undefined) this.written.set(window.owner as ContextCache, written)
+          if (chatsChanged !== undefined) {
+            this.chatsChanged = chatsChanged
+            // A chat read before the batches were reduced, which they change: the read was stale.
+            for (const chat of chatsChanged) if (this.chatsRead.has(chat)) this.tainted = true
+          }
+          requests.forEach((r, i) => {
+            const member = this.members[r.index]!
+            member.contributed = true
+            member.phase = next
+            Deferred.unsafeDone(r.done, Exit.succeed(results[i]))
+          })
+        } else {
+          for (const r of requests) {
+            this.members[r.index]!.phase = next
+            Deferred.unsafeDone(r.done, exit as Exit.Exit<never, SqlError | string>)
+          }
+        }
+        return this.tick()
+      }))
+    return detached(run)
+  }
+
+  private endAttempt(): Effect.Effect<void> {
+    return Effect.gen(this, function*() {
+      const live = this.live()
+      // A member with a part in the write that did not complete (failed, escalated, interrupted):
+      // its part must not be written, and the others may have read it.
+      if (this.tainted || this.members.some((m) => m.contributed && !m.finished)) return this.again(live)
+      if (this.writes.context === undefined && this.writes.history === undefined) return this.commit(live)
+      // Every member interrupted: nothing was acknowledged, nothing is written.
+      if (live.length === 0) return this.end(live, { _tag: "commit" })
+      const written = yield* Effect.either(this.write(this.writes))
+      if (written._tag === "Left") {
+        // A failed write is each member's alone: with company, each runs again by itself.
+        return live.length > 1 ? this.end(live, { _tag: "locked" }) : this.end(live, { _tag: "fail", error: written.left })
+      }
+      return written.right ? this.commit(live) : this.again(live)
+    })
+  }
+
+  private commit(live: ReadonlyArray<Member>) {
+    this.followCaches(this.written)
+    this.end(live, { _tag: "commit" })
+  }
+
+  private again(live: ReadonlyArray<Member>) {
+    if (++this.attempt >= groupAttempts || live.length === 0) return this.end(live, { _tag: "locked" })
+    this.tainted = false
+    this.ending = false
+    this.windows = { context: newWindow(), history: newWindow() }
+    this.writes = {}
+    this.written = new Map()
+    this.chatsRead = new Set()
+    this.chatsChanged = new Set()
+    for (const member of this.members) member.contributed = false
+    for (const member of live) {
+      const previous = member.outcome
+      member.phase = 0
+      member.done = false
+      member.finished = false
+      member.outcome = Deferred.unsafeMake<Outcome>(FiberId.none)
+      Deferred.unsafeDone(previous, Exit.succeed({ _tag: "again" }))
+    }
+  }
+
+  /** The group's last attempt: the live members' outcome, then the others' (escalated: locked; failed: their own exit). */
+  private end(live: ReadonlyArray<Member>, outcome: Outcome) {
+    for (const member of live) Deferred.unsafeDone(member.outcome, Exit.succeed(outcome))
+    for (const member of this.members) {
+      if (member.out) Deferred.unsafeDone(member.outcome, Exit.succeed<Outcome>(member.escalated ? { _tag: "locked" } : { _tag: "commit" }))
+    }
+    this.ended()
+  }
+}
