@@ -47,8 +47,6 @@ const followCaches = (written: UnitState["written"]) => {
   }
 }
 
-const DBG = { esc: 0, writes: 0, ok: 0, locked: 0 }
-if (process.env["DEIXIS_DBG"]) setInterval(() => console.error(JSON.stringify(DBG)), 2000).unref()
 /** The most members a group takes (others wait for the next group). */
 const maxGroup = 64
 
