@@ -205,7 +205,7 @@ export const launch = (
     })
     const owe = Queue.offer(wake, undefined)
 
-    interface Work {
+    interface Work extends Bot.Arrival {
       readonly update_id: number
       readonly chat: string
       readonly attempts: number
@@ -213,14 +213,21 @@ export const launch = (
       readonly mapped: UpdateMapper.MappedUpdate
       readonly key: string
     }
-    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => ({
-      update_id,
-      chat,
-      attempts,
-      update,
-      mapped: bot.map(update),
-      key: Dispatcher.keyOf(update)
-    })
+    // Mapped on first read: an update that needs no answer is mapped when its run is recorded,
+    // so intake (and the answers behind it) does not wait for the mapping of a backlog.
+    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => {
+      let mapped: UpdateMapper.MappedUpdate | undefined
+      return {
+        update_id,
+        chat,
+        attempts,
+        update,
+        get mapped() {
+          return (mapped ??= bot.map(update))
+        },
+        key: Dispatcher.keyOf(update)
+      }
+    }
     const fromStore = (h: Handed): Work | number => {
       let update: unknown
       try {
@@ -346,8 +353,8 @@ export const launch = (
             for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
           } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
           // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-          yield* bot.preempt(item.mapped)
-          const answer = bot.needsAnswer(item.update, item.mapped)
+          yield* bot.preempt(item)
+          const answer = bot.needsAnswer(item)
           const run = open.get(key)
           if (!answer && run !== undefined && run.items.length < maxRun) {
             run.items.push(item)
