@@ -7,7 +7,8 @@
  * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
  * on a lane's workers (fibers of a `FiberSet`, forked only while a lane has work), so a task
  * costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
- * the urgent lane with its earlier tasks, ahead of other keys' recording.
+ * the urgent lane with its earlier tasks, ahead of other keys' recording; the other lane lets
+ * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`).
  *
  * Closing the dispatcher's scope waits for the tasks (at most `shutdownTimeout`), then
  * interrupts those still running.
@@ -81,6 +82,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     let held = false
     let holdTimer: ReturnType<typeof setTimeout> | undefined
     const holdMillis = options.holdMillis ?? 50
+    const sliceMillis = 4
 
     // The lane a key waits in: the urgent one while it holds an answer.
     const enqueue = (k: Key) => {
@@ -109,6 +111,22 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         holdTimer.unref?.()
       } else pump(normal)
     }
+    // The lane of recording yields to I/O every `sliceMillis`: its fibers run on the microtask
+    // queue, which Node drains before it looks for I/O — a backlog of recording would otherwise
+    // hold back a getUpdates page, a webhook request, or an answer's call to Telegram.
+    let sliceEnds = 0
+    let sliceWaiters: Array<() => void> = []
+    const nextSlice = Effect.async<void>((resume) => {
+      sliceWaiters.push(() => resume(Effect.void))
+      if (sliceWaiters.length === 1) {
+        setImmediate(() => {
+          sliceEnds = performance.now() + sliceMillis
+          const waiting = sliceWaiters
+          sliceWaiters = []
+          for (const wake of waiting) wake()
+        })
+      }
+    })
     const next = (lane: Lane): Key | undefined => {
       if (held && lane === normal) return undefined
       while (lane.head < lane.ready.length) {
@@ -152,6 +170,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     const worker = (lane: Lane): Effect.Effect<void> =>
       Effect.gen(function*() {
         for (;;) {
+          if (lane === normal && performance.now() >= sliceEnds) yield* nextSlice
           const k = next(lane)
           if (k === undefined) return
           const entry = k.entries[k.at]!

@@ -574,9 +574,11 @@ const poll = (
         policy
       ).pipe(Effect.either)
       const now = yield* Clock.currentTimeMillis
-      // A full page: Telegram likely holds more. Recording waits (briefly) while the backlog is
-      // read: its commands are answered without waiting for it, and it is recorded in large runs.
-      hold(result._tag === "Right" && Array.isArray(result.right) && result.right.length >= limit)
+      // Recording waits (briefly) while a page is taken in and, after a full page (Telegram
+      // likely holds more), while the next is read: the commands of a backlog are answered
+      // without waiting for its recording, and the backlog is recorded in large runs.
+      const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
+      hold(page > 0)
       if (result._tag === "Left") {
         const error = result.left
         failures++
@@ -611,14 +613,19 @@ const poll = (
         const id = Predicate.isRecord(update) ? update["update_id"] : undefined
         return !(typeof id === "number" && Number.isSafeInteger(id) && id < offset)
       })
-      if (updates.length === 0) continue
+      if (updates.length === 0) {
+        hold(false)
+        continue
+      }
       // Full: wait for room rather than drop anything (the offset is not moved past the batch).
       while (queued() + updates.length > options.queueCapacity) {
         hold(false)
         yield* Effect.sleep(Duration.millis(50))
       }
       const outcomes = yield* intakeAll(updates.map((update) => ({ update })))
+      if (page < limit) hold(false)
       if (outcomes.some((o) => o === "unrecorded" || o === "busy")) {
+        hold(false)
         // The store is failing: do not confirm the batch; it comes again with the next poll.
         yield* Effect.sleep(options.send.baseDelay)
         continue

@@ -230,6 +230,41 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       yield* dispatcher.idle
     }))
 
+  it.scoped("a chat's task queued before its answer moves with it ahead of other chats' recording", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      // Another chat's recording holds the only worker; a third chat's waits behind it.
+      yield* dispatcher.submit("-200", Effect.zipRight(gate.await, mark("recording 1")))
+      yield* dispatcher.submit("-300", mark("recording 2"))
+      // The asking chat's earlier update, queued as recording, then its command.
+      yield* dispatcher.submit("-100", mark("earlier update"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs while the recording waits", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["earlier update", "answer"])
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["earlier update", "answer", "recording 1", "recording 2"])
+    }))
+
+  it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second", holdMillis: 60_000 })
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      dispatcher.hold(true)
+      yield* dispatcher.submit("-200", mark("recording 1"))
+      yield* dispatcher.submit("-200", mark("recording 2"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["answer"])
+      dispatcher.hold(false)
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["answer", "recording 1", "recording 2"])
+    }))
+
   it("keys updates by chat and forum topic, polls by poll id", () => {
     assert.strictEqual(Dispatcher.keyOf(message("x")), `${F.forum.id}/7`)
     assert.strictEqual(Dispatcher.keyOf(message("x", { thread: null })), `${F.forum.id}`)
