@@ -5,8 +5,8 @@
  * `<chat>/*`, see {@link chatWide}) also runs after every earlier task of its chat, in any topic; at most `capacity` tasks wait
  * or run in all (`submit` waits for room, `offer` says no). A slow or stuck task delays only
  * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
- * on a lane's workers (fibers of a `FiberSet`, forked only while a lane has work), so a task
- * costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
+ * on a lane's workers (at most `concurrency` fibers of a `FiberSet`, started on demand, then
+ * kept), so a task costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
  * the urgent lane with its earlier tasks, ahead of other keys' recording; the other lane lets
  * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`).
  *
@@ -57,7 +57,7 @@ export interface DispatcherOptions {
   readonly concurrency: number
   readonly capacity: number
   readonly shutdownTimeout: Duration.DurationInput
-  /** How long a `hold` lasts unless renewed (real time; default 50 ms). */
+  /** How long a `hold` lasts unless renewed (real time; default 200 ms). */
   readonly holdMillis?: number | undefined
 }
 
@@ -76,12 +76,12 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // Workers run in the dispatcher's own context (that of its creator), whoever submitted.
     const fork = yield* FiberSet.runtime(fibers)<never>()
     const keys = new Map<string, Key>()
-    const normal: Lane = { running: 0, ready: [], head: 0 }
-    const urgent: Lane = { running: 0, ready: [], head: 0 }
+    const normal: Lane = { running: 0, ready: [], head: 0, idle: [] }
+    const urgent: Lane = { running: 0, ready: [], head: 0, idle: [] }
     let queued = 0
     let held = false
     let holdTimer: ReturnType<typeof setTimeout> | undefined
-    const holdMillis = options.holdMillis ?? 50
+    const holdMillis = options.holdMillis ?? 200
     const sliceMillis = 4
 
     // The lane a key waits in: the urgent one while it holds an answer.
@@ -94,13 +94,29 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
       lane.ready.push(k)
       pump(lane)
     }
+    // Wakes an idle worker for each ready key, or starts one while the lane has fewer than
+    // `concurrency` (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
     const pump = (lane: Lane) => {
-      while (lane.running < concurrency && lane.head < lane.ready.length && !(held && lane === normal)) {
-        lane.running++
-        // Scheduled, not run in place: the submitter goes on (a batch is queued whole first).
-        fork(worker(lane), { immediate: false })
+      if (held && lane === normal) return
+      for (let ready = lane.ready.length - lane.head; ready > 0; ready--) {
+        const idle = lane.idle.pop()
+        if (idle !== undefined) idle()
+        else if (lane.running < concurrency) {
+          lane.running++
+          // Scheduled, not run in place: the submitter goes on (a batch is queued whole first).
+          fork(worker(lane), { immediate: false })
+        } else return
       }
     }
+    const idleIn = (lane: Lane) =>
+      Effect.async<void>((resume) => {
+        const wake = () => resume(Effect.void)
+        lane.idle.push(wake)
+        return Effect.sync(() => {
+          const at = lane.idle.indexOf(wake)
+          if (at >= 0) lane.idle.splice(at, 1)
+        })
+      })
     const hold = (on: boolean) => {
       if (holdTimer !== undefined) clearTimeout(holdTimer)
       holdTimer = undefined
@@ -165,14 +181,17 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         }
       }
     }
-    // One worker runs ready keys' first tasks, a key at a time (a key with more goes to the back
-    // of its lane: keys take turns), until its lane has none ready.
+    // A worker runs ready keys' first tasks, a key at a time (a key with more goes to the back
+    // of its lane: keys take turns); with none ready, it waits until one is.
     const worker = (lane: Lane): Effect.Effect<void> =>
       Effect.gen(function*() {
         for (;;) {
           if (lane === normal && performance.now() >= sliceEnds) yield* nextSlice
           const k = next(lane)
-          if (k === undefined) return
+          if (k === undefined) {
+            yield* idleIn(lane)
+            continue
+          }
           const entry = k.entries[k.at]!
           k.running = true
           yield* Effect.ensuring(
@@ -263,11 +282,14 @@ interface Key {
   queuedIn: Lane | undefined
 }
 
-/** Keys whose first task is ready, in turn, and the workers running them. */
+/** Keys whose first task is ready, in turn, and the workers taking them. */
 interface Lane {
+  /** Workers started (running a task or idle). */
   running: number
   ready: Array<Key>
   head: number
+  /** Idle workers' wake-ups. */
+  readonly idle: Array<() => void>
 }
 
 

@@ -465,13 +465,15 @@ export const launch = (
         }
       }
     })
-    // Woken by every arrival and finished task, and now and then to extend long-running claims.
-    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 8))).pipe(
+    // Woken by every arrival and finished task, and now and then to extend long-running claims
+    // (a waker of its own: a race per wake-up would fork two fibers and a timer each time).
+    yield* Queue.take(wake).pipe(
       Effect.zipRight(Effect.yieldNow()),
       Effect.zipRight(writeAll),
       Effect.forever,
       Effect.forkScoped
     )
+    yield* owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever, Effect.forkScoped)
     const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
       Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
         Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
