@@ -171,6 +171,32 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.isFalse(yield* reactionIn(null), "the reaction is not outside every topic")
     }).pipe(withMemory))
 
+  it.scoped("updates of a chat that arrive while its run waits join that run: recorded in one unit of work, in order", () => {
+    // The history writes, one entry per call: the texts written together.
+    const writes: Array<ReadonlyArray<string>> = []
+    const counted = Layer.effect(
+      HistoryStore,
+      Effect.map(HistoryStore, (inner) => ({
+        ...inner,
+        appendAll: (items: Parameters<typeof inner.appendAll>[0]) =>
+          Effect.zipRight(Effect.sync(() => void writes.push(items.map((i) => i.text))), inner.appendAll(items))
+      }))
+    ).pipe(Layer.provideMerge(StoreConfig.layerMemory))
+    return Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot)
+      const hang = yield* holding(api, "sendMessage")
+      // The chat's command holds its key (its reply hangs); plain messages arrive one at a time.
+      assert.strictEqual(yield* running.intake(message("/help")), "queued")
+      yield* eventually("the /help reply is held", () => hang.held() === 1)
+      for (let i = 1; i <= 5; i++) assert.strictEqual(yield* running.intake(message(`plain ${i}`)), "queued")
+      hang.release()
+      yield* running.dispatcher.idle
+      const plain = writes.filter((texts) => texts.some((t) => t.startsWith("plain")))
+      assert.deepStrictEqual(plain, [["plain 1", "plain 2", "plain 3", "plain 4", "plain 5"]])
+    }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(counted))))
+  })
+
   it.scoped("the dispatcher bounds concurrency and capacity: offer says no when full", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 3, shutdownTimeout: "1 second" })
