@@ -579,10 +579,10 @@ const poll = (
       // Recording waits (briefly) while a page is taken in and, after a full page (Telegram
       // likely holds more), while the next is read: the commands of a backlog are answered
       // without waiting for its recording, and the backlog is recorded in large runs. Not once
-      // half the queue is taken: under sustained load, recording must not idle through every
-      // getUpdates round trip.
+      // three quarters of the queue are taken: under sustained load (the queue stays near full),
+      // recording must not idle through every getUpdates round trip.
       const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
-      hold(page > 0 && queued() < options.queueCapacity / 2)
+      hold(page > 0 && queued() < options.queueCapacity * 0.75)
       if (result._tag === "Left") {
         const error = result.left
         failures++
