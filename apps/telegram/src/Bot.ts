@@ -74,9 +74,10 @@ export interface Bot {
   readonly map: (update: unknown) => UpdateMapper.MappedUpdate
   /**
    * Whether a handler may act on the update (a command, a button, an LLM turn): an update that
-   * needs none is only recorded, with its chat's neighbours in one unit of work.
+   * needs none is only recorded, with its chat's neighbours in one unit of work. Reads the
+   * mapped form only when the JSON leaves it open (intake may map it later, when recording).
    */
-  readonly needsAnswer: (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate) => boolean
+  readonly needsAnswer: (arrival: Arrival) => boolean
   /**
    * Records mapped updates of one chat, in order, as one unit of work. Fails only when a store
    * failed: then none of them is recorded, and they are to be handled again later.
@@ -99,8 +100,21 @@ export interface Bot {
   /**
    * Called when an update arrives, before it waits behind its chat's earlier ones: a newer
    * message addressed to the bot cancels the same person's LLM turn in progress in its topic.
+   * Reads the mapped form only in LLM mode.
    */
-  readonly preempt: (mapped: UpdateMapper.MappedUpdate) => Effect.Effect<void>
+  readonly preempt: (arrival: Arrival) => Effect.Effect<void>
+}
+
+/**
+ * An update as intake holds it: its JSON, and its mapped form — which intake may compute on
+ * first read (a getter), so that an update needing no answer is mapped when it is recorded.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Arrival {
+  readonly update: Record<string, unknown>
+  readonly mapped: UpdateMapper.MappedUpdate
 }
 
 /**
@@ -239,16 +253,20 @@ export const build = (tables: Tables = {}): Effect.Effect<Bot, never, Services |
 
     const map = (update: unknown) => UpdateMapper.mapUpdate(update, api.identity())
 
-    const needsAnswer = (update: Record<string, unknown>, mapped: UpdateMapper.MappedUpdate): boolean => {
-      if (refused(mapped)) return false
-      if (update["callback_query"] !== undefined) return true
-      const message = update["message"] ?? update["channel_post"] ?? update["edited_message"] ?? update["edited_channel_post"]
-      if (Predicate.isRecord(message)) {
+    // `arrival.mapped` may be a getter that maps: read only when needed.
+    const needsAnswer = (arrival: Arrival): boolean => {
+      const update = arrival.update
+      let candidate = update["callback_query"] !== undefined
+      if (!candidate) {
+        const message = update["message"] ?? update["channel_post"] ?? update["edited_message"] ?? update["edited_channel_post"]
         // A command (Telegraf matches `/name` at the start of a text or a caption).
-        const text = message["text"] ?? message["caption"]
-        if (typeof text === "string" && text.startsWith("/")) return true
+        const text = Predicate.isRecord(message) ? message["text"] ?? message["caption"] : undefined
+        candidate = typeof text === "string" && text.startsWith("/")
       }
-      return turns.addresses(mapped)
+      // Anything else is answered only by an LLM turn: with LLM mode off, no mapping is needed.
+      if (!candidate && !turns.enabled) return false
+      const mapped = arrival.mapped
+      return !refused(mapped) && (candidate || turns.addresses(mapped))
     }
 
     const record = (mapped: ReadonlyArray<UpdateMapper.MappedUpdate>): Effect.Effect<void, DeixisTelegraf.RecordFailed> =>
@@ -303,7 +321,7 @@ export const build = (tables: Tables = {}): Effect.Effect<Bot, never, Services |
       record,
       answer,
       handle,
-      preempt: turns.preempt,
+      preempt: turns.enabled ? (arrival) => turns.preempt(arrival.mapped) : () => Effect.void,
       fireReminder: (r) => Effect.provide(sendReminder(r), runtime.context),
       commands
     }

@@ -4,14 +4,17 @@
  * different keys run in parallel, at most `concurrency` at once; a chat-wide task (key
  * `<chat>/*`, see {@link chatWide}) also runs after every earlier task of its chat, in any topic; at most `capacity` tasks wait
  * or run in all (`submit` waits for room, `offer` says no). A slow or stuck task delays only
- * its own key. Built on Effect's semaphores, deferreds and a `FiberSet`.
+ * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
+ * on a lane's workers (at most `concurrency` fibers of a `FiberSet`, started on demand, then
+ * kept), so a task costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
+ * the urgent lane with its earlier tasks, ahead of other keys' recording; the other lane lets
+ * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`).
  *
  * Closing the dispatcher's scope waits for the tasks (at most `shutdownTimeout`), then
  * interrupts those still running.
  *
  * @since 0.1.0
  */
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
@@ -35,6 +38,13 @@ export interface Dispatcher {
   readonly depthOf: (key: string) => number
   /** Tasks waiting or running, keys with any, and the ten deepest keys. */
   readonly depth: () => { readonly queued: number; readonly chats: number; readonly deepest: ReadonlyArray<readonly [string, number]> }
+  /**
+   * Holds the tasks that are not urgent (urgent ones, and their keys' earlier tasks, go on)
+   * while intake reads a backlog, for at most `holdMillis` of real time after the last call:
+   * a burst is read first — its commands answered without waiting for it — then recorded in
+   * large runs. `false` lets them go at once.
+   */
+  readonly hold: (held: boolean) => void
   /** Waits until no task waits or runs. */
   readonly idle: Effect.Effect<void>
 }
@@ -47,6 +57,8 @@ export interface DispatcherOptions {
   readonly concurrency: number
   readonly capacity: number
   readonly shutdownTimeout: Duration.DurationInput
+  /** How long a `hold` lasts unless renewed (real time; default 200 ms). */
+  readonly holdMillis?: number | undefined
 }
 
 /**
@@ -58,45 +70,164 @@ export interface DispatcherOptions {
 export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, never, Scope.Scope> =>
   Effect.gen(function*() {
     const capacity = Math.max(1, options.capacity)
+    const concurrency = Math.max(1, options.concurrency)
     const room = yield* Effect.makeSemaphore(capacity)
-    const workers = yield* Effect.makeSemaphore(Math.max(1, options.concurrency))
-    const urgentWorkers = yield* Effect.makeSemaphore(Math.max(1, options.concurrency))
     const fibers = yield* FiberSet.make<void, never>()
-    const tails = new Map<string, { last: Deferred.Deferred<void>; count: number }>()
+    // Workers run in the dispatcher's own context (that of its creator), whoever submitted.
+    const fork = yield* FiberSet.runtime(fibers)<never>()
+    const keys = new Map<string, Key>()
+    const normal: Lane = { running: 0, ready: [], head: 0, idle: [] }
+    const urgent: Lane = { running: 0, ready: [], head: 0, idle: [] }
     let queued = 0
+    let held = false
+    let holdTimer: ReturnType<typeof setTimeout> | undefined
+    const holdMillis = options.holdMillis ?? 200
+    const sliceMillis = 4
 
-    const start = (key: string, task: Effect.Effect<void>, urgent = false) =>
+    // The lane a key waits in: the urgent one while it holds an answer.
+    const enqueue = (k: Key) => {
+      if (k.running || k.at >= k.entries.length || k.entries[k.at]!.blockers > 0) return
+      const lane = k.urgent > 0 ? urgent : normal
+      if (k.queuedIn === lane) return
+      // Promoted: its place in the other lane is skipped when reached.
+      k.queuedIn = lane
+      lane.ready.push(k)
+      pump(lane)
+    }
+    // Wakes an idle worker for each ready key, or starts one while the lane has fewer than
+    // `concurrency` (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
+    const pump = (lane: Lane) => {
+      if (held && lane === normal) return
+      for (let ready = lane.ready.length - lane.head; ready > 0; ready--) {
+        const idle = lane.idle.pop()
+        if (idle !== undefined) idle()
+        else if (lane.running < concurrency) {
+          lane.running++
+          // Scheduled, not run in place: the submitter goes on (a batch is queued whole first).
+          fork(worker(lane), { immediate: false })
+        } else return
+      }
+    }
+    const idleIn = (lane: Lane) =>
+      Effect.async<void>((resume) => {
+        const wake = () => resume(Effect.void)
+        lane.idle.push(wake)
+        return Effect.sync(() => {
+          const at = lane.idle.indexOf(wake)
+          if (at >= 0) lane.idle.splice(at, 1)
+        })
+      })
+    const hold = (on: boolean) => {
+      if (holdTimer !== undefined) clearTimeout(holdTimer)
+      holdTimer = undefined
+      held = on
+      if (on) {
+        // Real time, not the Clock: a scheduling matter. Never keeps the process alive.
+        holdTimer = setTimeout(() => hold(false), holdMillis)
+        holdTimer.unref?.()
+      } else pump(normal)
+    }
+    // The lane of recording yields to I/O every `sliceMillis`: its fibers run on the microtask
+    // queue, which Node drains before it looks for I/O — a backlog of recording would otherwise
+    // hold back a getUpdates page, a webhook request, or an answer's call to Telegram.
+    let sliceEnds = 0
+    let sliceWaiters: Array<() => void> = []
+    const nextSlice = Effect.async<void>((resume) => {
+      sliceWaiters.push(() => resume(Effect.void))
+      if (sliceWaiters.length === 1) {
+        setImmediate(() => {
+          sliceEnds = performance.now() + sliceMillis
+          const waiting = sliceWaiters
+          sliceWaiters = []
+          for (const wake of waiting) wake()
+        })
+      }
+    })
+    const next = (lane: Lane): Key | undefined => {
+      if (held && lane === normal) return undefined
+      while (lane.head < lane.ready.length) {
+        const k = lane.ready[lane.head]!
+        lane.ready[lane.head++] = undefined as unknown as Key
+        if (lane.head > 1024 && lane.head * 2 > lane.ready.length) {
+          lane.ready = lane.ready.slice(lane.head)
+          lane.head = 0
+        }
+        if (k.queuedIn === lane) {
+          k.queuedIn = undefined
+          return k
+        }
+      }
+      return undefined
+    }
+    const finish = (k: Key, entry: Entry) => {
+      k.running = false
+      k.entries[k.at++] = undefined as unknown as Entry
+      if (k.at >= k.entries.length) {
+        k.entries.length = 0
+        k.at = 0
+      } else if (k.at > 1024 && k.at * 2 > k.entries.length) {
+        k.entries = k.entries.slice(k.at)
+        k.at = 0
+      }
+      queued--
+      if (entry.urgent) k.urgent--
+      if (k.entries.length === 0) keys.delete(k.key)
+      else enqueue(k)
+      for (const later of entry.after) {
+        later.blockers--
+        if (later.blockers === 0) {
+          const owner = keys.get(later.key)
+          if (owner !== undefined) enqueue(owner)
+        }
+      }
+    }
+    // A worker runs ready keys' first tasks, a key at a time (a key with more goes to the back
+    // of its lane: keys take turns); with none ready, it waits until one is.
+    const worker = (lane: Lane): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const previous = tails.get(key)
-        // A chat-wide task waits for the chat's own key and each of its topics' keys too.
-        const chat = key.endsWith(chatWideSuffix) ? key.slice(0, -chatWideSuffix.length) : undefined
-        const before = chat === undefined ? [] : [...tails].flatMap(([k, entry]) =>
-          k !== key && (k === chat || k.startsWith(`${chat}/`)) ? [entry.last] : [])
-        const mine = yield* Deferred.make<void>()
-        tails.set(key, { last: mine, count: (previous?.count ?? 0) + 1 })
-        queued++
-        const finish = Effect.sync(() => {
-          queued--
-          const entry = tails.get(key)
-          if (entry !== undefined) {
-            entry.count--
-            if (entry.count === 0 && entry.last === mine) tails.delete(key)
+        for (;;) {
+          if (lane === normal && performance.now() >= sliceEnds) yield* nextSlice
+          const k = next(lane)
+          if (k === undefined) {
+            yield* idleIn(lane)
+            continue
           }
-        }).pipe(Effect.zipRight(Deferred.succeed(mine, undefined)), Effect.zipRight(room.release(1)))
-        yield* FiberSet.run(
-          fibers,
-          (previous === undefined ? Effect.void : Deferred.await(previous.last)).pipe(
-            Effect.zipRight(Effect.forEach(before, Deferred.await, { discard: true })),
-            Effect.zipRight((urgent ? urgentWorkers : workers).withPermits(1)(
-              task.pipe(Effect.catchAllCause((cause) => Effect.logError("task failed", cause).pipe(Effect.annotateLogs({ key }))))
-            )),
-            Effect.ensuring(finish)
+          const entry = k.entries[k.at]!
+          k.running = true
+          yield* Effect.ensuring(
+            entry.task.pipe(Effect.catchAllCause((cause) => Effect.logError("task failed", cause).pipe(Effect.annotateLogs({ key: k.key })))),
+            Effect.zipRight(Effect.sync(() => finish(k, entry)), room.release(1))
           )
-        )
+        }
+      }).pipe(Effect.ensuring(Effect.sync(() => void lane.running--)))
+
+    const start = (key: string, task: Effect.Effect<void>, isUrgent: boolean) =>
+      Effect.sync(() => {
+        const entry: Entry = { key, task, urgent: isUrgent, blockers: 0, after: [] }
+        // A chat-wide task waits for the chat's own key and each of its topics' keys too.
+        if (key.endsWith(chatWideSuffix)) {
+          const chat = key.slice(0, -chatWideSuffix.length)
+          for (const [other, k] of keys) {
+            if (other !== key && (other === chat || other.startsWith(`${chat}/`)) && k.at < k.entries.length) {
+              k.entries[k.entries.length - 1]!.after.push(entry)
+              entry.blockers++
+            }
+          }
+        }
+        let k = keys.get(key)
+        if (k === undefined) {
+          k = { key, entries: [], at: 0, running: false, urgent: 0, queuedIn: undefined }
+          keys.set(key, k)
+        }
+        k.entries.push(entry)
+        queued++
+        if (isUrgent) k.urgent++
+        enqueue(k)
       })
 
     // On close: the tasks get `shutdownTimeout` to finish, then the FiberSet interrupts them.
     yield* Effect.addFinalizer(() =>
+      Effect.zipRight(Effect.sync(() => hold(false)),
       // Finalizers run uninterruptibly: the wait must be interruptible for the timeout to end it.
       Effect.interruptible(room.withPermits(capacity)(Effect.void)).pipe(
         Effect.timeout(options.shutdownTimeout),
@@ -106,7 +237,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
           )
         ),
         Effect.zipRight(FiberSet.clear(fibers))
-      )
+      ))
     )
 
     return {
@@ -114,17 +245,52 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
       offer: (key, task) =>
         Effect.suspend(() =>
           // `queued` counts exactly the permits taken (a permit is taken, then the task counted, in one step).
-          queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task), true))
+          queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task, false), true))
         ),
-      depthOf: (key) => tails.get(key)?.count ?? 0,
+      depthOf: (key) => {
+        const k = keys.get(key)
+        return k === undefined ? 0 : k.entries.length - k.at
+      },
       depth: () => ({
         queued,
-        chats: tails.size,
-        deepest: [...tails].map(([k, e]) => [k, e.count] as const).sort((a, b) => b[1] - a[1]).slice(0, 10)
+        chats: keys.size,
+        deepest: [...keys.values()].map((k) => [k.key, k.entries.length - k.at] as const).sort((a, b) => b[1] - a[1]).slice(0, 10)
       }),
+      hold,
       idle: room.withPermits(capacity)(Effect.void)
     }
   })
+
+/** A task waiting or running. */
+interface Entry {
+  readonly key: string
+  readonly task: Effect.Effect<void>
+  readonly urgent: boolean
+  /** Tasks of other keys it waits for (a chat-wide task: its chat's earlier ones). */
+  blockers: number
+  /** Chat-wide tasks waiting for this one. */
+  readonly after: Array<Entry>
+}
+
+/** A key's tasks in order (from `at`), whether the first runs, and how many answer someone. */
+interface Key {
+  readonly key: string
+  entries: Array<Entry>
+  at: number
+  running: boolean
+  urgent: number
+  queuedIn: Lane | undefined
+}
+
+/** Keys whose first task is ready, in turn, and the workers taking them. */
+interface Lane {
+  /** Workers started (running a task or idle). */
+  running: number
+  ready: Array<Key>
+  head: number
+  /** Idle workers' wake-ups. */
+  readonly idle: Array<() => void>
+}
 
 
 const chatWideSuffix = "/*"

@@ -205,7 +205,7 @@ export const launch = (
     })
     const owe = Queue.offer(wake, undefined)
 
-    interface Work {
+    interface Work extends Bot.Arrival {
       readonly update_id: number
       readonly chat: string
       readonly attempts: number
@@ -213,14 +213,21 @@ export const launch = (
       readonly mapped: UpdateMapper.MappedUpdate
       readonly key: string
     }
-    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => ({
-      update_id,
-      chat,
-      attempts,
-      update,
-      mapped: bot.map(update),
-      key: Dispatcher.keyOf(update)
-    })
+    // Mapped on first read: an update that needs no answer is mapped when its run is recorded,
+    // so intake (and the answers behind it) does not wait for the mapping of a backlog.
+    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => {
+      let mapped: UpdateMapper.MappedUpdate | undefined
+      return {
+        update_id,
+        chat,
+        attempts,
+        update,
+        get mapped() {
+          return (mapped ??= bot.map(update))
+        },
+        key: Dispatcher.keyOf(update)
+      }
+    }
     const fromStore = (h: Handed): Work | number => {
       let update: unknown
       try {
@@ -232,13 +239,42 @@ export const launch = (
     }
 
     // A chat's run of updates that need no answer, recorded in one unit of work; or one update
-    // that needs an answer, recorded then answered.
-    const task = (chat: string, run: ReadonlyArray<Work>, arrived: number) =>
+    // that needs an answer, recorded then answered. A run waiting in the dispatcher is open:
+    // later updates of its key that need no answer join it (at most `maxRun`) until it starts,
+    // so a backlog is recorded in few, large units of work rather than one per getUpdates page.
+    interface Run {
+      readonly key: string
+      readonly chat: string
+      readonly answer: boolean
+      readonly items: Array<Work>
+      /** When each update arrived (for the latency metric). */
+      readonly arrived: Array<number>
+    }
+    const maxRun = 32
+    const open = new Map<string, Run>()
+    // Updates queued per key (a key's share of the queue), and those queued in another's task
+    // (they hold no place of their own in the dispatcher, but count against its capacity).
+    const queuedOf = new Map<string, number>()
+    let joined = 0
+    const queuedNow = () => dispatcher.depth().queued + joined
+    const settled = (run: Run) => {
+      const n = run.items.length
+      joined -= n - 1
+      const left = (queuedOf.get(run.key) ?? 0) - n
+      if (left > 0) queuedOf.set(run.key, left)
+      else queuedOf.delete(run.key)
+      finished(run.chat, n)
+    }
+
+    const task = (run: Run) =>
       Effect.suspend(() => {
-        const ids = run.map((w) => w.update_id)
+        // Started: later updates of the key start a run of their own.
+        if (open.get(run.key) === run) open.delete(run.key)
+        const { chat, items } = run
+        const ids = items.map((w) => w.update_id)
         if (stalled.has(chat)) {
           owed.returned.push(...ids)
-          finished(chat, run.length)
+          settled(run)
           return owe
         }
         // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
@@ -247,22 +283,22 @@ export const launch = (
           stalled.add(chat)
           owed.stall.add(chat)
         })
-        return bot.record(run.map((w) => w.mapped)).pipe(
+        return bot.record(items.map((w) => w.mapped)).pipe(
           Effect.matchEffect({
             onFailure: (error) =>
               Effect.zipRight(
                 stall,
                 Effect.logWarning("updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error)
                   .pipe(Effect.annotateLogs({ update_id: ids.join(","), chat }))
-              ).pipe(Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" }, run.length)))),
+              ).pipe(Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" }, items.length)))),
             onSuccess: () =>
               Effect.zipRight(
-                run.length === 1 && bot.needsAnswer(run[0]!.update, run[0]!.mapped) ? bot.answer(run[0]!.update, run[0]!.mapped) : Effect.void,
+                run.answer ? bot.answer(items[0]!.update, items[0]!.mapped) : Effect.void,
                 Effect.sync(() => {
                   owed.done.push(...ids)
-                  Metrics.updates.inc({ outcome: "handled" }, run.length)
-                  const seconds = (performance.now() - arrived) / 1000
-                  for (let i = 0; i < run.length; i++) Metrics.updateSeconds.observe(seconds)
+                  Metrics.updates.inc({ outcome: "handled" }, items.length)
+                  const end = performance.now()
+                  for (const at of run.arrived) Metrics.updateSeconds.observe((end - at) / 1000)
                 })
               )
           }),
@@ -270,7 +306,7 @@ export const launch = (
             Effect.zipRight(
               Exit.isInterrupted(exit) ? stall : Effect.void,
               Effect.suspend(() => {
-                finished(chat, run.length)
+                settled(run)
                 return owe
               })
             )
@@ -278,27 +314,12 @@ export const launch = (
         )
       })
 
-    // Queues handed updates (in update_id order) behind their chat's: runs of updates that need
-    // no answer (at most 32) share a task; an update that needs one is a task of its own.
+    // Queues handed updates (in update_id order) behind their chat's: an update that needs no
+    // answer joins its key's open run, or opens one; an update that needs one is a task of its
+    // own (the dispatcher runs it, and its key's earlier tasks, in the urgent lane).
     const queue = (handed: ReadonlyArray<Work | number>, arrived: number, now: number) =>
       Effect.gen(function*() {
-        const open = new Map<string, Array<Work>>()
         const full = new Set<string>()
-        // Answers still to come in this batch, by key: the runs before them are urgent too (an
-        // answer waits for its own chat's earlier updates, and they for no other chat's).
-        const answersAhead = new Map<string, number>()
-        for (const item of handed) {
-          if (typeof item !== "number" && bot.needsAnswer(item.update, item.mapped)) {
-            answersAhead.set(item.key, (answersAhead.get(item.key) ?? 0) + 1)
-          }
-        }
-        const submit = (key: string, urgent = (answersAhead.get(key) ?? 0) > 0) =>
-          Effect.suspend(() => {
-            const run = open.get(key)
-            if (run === undefined) return Effect.void
-            open.delete(key)
-            return dispatcher.submit(key, task(run[0]!.chat, run, arrived), { urgent })
-          })
         for (const item of handed) {
           if (typeof item === "number") {
             // Unreadable in the store: nothing to handle.
@@ -317,7 +338,7 @@ export const launch = (
           const { chat, key } = item
           // Over its chat's share (and every later update of that chat): given back, to be handed
           // over again once the chat's queued updates are done.
-          if (full.has(chat) || dispatcher.depthOf(key) + (open.get(key)?.length ?? 0) >= perKey) {
+          if (full.has(chat) || (queuedOf.get(key) ?? 0) >= perKey) {
             full.add(chat)
             owed.returned.push(item.update_id)
             Metrics.updates.inc({ outcome: "deferred" })
@@ -325,27 +346,28 @@ export const launch = (
           }
           if (!heldSince.has(chat)) heldSince.set(chat, now)
           inFlight.set(chat, (inFlight.get(chat) ?? 0) + 1)
-          // A chat-wide update comes after every earlier one of its chat, and before the later ones.
-          const wide = key.endsWith("/*")
-          for (const k of [...open.keys()]) {
-            if (k !== key && (wide ? k === chat || k.startsWith(`${chat}/`) : k === Dispatcher.chatWide(chat))) yield* submit(k)
-          }
+          queuedOf.set(key, (queuedOf.get(key) ?? 0) + 1)
+          // A chat-wide update comes after every earlier one of its chat, and before the later
+          // ones: the open runs on either side of it take no more.
+          if (key.endsWith("/*")) {
+            for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
+          } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
           // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-          yield* bot.preempt(item.mapped)
-          if (bot.needsAnswer(item.update, item.mapped)) {
-            yield* submit(key)
-            open.set(key, [item])
-            answersAhead.set(key, (answersAhead.get(key) ?? 1) - 1)
-            // An answer runs beside other chats' recording, not behind it.
-            yield* submit(key, true)
+          yield* bot.preempt(item)
+          const answer = bot.needsAnswer(item)
+          const run = open.get(key)
+          if (!answer && run !== undefined && run.items.length < maxRun) {
+            run.items.push(item)
+            run.arrived.push(arrived)
+            joined++
             continue
           }
-          const run = open.get(key)
-          if (run === undefined) open.set(key, [item])
-          else run.push(item)
-          if ((run?.length ?? 1) >= 32) yield* submit(key)
+          const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
+          // Updates after an answer come after it.
+          if (answer) open.delete(key)
+          else open.set(key, next)
+          yield* dispatcher.submit(key, task(next), { urgent: answer })
         }
-        for (const key of [...open.keys()]) yield* submit(key)
         if (full.size > 0) yield* owe
       })
 
@@ -366,7 +388,7 @@ export const launch = (
           valid.push({ index, payload, work: work(update["update_id"] as number, claimChat(key), 1, update) })
         }
         if (valid.length === 0) return results
-        if (dispatcher.depth().queued + valid.length > options.queueCapacity) {
+        if (queuedNow() + valid.length > options.queueCapacity) {
           for (const v of valid) results[v.index] = "busy"
           return results
         }
@@ -443,13 +465,15 @@ export const launch = (
         }
       }
     })
-    // Woken by every arrival and finished task, and now and then to extend long-running claims.
-    yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(lease / 8))).pipe(
+    // Woken by every arrival and finished task, and now and then to extend long-running claims
+    // (a waker of its own: a race per wake-up would fork two fibers and a timer each time).
+    yield* Queue.take(wake).pipe(
       Effect.zipRight(Effect.yieldNow()),
       Effect.zipRight(writeAll),
       Effect.forever,
       Effect.forkScoped
     )
+    yield* owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever, Effect.forkScoped)
     const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
       Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
         Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
@@ -487,7 +511,7 @@ export const launch = (
 
     if (options.transport._tag === "polling") {
       yield* bot.api.call("deleteWebhook", { drop_pending_updates: false })
-      const loop = poll(bot, options, intakeAll, dispatcher.depth, (h) => (healthy = h)).pipe(
+      const loop = poll(bot, options, intakeAll, queuedNow, dispatcher.hold, (h) => (healthy = h)).pipe(
         // Whatever ends the loop but shutdown — a failure or a bug — ends `wait` too: never a
         // process that stays up without polling.
         Effect.catchAllCause((cause) =>
@@ -529,7 +553,8 @@ const poll = (
   bot: Bot.Bot,
   options: LaunchOptions,
   intakeAll: (items: ReadonlyArray<{ readonly update: unknown }>) => Effect.Effect<ReadonlyArray<IntakeResult>>,
-  dispatcher: () => { readonly queued: number },
+  queued: () => number,
+  hold: (held: boolean) => void,
   setHealthy: (healthy: boolean) => void
 ): Effect.Effect<never, PollingStopped> =>
   Effect.gen(function*() {
@@ -551,6 +576,13 @@ const poll = (
         policy
       ).pipe(Effect.either)
       const now = yield* Clock.currentTimeMillis
+      // Recording waits (briefly) while a page is taken in and, after a full page (Telegram
+      // likely holds more), while the next is read: the commands of a backlog are answered
+      // without waiting for its recording, and the backlog is recorded in large runs. Not once
+      // three quarters of the queue are taken: under sustained load (the queue stays near full),
+      // recording must not idle through every getUpdates round trip.
+      const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
+      hold(page > 0 && queued() < options.queueCapacity * 0.75)
       if (result._tag === "Left") {
         const error = result.left
         failures++
@@ -585,11 +617,19 @@ const poll = (
         const id = Predicate.isRecord(update) ? update["update_id"] : undefined
         return !(typeof id === "number" && Number.isSafeInteger(id) && id < offset)
       })
-      if (updates.length === 0) continue
+      if (updates.length === 0) {
+        hold(false)
+        continue
+      }
       // Full: wait for room rather than drop anything (the offset is not moved past the batch).
-      while (dispatcher().queued + updates.length > options.queueCapacity) yield* Effect.sleep(Duration.millis(50))
+      while (queued() + updates.length > options.queueCapacity) {
+        hold(false)
+        yield* Effect.sleep(Duration.millis(50))
+      }
       const outcomes = yield* intakeAll(updates.map((update) => ({ update })))
+      if (page < limit) hold(false)
       if (outcomes.some((o) => o === "unrecorded" || o === "busy")) {
+        hold(false)
         // The store is failing: do not confirm the batch; it comes again with the next poll.
         yield* Effect.sleep(options.send.baseDelay)
         continue
@@ -599,7 +639,7 @@ const poll = (
         if (typeof id === "number" && Number.isSafeInteger(id) && id >= offset) offset = id + 1
       }
     }
-  }).pipe(Effect.annotateLogs({ component: "polling" }))
+  }).pipe(Effect.ensuring(Effect.sync(() => hold(false))), Effect.annotateLogs({ component: "polling" }))
 
 const secretHeader = "x-telegram-bot-api-secret-token"
 const maxBody = 1024 * 1024

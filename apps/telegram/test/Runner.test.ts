@@ -171,6 +171,32 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.isFalse(yield* reactionIn(null), "the reaction is not outside every topic")
     }).pipe(withMemory))
 
+  it.scoped("updates of a chat that arrive while its run waits join that run: recorded in one unit of work, in order", () => {
+    // The history writes, one entry per call: the texts written together.
+    const writes: Array<ReadonlyArray<string>> = []
+    const counted = Layer.effect(
+      HistoryStore,
+      Effect.map(HistoryStore, (inner) => ({
+        ...inner,
+        appendAll: (items: Parameters<typeof inner.appendAll>[0]) =>
+          Effect.zipRight(Effect.sync(() => void writes.push(items.map((i) => i.text))), inner.appendAll(items))
+      }))
+    ).pipe(Layer.provideMerge(StoreConfig.layerMemory))
+    return Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      const running = yield* launch(bot, api.apiRoot)
+      const hang = yield* holding(api, "sendMessage")
+      // The chat's command holds its key (its reply hangs); plain messages arrive one at a time.
+      assert.strictEqual(yield* running.intake(message("/help")), "queued")
+      yield* eventually("the /help reply is held", () => hang.held() === 1)
+      for (let i = 1; i <= 5; i++) assert.strictEqual(yield* running.intake(message(`plain ${i}`)), "queued")
+      hang.release()
+      yield* running.dispatcher.idle
+      const plain = writes.filter((texts) => texts.some((t) => t.startsWith("plain")))
+      assert.deepStrictEqual(plain, [["plain 1", "plain 2", "plain 3", "plain 4", "plain 5"]])
+    }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(counted))))
+  })
+
   it.scoped("the dispatcher bounds concurrency and capacity: offer says no when full", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 3, shutdownTimeout: "1 second" })
@@ -228,6 +254,41 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.deepStrictEqual(done, ["earlier update", "answer"])
       yield* gate.open
       yield* dispatcher.idle
+    }))
+
+  it.scoped("a chat's task queued before its answer moves with it ahead of other chats' recording", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      // Another chat's recording holds the only worker; a third chat's waits behind it.
+      yield* dispatcher.submit("-200", Effect.zipRight(gate.await, mark("recording 1")))
+      yield* dispatcher.submit("-300", mark("recording 2"))
+      // The asking chat's earlier update, queued as recording, then its command.
+      yield* dispatcher.submit("-100", mark("earlier update"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs while the recording waits", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["earlier update", "answer"])
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["earlier update", "answer", "recording 1", "recording 2"])
+    }))
+
+  it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second", holdMillis: 60_000 })
+      const done: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      dispatcher.hold(true)
+      yield* dispatcher.submit("-200", mark("recording 1"))
+      yield* dispatcher.submit("-200", mark("recording 2"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs", () => done.includes("answer"))
+      assert.deepStrictEqual(done, ["answer"])
+      dispatcher.hold(false)
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["answer", "recording 1", "recording 2"])
     }))
 
   it("keys updates by chat and forum topic, polls by poll id", () => {

@@ -325,7 +325,8 @@ export const make = (
             queue = queue.filter((u) => !Predicate.isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
             const batch = queue.slice(0, limit)
             // Updates without a numeric id can never be confirmed: they are served once.
-            queue = queue.filter((u) => !batch.includes(u) || (Predicate.isRecord(u) && typeof u["update_id"] === "number"))
+            const served = new Set(batch)
+            queue = queue.filter((u) => !served.has(u) || (Predicate.isRecord(u) && typeof u["update_id"] === "number"))
             reply(200, { ok: true, result: batch })
           }
           queue = queue.filter((u) => !Predicate.isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
