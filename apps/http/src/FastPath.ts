@@ -125,7 +125,10 @@ export const layer = (
               if (Either.isLeft(result)) return reply(failure(Effect.runSync(HttpApiError.HttpApiDecodeError.fromParseError(result.left))))
               decoded = result.right
             }
+            // Started at once rather than on the scheduler's next turn: a handler that needs no
+            // I/O (the memory store, a warm cache) answers within this call.
             run(handler({ payload: decoded as never }), {
+              immediate: true,
               onExit: (exit) => {
                 if (Exit.isSuccess(exit)) {
                   let body: string
