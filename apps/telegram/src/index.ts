@@ -20,6 +20,8 @@ export * as ChatSettings from "./ChatSettings.js"
 export * as Commands from "./Commands.js"
 /** @since 0.1.0 */
 export * as Dispatcher from "./Dispatcher.js"
+/** @since 0.3.0 */
+export * as Intake from "./Intake.js"
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"
 /** @since 0.1.0 */
