@@ -18,7 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { Telegram } from "telegraf"
 import type { Message, UserFromGetMe } from "telegraf/types"
-import type { BotConfig } from "./BotConfig.js"
+import type { BotConfig, SendPolicy } from "./BotConfig.js"
 import * as ChatSettings from "./ChatSettings.js"
 import type * as Reminders from "./Reminders.js"
 import type * as Replies from "./Replies.js"
@@ -49,8 +49,15 @@ export type Options = Pick<BotConfig, "token" | "apiRoot" | "mode" | "send" | "t
 export interface Service {
   /** Telegraf's Bot API client (what builds a handler's context). */
   readonly telegram: Telegram
-  /** One Bot API call under the send policy (timeout, retries, redacted errors). */
-  readonly call: <A>(method: string, payload: Record<string, unknown>) => Effect.Effect<A, TelegramSend.SendError>
+  /**
+   * One Bot API call under the send policy (timeout, retries, redacted errors): the bot's
+   * (`BOT_API_*`), or `policy` for a call that needs its own (a long poll).
+   */
+  readonly call: <A>(
+    method: string,
+    payload: Record<string, unknown>,
+    policy?: SendPolicy
+  ) => Effect.Effect<A, TelegramSend.SendError>
   /** Asks Telegram who the bot is (`getMe`) and remembers it: a launch asks at every start. */
   readonly identify: Effect.Effect<UserFromGetMe, TelegramSend.SendError>
   /** Who the bot is: as last asked, or asked now. */
@@ -79,11 +86,11 @@ type CallApiSignal = NonNullable<NonNullable<Parameters<Telegram["callApi"]>[2]>
  */
 export const make = (options: Options): Service => {
   const telegram = new Telegram(Redacted.value(options.token), { apiRoot: options.apiRoot, webhookReply: false })
-  const call = <A>(method: string, payload: Record<string, unknown>) =>
+  const call = <A>(method: string, payload: Record<string, unknown>, policy: SendPolicy = options.send) =>
     TelegramSend.send<A>(
       method,
       (signal) => telegram.callApi(method as never, payload as never, { signal: signal as unknown as CallApiSignal }) as Promise<A>,
-      options.send
+      policy
     )
   // The last answer to getMe; only `identify` replaces it.
   let known: UserFromGetMe | undefined
@@ -164,18 +171,19 @@ export const markup = (buttons: Replies.Reply["buttons"]) =>
   buttons.length === 0 ? {} : { reply_markup: { inline_keyboard: buttons.map((row) => row.map((b) => ({ ...b }))) } }
 
 /**
- * Sends `reply` as a reply to the update's message, in its topic, and records it. A failed
- * send is logged: the handler goes on.
+ * Sends `reply` as a reply to the update's message (or to `replyTo`), in its topic, and
+ * records it: the message sent, or undefined for an update without a chat. Fails when
+ * Telegram did not take it.
  *
  * @since 0.3.0
  * @category answering
  */
-export const reply = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =>
+export const send = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply, replyTo?: number) =>
   Effect.gen(function*() {
     const scope = ctx.deixis.scope
     const chat = ctx.chat?.id
-    if (chat === undefined) return
-    const messageId = scope === undefined ? ctx.msgId : Number(scope.message_id)
+    if (chat === undefined) return undefined
+    const messageId = replyTo ?? (scope === undefined ? ctx.msgId : Number(scope.message_id))
     const sent = yield* call<Message>("sendMessage", {
       ...where(chat, scope?.topic_id ?? null),
       text: reply.text,
@@ -183,7 +191,17 @@ export const reply = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply) =
       ...markup(reply.buttons)
     })
     yield* recordSent(sent, scope)
-  }).pipe(Effect.catchAll((error) => Effect.logError("reply not sent", error)))
+    return sent
+  })
+
+/**
+ * {@link send}, a failure logged: the handler goes on.
+ *
+ * @since 0.3.0
+ * @category answering
+ */
+export const reply = (ctx: DeixisTelegraf.DeixisContext, r: Replies.Reply) =>
+  send(ctx, r).pipe(Effect.asVoid, Effect.catchAll((error) => Effect.logError("reply not sent", error)))
 
 /**
  * {@link reply} with text only.

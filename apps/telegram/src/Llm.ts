@@ -52,7 +52,6 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import type { Message } from "telegraf/types"
 import * as BotApi from "./BotApi.js"
 import * as Metrics from "./Metrics.js"
 
@@ -637,15 +636,10 @@ export const makeTurns = (settings: LlmConfig) =>
         const where = BotApi.where(chat, scope?.topic_id ?? null)
         const io: TurnIo<BotApi.BotApi | BotApi.Services> = {
           send: (t, replyTo) =>
-            Effect.gen(function*() {
-              const sent = yield* api.call<Message>("sendMessage", {
-                ...where,
-                text: t,
-                reply_parameters: { message_id: replyTo, allow_sending_without_reply: true }
-              })
-              yield* BotApi.recordSent(sent, scope)
-              return String(sent.message_id)
-            }).pipe(Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))),
+            BotApi.send(ctx, { text: t, buttons: [] }, replyTo).pipe(
+              Effect.map((sent) => (sent === undefined ? null : String(sent.message_id))),
+              Effect.catchAll((error) => Effect.as(Effect.logError("reply not sent", error), null))
+            ),
           typing: api.call("sendChatAction", { ...where, action: "typing" }).pipe(
             Effect.asVoid,
             Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))

@@ -102,7 +102,6 @@ export type LaunchOptions = Pick<
 }
 
 
-type CallApiSignal = NonNullable<NonNullable<Parameters<Bot.Bot["api"]["telegram"]["callApi"]>[2]>["signal"]>
 
 /**
  * Connects a built bot: `getMe`, `setMyCommands`, the dispatcher, the reminder sender, and
@@ -179,12 +178,9 @@ const poll = (
     // The HTTP call may take the long poll's timeout, plus the usual per-call limit.
     const policy = { ...options.send, maxAttempts: 1, timeout: Duration.sum(options.polling.timeout, options.send.timeout) }
     while (true) {
-      const result = yield* TelegramSend.send(
+      const result = yield* bot.api.call<unknown>(
         "getUpdates",
-        (signal) =>
-          bot.api.telegram.callApi("getUpdates", { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] }, {
-            signal: signal as unknown as CallApiSignal
-          }),
+        { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] },
         policy
       ).pipe(Effect.either)
       const now = yield* Clock.currentTimeMillis
