@@ -17,7 +17,7 @@
  */
 import type { StoreError } from "@deixis/core/ContextStore"
 import { defaultsOf, millis, positiveInt } from "@deixis/core/ConfigKeys"
-import { compareMessageIds, isValidId, MessageId } from "@deixis/core/Ids"
+import { compareMessageIds } from "@deixis/core/Ids"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -25,8 +25,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type { HistoryItem } from "./HistoryItem.js"
+import { externalIdOf as internalExternalIdOf } from "./internal/externalId.js"
 import { makeMemoryStore } from "./internal/memoryStore.js"
 
 /**
@@ -197,7 +197,6 @@ export interface HistoryStoreShape {
  */
 export class HistoryStore extends Context.Tag("@deixis/chathistory/HistoryStore")<HistoryStore, HistoryStoreShape>() {}
 
-const decodeMessageId = Schema.decodeUnknownOption(MessageId)
 
 /**
  * An external id as the store keys it: the string form of a valid message id, or none for
@@ -208,9 +207,7 @@ const decodeMessageId = Schema.decodeUnknownOption(MessageId)
  * @since 0.1.0
  * @category utils
  */
-export const externalIdOf = (input: unknown): Option.Option<string> =>
-  // The common case without the decoder: a string is an id exactly when it passes the rule.
-  typeof input === "string" ? (isValidId(input) ? Option.some(input) : Option.none()) : decodeMessageId(input)
+export const externalIdOf: (input: unknown) => Option.Option<string> = internalExternalIdOf
 
 /**
  * Options of the in-memory adapter. Past `max_items_per_chat` a chat's earliest appended

@@ -7,7 +7,6 @@
 import * as Schema from "effect/Schema"
 import { ChatId, MessageId, migratedMessageId, ObjectId, Timestamp, TopicId, UserId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
-import type { PoolTier } from "./ContextStore.js"
 import { TextSpan } from "./Quote.js"
 
 /**
@@ -307,6 +306,16 @@ export const mostActive = (objects: Iterable<ContextObject>, n: number): Array<C
   }
   return top
 }
+
+/**
+ * Where a candidate was found: the reply target itself, further up its reply chain, the
+ * request's own scope (its topic, or the whole chat when the request has no topic), or
+ * another topic of the chat (the fallback).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type PoolTier = "reply_target" | "reply_chain" | "home" | "fallback"
 
 /**
  * Whether the message of an expired object may stand in for it at this tier: always on the

@@ -1,7 +1,7 @@
 /**
  * The ContextStore port: objects and the message metadata the tools read. Adapters apply
  * events through the shared reducer and build the bounded candidate pool the tools score;
- * `@deixis/core/testing` exports the contract suite every adapter passes.
+ * `@deixis/core/ContextStoreTesting` exports the contract suite every adapter passes.
  *
  * @since 0.1.0
  */
@@ -18,7 +18,7 @@ import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ChatInfo, ChatPage, ChatQuery, MigrationResult } from "./ChatInfo.js"
 import type { ApplyResult, ContextEvent } from "./ContextEvent.js"
-import type { ContextObject, MessageMeta } from "./ContextObject.js"
+import type { ContextObject, MessageMeta, PoolTier as ContextObjectPoolTier } from "./ContextObject.js"
 import { httpStatus } from "./Errors.js"
 import type { ObjectKind } from "./ObjectKind.js"
 import { makeMemoryStore } from "./internal/memoryStore.js"
@@ -90,14 +90,12 @@ export interface PoolQuery {
 }
 
 /**
- * Where a candidate was found: the reply target itself, further up its reply chain, the
- * request's own scope (its topic, or the whole chat when the request has no topic), or
- * another topic of the chat (the fallback).
+ * Where a candidate was found (stated beside `ContextObject`, which both modules import).
  *
  * @since 0.1.0
  * @category models
  */
-export type PoolTier = "reply_target" | "reply_chain" | "home" | "fallback"
+export type PoolTier = ContextObjectPoolTier
 
 /**
  * @since 0.1.0

@@ -16,10 +16,46 @@
  *
  * @since 0.1.0
  */
-export * from "./internal/state/json.js"
-export * from "./internal/state/model.js"
-export * from "./internal/state/errors.js"
-export * from "./internal/state/pure.js"
-export * from "./internal/state/store.js"
-export * from "./internal/state/service.js"
-export * from "./internal/state/tools.js"
+export { JsonObject, JsonValue } from "./internal/state/json.js"
+export {
+  ConversationScope,
+  ConversationStateSnapshot,
+  GetConversationStateParams,
+  Revision,
+  UpdateConversationStateParams,
+  UpdateConversationStateResult
+} from "./internal/state/model.js"
+export {
+  ConversationStateConflict,
+  ConversationStateRejected,
+  ConversationStateStoreError,
+  ConversationStateTooLarge,
+  InvalidMergePatch,
+  type UpdateError
+} from "./internal/state/errors.js"
+export {
+  applyMergePatch,
+  canonicalJson,
+  diffMergePatch,
+  emptySnapshot,
+  jsonEquals,
+  render,
+  stateSize
+} from "./internal/state/pure.js"
+export {
+  conflict,
+  ConversationStateStore,
+  type ConversationStateStoreService,
+  layerMemory
+} from "./internal/state/store.js"
+export {
+  ConversationState,
+  type ConversationStateService,
+  layer,
+  layerConfig,
+  make,
+  MaxBytesConfig,
+  type Options,
+  type UpdateRequest
+} from "./internal/state/service.js"
+export { getConversationState, tools, updateConversationState } from "./internal/state/tools.js"

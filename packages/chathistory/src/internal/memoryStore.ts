@@ -11,7 +11,7 @@ import type {
   HistoryStoreStats,
   MemoryOptions
 } from "../HistoryStore.js"
-import { externalIdOf } from "../HistoryStore.js"
+import { externalIdOf } from "./externalId.js"
 
 class Entry implements HistoryEntry {
   gone = false

@@ -1,16 +1,39 @@
 /**
  * Pure algorithms behind the ConversationState module: JSON validation, RFC 7386 JSON Merge
- * Patch, diffing, canonical rendering, sizes, and the per-scope lock. Nothing here imports the
- * public module's values, so the two never form an evaluation cycle.
+ * Patch, diffing, canonical rendering, sizes, and the per-scope lock. A leaf: it imports nothing
+ * of `ConversationState` (its types are stated here and re-exported there), so no cycle forms.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type * as ConversationState from "../ConversationState.js"
 import * as Json from "../Json.js"
 
-type JsonValue = ConversationState.JsonValue
-type JsonObject = ConversationState.JsonObject
+/** A JSON value, as `JSON.parse` produces it (`ConversationState.JsonValue`). */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | ReadonlyArray<JsonValue>
+  | { readonly [key: string]: JsonValue }
+
+/** A JSON object (`ConversationState.JsonObject`). */
+export type JsonObject = { readonly [key: string]: JsonValue }
+
+/** What a scope key is made of: a chat and a topic (`ConversationState.ConversationScope`). */
+interface ScopeFields {
+  readonly chat_id: string
+  readonly topic_id: string | null
+}
+
+/** What rendering reads of a snapshot (`ConversationState.ConversationStateSnapshot`). */
+interface SnapshotFields {
+  readonly state: JsonObject
+  readonly revision: number
+  readonly updated_at: number | null
+  readonly updated_by: string | null
+}
+
 
 /** Deeper documents are refused: the recursive functions below must never exhaust the stack. */
 export const maxDepth = Json.maxDepth
@@ -181,11 +204,11 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
 }
 
 /** A stable string key for a scope; JSON keeps `("a:b", null)` apart from `("a", "b")`. */
-export const scopeKey = (scope: ConversationState.ConversationScope): string =>
+export const scopeKey = (scope: ScopeFields): string =>
   JSON.stringify([scope.chat_id, scope.topic_id])
 
 /** Renders a snapshot for a prompt: one header line, then the canonical JSON of the state. */
-export const render = (snapshot: ConversationState.ConversationStateSnapshot): string => {
+export const render = (snapshot: SnapshotFields): string => {
   const details: Array<string> = []
   if (snapshot.updated_at !== null) details.push(`updated ${new Date(snapshot.updated_at).toISOString()}`)
   if (snapshot.updated_by !== null) details.push(`by ${JSON.stringify(snapshot.updated_by)}`)

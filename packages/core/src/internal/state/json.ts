@@ -12,13 +12,7 @@ import * as internal from "../conversationState.js"
  * @since 0.1.0
  * @category models
  */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | ReadonlyArray<JsonValue>
-  | { readonly [key: string]: JsonValue }
+export type JsonValue = internal.JsonValue
 
 /**
  * A JSON object.
@@ -26,7 +20,7 @@ export type JsonValue =
  * @since 0.1.0
  * @category models
  */
-export type JsonObject = { readonly [key: string]: JsonValue }
+export type JsonObject = internal.JsonObject
 
 const jsonIssue = (ast: Schema.Schema.AnyNoContext["ast"], input: unknown, problem: internal.JsonProblem) => {
   const [head, ...tail] = problem.path
