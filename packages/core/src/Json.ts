@@ -11,6 +11,28 @@ import type * as Schema from "effect/Schema"
 import { trustedEncoder as internalTrustedEncoder } from "./internal/encode.js"
 
 /**
+ * A JSON value, as `JSON.parse` produces it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | ReadonlyArray<JsonValue>
+  | { readonly [key: string]: JsonValue }
+
+/**
+ * A JSON object.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type JsonObject = { readonly [key: string]: JsonValue }
+
+/**
  * How deeply a JSON value read from outside may nest (arrays and objects). Everything deixis
  * reads is far shallower: a Telegram update nests about ten levels.
  *

@@ -1,24 +1,15 @@
 /**
  * Pure algorithms behind the ConversationState module: JSON validation, RFC 7386 JSON Merge
  * Patch, diffing, canonical rendering, sizes, and the per-scope lock. A leaf: it imports nothing
- * of `ConversationState` (its types are stated here and re-exported there), so no cycle forms.
+ * of `ConversationState` (the JSON types are `Json`'s), so no cycle forms.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import * as Json from "../Json.js"
 
-/** A JSON value, as `JSON.parse` produces it (`ConversationState.JsonValue`). */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | ReadonlyArray<JsonValue>
-  | { readonly [key: string]: JsonValue }
-
-/** A JSON object (`ConversationState.JsonObject`). */
-export type JsonObject = { readonly [key: string]: JsonValue }
+type JsonValue = Json.JsonValue
+type JsonObject = Json.JsonObject
 
 /** What a scope key is made of: a chat and a topic (`ConversationState.ConversationScope`). */
 interface ScopeFields {

@@ -4,6 +4,7 @@
  */
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type * as Json from "../../Json.js"
 import * as internal from "../conversationState.js"
 
 /**
@@ -12,7 +13,7 @@ import * as internal from "../conversationState.js"
  * @since 0.1.0
  * @category models
  */
-export type JsonValue = internal.JsonValue
+export type JsonValue = Json.JsonValue
 
 /**
  * A JSON object.
@@ -20,7 +21,7 @@ export type JsonValue = internal.JsonValue
  * @since 0.1.0
  * @category models
  */
-export type JsonObject = internal.JsonObject
+export type JsonObject = Json.JsonObject
 
 const jsonIssue = (ast: Schema.Schema.AnyNoContext["ast"], input: unknown, problem: internal.JsonProblem) => {
   const [head, ...tail] = problem.path
