@@ -17,6 +17,12 @@ describe("README", () => {
     expect(undocumentedModules(readme, { NotAModule: 1 })).toEqual(["NotAModule"])
   })
 
+  it("every relative link of the README names a file of the package", () => {
+    const targets = [...fs.readFileSync(readme, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => new URL(m[1]!, readme))
+    expect(targets.map((t) => t.pathname)).toContain(new URL("../BENCHMARKS.md", import.meta.url).pathname)
+    expect(targets.filter((t) => !fs.existsSync(t)).map((t) => t.pathname)).toEqual([])
+  })
+
   it("shows examples/quickstart.ts as its example", () => {
     expect(firstExample(readme)).toBe(fs.readFileSync(new URL("../examples/quickstart.ts", import.meta.url), "utf8"))
   })

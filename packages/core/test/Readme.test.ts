@@ -23,7 +23,8 @@ describe("README", () => {
     expect(firstExample(readme)).toBe(fs.readFileSync(new URL("../examples/quickstart.ts", import.meta.url), "utf8"))
   })
 
-  // The examples of "Replacing the rules": in the README verbatim, and each prints what it shows.
+  // The examples of "Replacing the rules" (docs/replacing-the-rules.md, linked from the README):
+  // there verbatim, and each prints what it shows.
   const run = promisify(execFile)
   const example = (name: string) => fs.readFileSync(new URL(`../examples/${name}.ts`, import.meta.url), "utf8")
   const output = async (name: string) => {
@@ -34,8 +35,23 @@ describe("README", () => {
   }
 
   it("shows each custom-rules example (custom kind, TTL policy, scorer feature) verbatim", () => {
-    const blocks = tsBlocks(fs.readFileSync(readme, "utf8"))
+    const blocks = tsBlocks(fs.readFileSync(new URL("../docs/replacing-the-rules.md", import.meta.url), "utf8"))
     for (const name of ["customKind", "customTtlPolicy", "customScorer"]) expect(blocks, name).toContain(example(name))
+  })
+
+  it("every relative link of the README and its docs names a file of the package", () => {
+    const pages = ["README.md", "BENCHMARKS.md", "docs/replacing-the-rules.md", "docs/conversation-state.md"]
+    const links = pages.flatMap((page) => {
+      const base = new URL(`../${page}`, import.meta.url)
+      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
+    })
+    expect(links.map((l) => l.page)).toEqual(expect.arrayContaining(["README.md", "docs/conversation-state.md"]))
+    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+  })
+
+  it("the conversation state page documents its size cap with the real default", () => {
+    expect(checkConfigDocumentation(new URL("../docs/conversation-state.md", import.meta.url), [Core.ConversationState.MaxBytesConfig]))
+      .toEqual({ undocumented: [], unknown: [], wrongDefaults: [] })
   })
 
   it("the custom kind example: x.ticket is resolved and listed", async () => {

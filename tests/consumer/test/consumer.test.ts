@@ -103,7 +103,8 @@ beforeAll(async () => {
 
   fs.copyFileSync(fixture, path.join(consumer, "main.ts"))
   // Every complete example of every README (```ts blocks; "```ts fragment" marks a piece of one),
-  // as shipped in the tarball: what a newcomer copies from npm must compile and run.
+  // as shipped in the tarball: what a newcomer copies from npm must compile and run. The
+  // reference pages a README links to (`docs/*.md`, read from the repository, not shipped) too.
   fs.mkdirSync(path.join(consumer, "readme"))
   for (const p of packed) {
     const text = fs.readFileSync(path.join(consumer, "node_modules", p.manifest.name as string, "README.md"), "utf8")
@@ -114,6 +115,15 @@ beforeAll(async () => {
       fs.writeFileSync(path.join(consumer, file), block)
       examples.push(file)
     })
+    const docs = path.join(root, "packages", p.name, "docs")
+    const pages = fs.existsSync(docs) ? fs.readdirSync(docs).filter((page) => page.endsWith(".md")).sort() : []
+    for (const page of pages) {
+      tsBlocks(fs.readFileSync(path.join(docs, page), "utf8")).forEach((block, i) => {
+        const file = `readme/${p.name}-docs-${page.replace(/\.md$/, "")}-${i + 1}.ts`
+        fs.writeFileSync(path.join(consumer, file), block)
+        examples.push(file)
+      })
+    }
   }
   fs.writeFileSync(
     path.join(consumer, "tsconfig.json"),
@@ -271,7 +281,7 @@ describe("published packages, as a consumer installs them", () => {
     const tools = (await runExample("tools")).split("\n").filter((line) => line.startsWith("{"))
     expect(tools.map((line) => (JSON.parse(line) as { status: string }).status)).toEqual(["ok", "error"])
     expect(tools[1]).toContain("InvalidParameters")
-    // @deixis/core's "Replacing the rules": a custom kind, TTL policy and scorer feature.
+    // @deixis/core's "Replacing the rules" (docs/replacing-the-rules.md): a custom kind, TTL policy and scorer feature.
     const runMarked = async (marker: string) => {
       const file = examples.find((example) => fs.readFileSync(path.join(consumer, example), "utf8").includes(marker))
       expect(file, marker).toBeDefined()
