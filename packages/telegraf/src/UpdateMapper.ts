@@ -21,6 +21,7 @@ import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as FieldDecisions from "./FieldDecisions.js"
 import * as Tg from "./internal/telegram.js"
 
 /**
@@ -173,39 +174,15 @@ const decodePollAnswer = Schema.decodeUnknownEither(Tg.PollAnswer)
 const decodeChatOnly = Schema.decodeUnknownEither(Schema.Struct({ message_id: Schema.Int }))
 const decodeReaction = Schema.decodeUnknownEither(Tg.MessageReaction)
 
-const messageKeys = [
-  "message",
-  "edited_message",
-  "channel_post",
-  "edited_channel_post",
-  "business_message",
-  "edited_business_message"
-] as const
+const messageKeys = FieldDecisions.messageUpdateTypes
 
 /** What a message can carry that makes it a message people wrote (anything else is a service notice). */
-const contentKeys = [
-  "text", "caption", "photo", "video", "animation", "video_note", "voice", "audio", "document", "sticker", "poll",
-  "location", "venue", "contact", "dice", "game", "story", "paid_media", "invoice", "giveaway", "giveaway_winners",
-  "checklist"
-] as const
+const contentKeys = FieldDecisions.contentFields
 
-/** Update types that say nothing deixis keeps, each with why. */
-const ignoredUpdates: Readonly<Record<string, string>> = {
-  callback_query: "a button press is not a context event",
-  inline_query: "an inline query is not said in a chat",
-  chosen_inline_result: "an inline result is recorded as the message it becomes",
-  my_chat_member: "a change of the bot's membership is not conversation",
-  chat_member: "a membership change is a service event, not conversation",
-  chat_join_request: "a join request is not conversation",
-  chat_boost: "a boost is not conversation",
-  removed_chat_boost: "a boost is not conversation",
-  message_reaction_count: "anonymous reaction counts name no one",
-  shipping_query: "payments are not context events",
-  pre_checkout_query: "payments are not context events",
-  purchased_paid_media: "payments are not context events",
-  business_connection: "a business connection is not conversation",
-  deleted_business_messages: "deletions are not recorded"
-}
+/** Update types that say nothing deixis keeps, each with why (FieldDecisions' `skipped`). */
+const ignoredUpdates: ReadonlyArray<readonly [string, string]> = Object.entries(FieldDecisions.updateDecisions).flatMap((
+  [type, d]
+) => d.kind === "skipped" ? [[type, d.why] as const] : [])
 
 const tooDeep = `nested deeper than ${Json.maxDepth} levels`
 
@@ -503,14 +480,11 @@ interface One {
 /** Whether a raw message carries anything people write; a message carrying none is a service notice. */
 const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentKeys.some((k) => raw[k] !== undefined)
 
-/** The service notice a raw message is (its first key that is not content), for logs. */
+const metadataKeys: ReadonlySet<string> = new Set(FieldDecisions.metadataFields)
+
+/** The service notice a raw message is (its first key that is neither content nor metadata), for logs. */
 const serviceKind = (raw: Readonly<Record<string, unknown>>): string => {
-  const known = new Set([
-    "message_id", "message_thread_id", `from`, "sender_chat", "sender_boost_count", "sender_business_bot", "date",
-    "business_connection_id", "chat", "is_topic_message", "is_from_offline", "has_protected_content", "author_signature",
-    "reply_to_message", "via_bot", "edit_date", "entities", "link_preview_options", "reply_markup"
-  ])
-  const key = Object.keys(raw).find((k) => !known.has(k))
+  const key = Object.keys(raw).find((k) => !metadataKeys.has(k))
   return key === undefined ? "no content" : cut(key, 40)
 }
 
@@ -886,7 +860,7 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
       : empty(updateId, "poll_answer", "poll_answer: carries no chat; votes are not context events")
   }
   if (update["message_reaction"] !== undefined) return mapReaction(update["message_reaction"], updateId)
-  for (const [type, why] of Object.entries(ignoredUpdates)) {
+  for (const [type, why] of ignoredUpdates) {
     if (update[type] !== undefined) return empty(updateId, type, `${type}: ${why}`)
   }
   const keys = Object.keys(update).filter((k) => k !== "update_id").slice(0, 3).map((k) => cut(k, 40))

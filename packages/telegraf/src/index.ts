@@ -22,3 +22,10 @@ export * as TelegramRecorder from "./TelegramRecorder.js"
  * @since 0.1.0
  */
 export * as DeixisTelegraf from "./DeixisTelegraf.js"
+
+/**
+ * The named decision on every Bot API `Update` and `Message` field: recorded as what, or skipped why.
+ *
+ * @since 0.4.0
+ */
+export * as FieldDecisions from "./FieldDecisions.js"
