@@ -195,6 +195,26 @@ export const directMessagesChatId = (chatId: string, topicId: string): string =>
 export const guestChatId = (chatId: string): string => `guest:${chatId}`
 
 /**
+ * Where to send in a deixis chat and topic (a reminder's, a scope's): Telegram's chat id and
+ * the topic parameter — `direct_messages_topic_id` for a direct-messages topic's chat
+ * ({@link directMessagesChatId}), `message_thread_id` for a topic elsewhere. Undefined for a
+ * guest scope ({@link guestChatId}): a guest query is answered once, by its `guest_query_id`.
+ *
+ * @since 0.4.0
+ * @category scope
+ */
+export const destinationFor = (chatId: string, topicId: string | null): Destination | undefined => {
+  if (chatId.startsWith("guest:")) return undefined
+  const dm = /^(-?\d+):dm:(\d+)$/.exec(chatId)
+  if (dm !== null) {
+    const topic = Number(dm[2])
+    return Number.isSafeInteger(topic) ? { chat_id: dm[1]!, direct_messages_topic_id: topic } : undefined
+  }
+  const thread = threadIdFor(topicId)
+  return { chat_id: chatId, ...(thread === undefined ? {} : { message_thread_id: thread }) }
+}
+
+/**
  * The longest message text mapped, in UTF-16 code units (Telegram's own limit is 4096
  * characters; longer input is hostile and cut).
  *

@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as DeixisTelegraf from "../src/DeixisTelegraf.js"
 import * as TelegramRecorder from "../src/TelegramRecorder.js"
-import { directMessagesChatId, guestChatId, mapUpdate, type MessageScope } from "../src/UpdateMapper.js"
+import { destinationFor, directMessagesChatId, guestChatId, mapUpdate, type MessageScope } from "../src/UpdateMapper.js"
 import { stores } from "./utils/Stores.js"
 
 const D = 1_771_000_000
@@ -287,3 +287,13 @@ for (const [store, services] of stores("tg2026")) {
     })
   })
 }
+
+describe("destinationFor", () => {
+  it("gives back where each place's answer goes, from its deixis chat and topic", () => {
+    for (const u of [pAsk1, bAsk, rich]) {
+      const s = scope(u)
+      assert.deepStrictEqual(destinationFor(s.chat_id, s.topic_id), s.destination)
+    }
+    assert.isUndefined(destinationFor(scope(guest).chat_id, null))
+  })
+})
