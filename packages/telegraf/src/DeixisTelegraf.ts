@@ -148,7 +148,10 @@ export const listActive = DeixisAdapter.listActive
  * @category models
  */
 export interface DeixisApi extends Omit<DeixisAdapter.Operations, "recordSent"> {
-  /** Replies in the message's topic and records the sent message as this message's answer (`bot_response_id`). */
+  /**
+   * Replies in the message's topic (a forum's, a private chat's, a direct-messages topic) and
+   * records the sent message as this message's answer (`bot_response_id`).
+   */
   readonly reply: (text: string, extra?: Parameters<Context["reply"]>[1]) => Promise<Message.TextMessage>
   /** Records a message the bot sent by other means (`ctx.replyWithPoll(...)`'s result), as this message's answer. */
   readonly recordSent: (message: Message) => Promise<RecordResult>
@@ -204,7 +207,10 @@ export const contextApi = (
 const withReply = (ctx: Context, ops: DeixisAdapter.Operations): DeixisApi => ({
   ...ops,
   reply: async (text, extra) => {
-    const sent = await ctx.reply(text, extra)
+    // Telegraf sends in the message's thread itself; a direct-messages topic (Bot API 9.2,
+    // newer than Telegraf's types) needs its id said.
+    const dm = ops.scope?.destination.direct_messages_topic_id
+    const sent = await ctx.reply(text, dm === undefined ? extra : ({ direct_messages_topic_id: dm, ...extra } as typeof extra))
     await ops.recordSent(sent)
     return sent
   }
