@@ -983,8 +983,11 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
  *   its `event_id` naming the actor and the message (`telegram:reaction:<chat>:<message>:<actor>`)
  *   so a changed reaction replaces it and a redelivery is stored once; a reaction withdrawn
  *   (no `new_reaction`): its {@link Retraction}.
- * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates, and
- *   every type not known: nothing, with `skipped`.
+ * - `guest_message`: as `message`, in the guest scope (`guestChatId`); a direct-messages
+ *   topic's message in its own chat (`directMessagesChatId`); see `MessageScope.destination`.
+ * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates,
+ *   `managed_bot`: nothing, with `skipped` naming why (`FieldDecisions.updateDecisions`); a type
+ *   not in the specification: nothing, `skipped: "unknown update type: …"`.
  *
  * Never throws.
  *
