@@ -334,7 +334,10 @@ export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
   }))
 
 /** Notes each message of recorded updates for the inspector. */
-const noteScopes = (source: Activity.LiveEvent["source"], scopes: ReadonlyArray<UpdateMapper.MessageScope | undefined>) =>
+const noteScopes = (
+  source: Activity.LiveEvent["source"],
+  scopes: ReadonlyArray<Pick<UpdateMapper.MessageScope, "chat_id" | "topic_id" | "message_id"> | undefined>
+) =>
   Effect.flatMap(Effect.serviceOption(Activity.Activity), (activity) =>
     activity._tag === "None" ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (at) =>
       activity.value.note(scopes.flatMap((s) =>
@@ -351,7 +354,7 @@ export const applyEvents = (ingest: ContextIngest.ContextIngestShape, payload: R
       "events",
       payload.flatMap((e) =>
         e.type === "message_observed" || e.type === "message_edited"
-          ? [{ chat_id: e.chat_id, topic_id: e.topic_id, message_id: e.message_id, reply_to_message_id: null, sender_user_id: null, chat_type: null }]
+          ? [{ chat_id: e.chat_id, topic_id: e.topic_id, message_id: e.message_id }]
           : []
       )
     ))

@@ -152,3 +152,44 @@ describe("POST /v1/telegram/updates", () => {
       assert.deepStrictEqual(unkept.reply, { target_id: "405", status: "found" })
     }))
 })
+
+describe("POST /v1/telegram/updates: Bot API 10.1 scopes", () => {
+  it.scoped("each direct-messages topic is a scope of its own, read back through the chat endpoints as the inspector does", () =>
+    Effect.gen(function*() {
+      const api = yield* start()
+      const chat = { id: -1005000, type: "supergroup", title: "News DMs", is_direct_messages: true }
+      const dm = (updateId: number, messageId: number, userId: number, topic: number, extra: Record<string, unknown>) => ({
+        update_id: updateId,
+        message: {
+          message_id: messageId,
+          date: 1_795_000_000,
+          chat,
+          from: { id: userId, is_bot: false, first_name: `U${userId}` },
+          direct_messages_topic: { topic_id: topic, user: { id: userId, is_bot: false, first_name: `U${userId}` } },
+          ...extra
+        }
+      })
+      const result = yield* call(() =>
+        api.json("/v1/telegram/updates", [
+          dm(1, 10, 11, 7001, { photo: [{ file_id: "alice-photo", width: 800, height: 600 }], caption: "passport" }),
+          dm(2, 11, 22, 7002, { text: "what about this photo?" })
+        ]).then(body<{ skipped: ReadonlyArray<unknown>; history_items: number }>)
+      )
+      assert.deepStrictEqual([result.skipped, result.history_items], [[], 2])
+      // The inspector's calls: the chat id URI-encoded, the topic as a query parameter.
+      const read = (topic: number) =>
+        call(() =>
+          api.fetch(`/v1/chats/${encodeURIComponent(`-1005000:dm:${topic}`)}/context?topic_id=${topic}`)
+            .then(body<{ messages: ReadonlyArray<{ message_id: string }> }>)
+        )
+      assert.deepStrictEqual((yield* read(7001)).messages.map((m) => m.message_id), ["10"])
+      assert.deepStrictEqual((yield* read(7002)).messages.map((m) => m.message_id), ["11"])
+      const resolved = yield* call(() =>
+        api.json("/v1/tools/resolve_reference_target", {
+          chat_id: "-1005000:dm:7002", topic_id: "7002", current_message_id: 11,
+          normalized_reference_hints: { target_kind_hint: "image" }
+        }).then(body<{ status: string }>)
+      )
+      assert.strictEqual(resolved.status, "not_found")
+    }))
+})

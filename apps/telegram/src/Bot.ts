@@ -58,7 +58,9 @@ export const allowedUpdates: ReadonlyArray<Types.UpdateType> = [
   "callback_query",
   "poll",
   "poll_answer",
-  "message_reaction"
+  "message_reaction",
+  // Bot API 10, not yet in Telegraf's types: a guest message, answered by an LLM turn.
+  "guest_message" as Types.UpdateType
 ]
 
 /**
@@ -195,7 +197,11 @@ export const middleware = (
       )))
   }
   composer.use(...tables.middleware)
-  if (turns.enabled) composer.on("message", (ctx) => ctx.effects(turns.answer(ctx)))
+  if (turns.enabled) {
+    composer.on("message", (ctx) => ctx.effects(turns.answer(ctx)))
+    // Telegraf does not know guest messages: the turn answers them with answerGuestQuery.
+    composer.use((ctx, next) => ("guest_message" in ctx.update ? ctx.effects(turns.answer(ctx)) : next()))
+  }
   return composer.middleware()
 }
 

@@ -151,14 +151,49 @@ export const ingest = (events: ReadonlyArray<ContextEvent>) =>
   )
 
 /**
- * Where to send in a chat: its topic's thread when there is one.
+ * The send parameters of a destination: Telegram's chat id (a number when it is one) and the
+ * topic's parameter (`message_thread_id`, or `direct_messages_topic_id` in a channel's
+ * direct-messages chat).
+ *
+ * @since 0.4.0
+ * @category answering
+ */
+export const target = (d: UpdateMapper.Destination) => {
+  const id = Number(d.chat_id)
+  return {
+    chat_id: Number.isSafeInteger(id) ? id : d.chat_id,
+    ...(d.message_thread_id === undefined ? {} : { message_thread_id: d.message_thread_id }),
+    ...(d.direct_messages_topic_id === undefined ? {} : { direct_messages_topic_id: d.direct_messages_topic_id })
+  }
+}
+
+/**
+ * Where to send in a deixis chat and topic (a reminder's, a command's): its topic's thread, or
+ * its direct-messages topic (`UpdateMapper.destinationFor`). `chatId` may be Telegram's own.
  *
  * @since 0.3.0
  * @category answering
  */
 export const where = (chatId: number | string, topicId: string | null) => {
-  const thread = UpdateMapper.threadIdFor(topicId)
-  return { chat_id: chatId, ...(thread === undefined ? {} : { message_thread_id: thread }) }
+  const destination = UpdateMapper.destinationFor(String(chatId), topicId)
+  if (destination === undefined) return { chat_id: chatId }
+  const to = target(destination)
+  // Telegram's own id stays as given (a number stays a number).
+  return destination.chat_id === String(chatId) ? { ...to, chat_id: chatId } : to
+}
+
+/**
+ * Where the answer to a message goes: its scope's destination (the topic it was asked in:
+ * a forum's, a private chat's or a direct-messages topic), or the update's chat.
+ *
+ * @since 0.4.0
+ * @category answering
+ */
+export const whereFor = (ctx: DeixisTelegraf.DeixisContext) => {
+  const scope = ctx.deixis.scope
+  if (scope !== undefined) return target(scope.destination)
+  const chat = ctx.chat?.id
+  return chat === undefined ? undefined : { chat_id: chat }
 }
 
 /**
@@ -181,11 +216,14 @@ export const markup = (buttons: Replies.Reply["buttons"]) =>
 export const send = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply, replyTo?: number) =>
   Effect.gen(function*() {
     const scope = ctx.deixis.scope
-    const chat = ctx.chat?.id
-    if (chat === undefined) return undefined
+    // A guest message is answered once, by its query id: no message of the bot's own to record.
+    const guest = scope?.destination.guest_query_id
+    if (guest !== undefined) return yield* answerGuest(guest, reply.text)
+    const to = whereFor(ctx)
+    if (to === undefined) return undefined
     const messageId = replyTo ?? (scope === undefined ? ctx.msgId : Number(scope.message_id))
     const sent = yield* call<Message>("sendMessage", {
-      ...where(chat, scope?.topic_id ?? null),
+      ...to,
       text: reply.text,
       ...(messageId === undefined ? {} : { reply_parameters: { message_id: messageId, allow_sending_without_reply: true } }),
       ...markup(reply.buttons)
@@ -193,6 +231,25 @@ export const send = (ctx: DeixisTelegraf.DeixisContext, reply: Replies.Reply, re
     yield* recordSent(sent, scope)
     return sent
   })
+
+/**
+ * Answers a guest message (`answerGuestQuery`) with an article of `text`: the message the
+ * guest bot sends where it was summoned. Nothing is recorded (Telegram returns only the
+ * inline message's id).
+ *
+ * @since 0.4.0
+ * @category answering
+ */
+export const answerGuest = (guestQueryId: string, text: string) =>
+  call<{ readonly inline_message_id: string }>("answerGuestQuery", {
+    guest_query_id: guestQueryId,
+    result: {
+      type: "article",
+      id: "answer",
+      title: text.slice(0, 64),
+      input_message_content: { message_text: text.length > 4096 ? `${text.slice(0, 4095)}…` : text }
+    }
+  }).pipe(Effect.as(undefined))
 
 /**
  * {@link send}, a failure logged: the handler goes on.

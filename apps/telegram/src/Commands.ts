@@ -295,7 +295,7 @@ export const all: ReadonlyArray<Command> = [
         const object = yield* Effect.flatMap(ContextStore, (s) => s.object(scope.chat_id, objectIdFor(scope.chat_id, String(target.message_id), "poll", 0)))
           .pipe(Effect.orElseSucceed(() => Option.none()))
         const creator = Option.match(object, { onNone: () => null, onSome: (o) => o.created_by_user_id ?? null })
-        yield* BotApi.text(ctx, yield* closePoll(Number(scope.chat_id), target.message_id, from, creator, BotApi.speaksAsChat(ctx)))
+        yield* BotApi.text(ctx, yield* closePoll(Number(scope.destination.chat_id), target.message_id, from, creator, BotApi.speaksAsChat(ctx)))
       })
   },
   {
@@ -314,7 +314,7 @@ export const all: ReadonlyArray<Command> = [
           return yield* BotApi.text(ctx, `I don't know the time zone “${Replies.short(wanted, 40)}”. Use a name like Europe/Berlin, America/New_York or Asia/Tokyo.`)
         }
         const from = ctx.from?.id
-        if (ctx.chat?.type !== "private" && !BotApi.speaksAsChat(ctx) && (from === undefined || !(yield* BotApi.isAdmin(scope.chat_id, from)))) {
+        if (ctx.chat?.type !== "private" && !BotApi.speaksAsChat(ctx) && (from === undefined || !(yield* BotApi.isAdmin(scope.destination.chat_id, from)))) {
           return yield* BotApi.text(ctx, "Only an admin can change this chat's time zone.")
         }
         const zone = Times.canonicalZone(wanted)

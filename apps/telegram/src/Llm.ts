@@ -52,6 +52,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as BotApi from "./BotApi.js"
 import * as Metrics from "./Metrics.js"
 
@@ -218,14 +219,17 @@ const decodeResponse = Schema.decodeUnknown(ChatResponse)
  * @since 0.1.0
  * @category calls
  */
-export const complete = (
+export const complete = <R = never>(
   client: HttpClient.HttpClient,
   settings: LlmConfig,
   body: { readonly messages: ReadonlyArray<ChatMessage>; readonly tools?: typeof tools },
-  first = false
-): Effect.Effect<ChatResponse, LlmError> =>
+  first = false,
+  onText?: (text: string) => Effect.Effect<void, never, R>
+): Effect.Effect<ChatResponse, LlmError, R> =>
   HttpClientRequest.post(`${settings.baseUrl}/chat/completions`).pipe(
-    HttpClientRequest.bodyUnsafeJson({ model: settings.model, stream: false, ...body }),
+    // With `onText`, the answer is asked as a stream (server-sent events); a server that
+    // answers with one JSON body anyway is read as before.
+    HttpClientRequest.bodyUnsafeJson({ model: settings.model, stream: onText !== undefined, ...body }),
     Option.match(settings.apiKey, {
       onNone: () => (r: HttpClientRequest.HttpClientRequest) => r,
       onSome: (key) => HttpClientRequest.bearerToken(Redacted.value(key))
@@ -234,7 +238,9 @@ export const complete = (
     Effect.mapError((error) => new LlmError({ reason: "transport", detail: error.message, first })),
     Effect.flatMap((response) =>
       response.status >= 200 && response.status < 300
-        ? Effect.mapError(response.json, (error) => new LlmError({ reason: "decode", detail: error.message, first }))
+        ? onText !== undefined && (response.headers["content-type"] ?? "").includes("text/event-stream")
+          ? Effect.mapError(readStream(response.stream, onText), (error) => new LlmError({ reason: "decode", detail: error.message, first }))
+          : Effect.mapError(response.json, (error) => new LlmError({ reason: "decode", detail: error.message, first }))
         : Effect.flatMap(
           Effect.orElseSucceed(response.text, () => ""),
           (text) => Effect.fail(new LlmError({ reason: "status", detail: `HTTP ${response.status} ${text.slice(0, 300)}`, first }))
@@ -247,6 +253,66 @@ export const complete = (
       onTimeout: () => new LlmError({ reason: "timeout", detail: `no answer within ${Duration.format(settings.timeout)}`, first })
     })
   )
+
+const StreamChunk = Schema.Struct({
+  choices: Schema.optional(Schema.Array(Schema.Struct({
+    delta: Schema.optional(Schema.Struct({
+      content: Schema.optional(Schema.NullOr(Schema.String)),
+      tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+        index: Schema.optional(Schema.Number),
+        id: Schema.optional(Schema.NullOr(Schema.String)),
+        function: Schema.optional(Schema.Struct({
+          name: Schema.optional(Schema.NullOr(Schema.String)),
+          arguments: Schema.optional(Schema.NullOr(Schema.String))
+        }))
+      }))))
+    }))
+  })))
+})
+const decodeChunk = Schema.decodeUnknownEither(Schema.parseJson(StreamChunk))
+// The longest answer and tool arguments a stream may build (Telegram's limit is far below).
+const maxStreamed = 64 * 1024
+
+/**
+ * A streamed chat completion (server-sent events of OpenAI's `chat.completion.chunk`) read
+ * into the response it amounts to; `onText` gets the answer so far at every content delta.
+ */
+const readStream = <E, R>(stream: Stream.Stream<Uint8Array, E>, onText: (text: string) => Effect.Effect<void, never, R>) => {
+  let content = ""
+  const calls: Array<{ id: string | null; name: string; args: string }> = []
+  return stream.pipe(
+    Stream.decodeText(),
+    Stream.splitLines,
+    Stream.runForEach((line) => {
+      if (!line.startsWith("data:")) return Effect.void
+      const data = line.slice(5).trim()
+      if (data === "[DONE]") return Effect.void
+      const chunk = decodeChunk(data)
+      if (Either.isLeft(chunk)) return Effect.void
+      const delta = chunk.right.choices?.[0]?.delta
+      for (const call of delta?.tool_calls ?? []) {
+        const i = Math.max(0, Math.min(63, call.index ?? calls.length))
+        const entry = calls[i] ?? (calls[i] = { id: null, name: "", args: "" })
+        if (call.id) entry.id = call.id
+        if (call.function?.name) entry.name += call.function.name
+        if (call.function?.arguments && entry.args.length < maxStreamed) entry.args += call.function.arguments
+      }
+      if (!delta?.content || content.length >= maxStreamed) return Effect.void
+      content += delta.content
+      return onText(content)
+    }),
+    Effect.map((): ChatResponse => ({
+      choices: [{
+        message: {
+          content: content === "" ? null : content,
+          ...(calls.length === 0 ? {} : {
+            tool_calls: calls.filter((c) => c !== undefined && c.name !== "").map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }))
+          })
+        }
+      }]
+    }))
+  )
+}
 
 // -----------------------------------------------------------------------------
 // Addressing
@@ -286,7 +352,22 @@ export const typingInterval = Duration.seconds(4)
 export interface TurnIo<R> {
   readonly send: (text: string, replyTo: number) => Effect.Effect<string | null, never, R>
   readonly typing: Effect.Effect<void, never, R>
+  /**
+   * Shows the answer so far as a draft (`sendMessageDraft`; an empty text shows "Thinking…"):
+   * whether Telegram took it. Absent where drafts cannot be sent (Telegram takes them in
+   * private chats only).
+   */
+  readonly draft?: ((text: string) => Effect.Effect<boolean, never, R>) | undefined
 }
+
+/**
+ * How many characters an answer grows by before its draft is shown again: each draft is a Bot
+ * API call, and Telegram animates the change from one to the next.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const draftStep = 48
 
 /**
  * The replies the bot sends when the model gives none.
@@ -436,12 +517,13 @@ export const make = (settings: LlmConfig) =>
     }
 
     // The tool loop: returns the answer text, or fails with the first model error.
-    const converse = (
+    const converse = <R>(
       messages: Array<ChatMessage>,
       first: ChatResponse,
       scope: UpdateMapper.MessageScope,
-      turn: Turn
-    ): Effect.Effect<string, LlmError> =>
+      turn: Turn,
+      onText?: (text: string) => Effect.Effect<void, never, R>
+    ): Effect.Effect<string, LlmError, R> =>
       Effect.gen(function*() {
         let response = first
         for (let round = 1;; round++) {
@@ -466,7 +548,7 @@ export const make = (settings: LlmConfig) =>
             messages.push({ role: "tool", tool_call_id: id, content: yield* runTool(call.function.name, call.function.arguments, scope, turn) })
           }
           yield* Effect.logDebug("tool round done").pipe(Effect.annotateLogs({ round, calls: calls.length }))
-          response = yield* complete(client, settings, round < settings.maxRounds ? { messages, tools } : { messages })
+          response = yield* complete(client, settings, round < settings.maxRounds ? { messages, tools } : { messages }, false, onText)
         }
       })
     const messages_ = messages
@@ -532,10 +614,29 @@ export const make = (settings: LlmConfig) =>
         const messages: Array<ChatMessage> = [...prompt.messages]
         const replyTo = Number(scope.message_id)
         const turn: Turn = { summary: null }
-        // "typing…" while the model works, from the first call until the answer is ready.
-        const typing = Effect.forkScoped(Effect.repeat(io.typing, Schedule.spaced(typingInterval)))
-        const text = yield* Effect.zipRight(typing, complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true)).pipe(
-          Effect.flatMap((first) => converse(messages, first, scope, turn)),
+        // The answer streamed as a draft while the model writes it; where drafts are not taken
+        // (not a private chat, or refused), "typing…" from the first call until it is ready.
+        const typing = Effect.asVoid(Effect.forkScoped(Effect.repeat(io.typing, Schedule.spaced(typingInterval))))
+        const draft = io.draft
+        let drafting = draft !== undefined
+        let shown = 0
+        const refused = Effect.suspend(() => {
+          drafting = false
+          return Effect.zipRight(Effect.logInfo("message draft refused; showing typing instead"), typing)
+        })
+        const showDraft = (text: string) =>
+          draft === undefined ? Effect.void : Effect.flatMap(draft(text.length > 4096 ? text.slice(0, 4096) : text), (ok) => (ok ? Effect.void : refused))
+        const start = drafting ? showDraft("") : typing
+        const onText = draft === undefined ? undefined : (text: string) =>
+          Effect.suspend(() => {
+            // A new round's text starts over.
+            if (text.length < shown) shown = 0
+            if (!drafting || text.length - shown < draftStep) return Effect.void
+            shown = text.length
+            return showDraft(text)
+          })
+        const text = yield* Effect.zipRight(start, complete(client, settings, settings.maxRounds > 0 ? { messages, tools } : { messages }, true, onText)).pipe(
+          Effect.flatMap((first) => converse(messages, first, scope, turn, onText)),
           Effect.catchIf(
             (error) => error.first && error.reason !== "timeout",
             (error) =>
@@ -623,7 +724,9 @@ export const makeTurns = (settings: LlmConfig) =>
     const turnKey = (scope: UpdateMapper.MessageScope) => `${scope.chat_id}/${scope.topic_id ?? ""}/${scope.sender_user_id ?? ""}`
     const addresses = (mapped: UpdateMapper.MappedUpdate) => {
       const scope = mapped.scope
-      if (scope === undefined || mapped.skipped !== undefined || mapped.update_type !== "message") return false
+      if (scope === undefined || mapped.skipped !== undefined || (mapped.update_type !== "message" && mapped.update_type !== "guest_message")) {
+        return false
+      }
       const text = mapped.history.find((i) => i.message_id === scope.message_id)?.text ?? ""
       return mapped.addressed || mentionsAlias(text, settings.aliases)
     }
@@ -631,9 +734,11 @@ export const makeTurns = (settings: LlmConfig) =>
       Effect.gen(function*() {
         const api = yield* BotApi.BotApi
         const scope = ctx.deixis.scope
-        const chat = ctx.chat?.id
-        if (chat === undefined) return
-        const where = BotApi.where(chat, scope?.topic_id ?? null)
+        const where = BotApi.whereFor(ctx)
+        if (where === undefined) return
+        // Drafts go to private chats (a private-chat topic included), never for a guest's query.
+        const drafts = ctx.chat?.type === "private" && scope !== undefined && scope.destination.guest_query_id === undefined
+        const draftId = scope === undefined ? 1 : Math.max(1, Number(scope.message_id) || 1)
         const io: TurnIo<BotApi.BotApi | BotApi.Services> = {
           send: (t, replyTo) =>
             BotApi.send(ctx, { text: t, buttons: [] }, replyTo).pipe(
@@ -643,7 +748,14 @@ export const makeTurns = (settings: LlmConfig) =>
           typing: api.call("sendChatAction", { ...where, action: "typing" }).pipe(
             Effect.asVoid,
             Effect.catchAll((error) => Effect.logDebug("typing indicator not sent", error))
-          )
+          ),
+          draft: drafts
+            ? (text) =>
+              api.call("sendMessageDraft", { ...where, draft_id: draftId, text }).pipe(
+                Effect.as(true),
+                Effect.catchAll((error) => Effect.as(Effect.logDebug("message draft not sent", error), false))
+              )
+            : undefined
         }
         const turn = assistant.answer(ctx, io, api.mode)
         if (scope === undefined) return yield* turn

@@ -9,29 +9,11 @@
  *
  * @since 0.1.0
  */
-import type { ListResult } from "@deixis/core/ActiveContext"
-import { ActiveContext, ListRequest } from "@deixis/core/ActiveContext"
-import * as ContextStoreModule from "@deixis/core/ContextStore"
-import * as ConversationState from "@deixis/core/ConversationState"
-import type * as Deixis from "@deixis/core/Deixis"
-import type { ResolveResult } from "@deixis/core/ReferenceResolver"
-import { ReferenceResolver, ResolveRequest } from "@deixis/core/ReferenceResolver"
-import * as HistoryItem from "@deixis/chathistory/HistoryItem"
-import * as DeixisServices from "@deixis/chathistory/DeixisServices"
-import type * as HistoryStore from "@deixis/chathistory/HistoryStore"
-import * as WritePolicy from "@deixis/chathistory/WritePolicy"
-import * as Data from "effect/Data"
-import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
-import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as Runtime from "effect/Runtime"
-import * as Schema from "effect/Schema"
+import type * as Effect from "effect/Effect"
 import type { Context, MiddlewareFn } from "telegraf"
 import type { Message } from "telegraf/types"
-import * as TelegramRecorder from "./TelegramRecorder.js"
-import type { MappedUpdate, MessageScope } from "./UpdateMapper.js"
-import { mapMessage, mapUpdate } from "./UpdateMapper.js"
+import * as DeixisAdapter from "./DeixisAdapter.js"
+import type { MappedUpdate } from "./UpdateMapper.js"
 
 /**
  * Everything the middleware uses: core's services, the conversation state, the history
@@ -40,35 +22,23 @@ import { mapMessage, mapUpdate } from "./UpdateMapper.js"
  * @since 0.1.0
  * @category models
  */
-export type Services =
-  | Deixis.Services
-  | ConversationState.ConversationState
-  | ConversationState.ConversationStateStore
-  | HistoryStore.HistoryStore
-  | WritePolicy.WritePolicy
+export type Services = DeixisAdapter.Services
 
 /**
- * Options of {@link layerWith} and {@link layerMemory}: chathistory's `DeixisServices.Options`
- * (TTL, scoring, conversation state, context loader, write policy).
+ * Options of {@link layerWith} and {@link layerMemory}.
  *
  * @since 0.1.0
  * @category models
  */
-export type LayerOptions = DeixisServices.Options
+export type LayerOptions = DeixisAdapter.LayerOptions
 
 /**
- * All {@link Services} over the given stores (chathistory's `DeixisServices.Stores`, the one
- * store type: `DeixisServices.storesMemory`, `SqlStore.layerSqlite` / `layerPg` or
- * `StoreConfig.layer` of `@deixis/store-sql`): chathistory's `DeixisServices.layer`, the
- * composition every entrance uses.
+ * All {@link Services} over the given stores (`DeixisAdapter.layerWith`).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerWith: <E, R>(
-  stores: Layer.Layer<DeixisServices.Stores, E, R>,
-  options?: LayerOptions
-) => Layer.Layer<DeixisServices.Services | DeixisServices.Stores, E, R> = DeixisServices.layer
+export const layerWith = DeixisAdapter.layerWith
 
 /**
  * All {@link Services} in memory (lost on restart).
@@ -76,8 +46,7 @@ export const layerWith: <E, R>(
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory = (options: LayerOptions = {}): Layer.Layer<DeixisServices.Services | DeixisServices.Stores> =>
-  layerWith(DeixisServices.storesMemory, options)
+export const layerMemory = DeixisAdapter.layerMemory
 
 /**
  * Options of {@link record} and the middleware.
@@ -85,7 +54,7 @@ export const layerMemory = (options: LayerOptions = {}): Layer.Layer<DeixisServi
  * @since 0.1.0
  * @category models
  */
-export type RecordOptions = TelegramRecorder.RecordOptions
+export type RecordOptions = DeixisAdapter.RecordOptions
 
 /**
  * What recording one update did.
@@ -93,84 +62,59 @@ export type RecordOptions = TelegramRecorder.RecordOptions
  * @since 0.1.0
  * @category models
  */
-export type RecordResult = TelegramRecorder.RecordResult
+export type RecordResult = DeixisAdapter.RecordResult
 
 /**
- * Records one update through `TelegramRecorder` — the one recording path — never failing:
- * a skipped update is logged at Debug with its reason, a store failure at Warning (and the
- * result says nothing was recorded).
+ * Records one update through `TelegramRecorder`, never failing (`DeixisAdapter.record`).
  *
  * @since 0.1.0
  * @category recording
  */
-export const record = (update: unknown, options: RecordOptions = {}): Effect.Effect<RecordResult, never, Services> =>
-  TelegramRecorder.record(update, options).pipe(
-    Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning("update not recorded", error), { mapped: mapUpdate(update, options), applied: null, recorded: 0 })
-    )
-  )
+export const record = DeixisAdapter.record
 
 /**
- * The middleware's recording of an update failed in a store (with `onStoreError: "fail"`):
- * nothing of the update was kept, and no later handler ran for it.
+ * The middleware's recording of an update failed in a store (with `onStoreError: "fail"`).
  *
  * @since 0.1.0
  * @category errors
  */
-export class RecordFailed extends Data.TaggedError("RecordFailed")<{
-  readonly update_id: number | null
-  readonly cause: ContextStoreModule.StoreError
-}> {
-  override get message() {
-    return `update ${this.update_id ?? "without an id"} not recorded: ${this.cause.message}`
-  }
-}
+export const RecordFailed = DeixisAdapter.RecordFailed
 
 /**
- * Records a message the bot sent (the `Message` a send method returned) through
- * `TelegramRecorder.recordSent`: outbound, its poll mapped to the chat, and — given
- * `answering`, or when it replies to a message — that message's `bot_response_id`. Never
- * fails (a store failure is logged).
+ * @since 0.1.0
+ * @category errors
+ */
+export type RecordFailed = DeixisAdapter.RecordFailed
+
+/**
+ * Records a message the bot sent as outbound (`DeixisAdapter.recordSent`).
  *
  * @since 0.1.0
  * @category recording
  */
-export const recordSent = (
-  message: unknown,
-  options: RecordOptions & { readonly botId: string; readonly answering?: MessageScope | undefined }
-): Effect.Effect<RecordResult, never, Services> =>
-  TelegramRecorder.recordSent(message, options).pipe(
-    Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning("sent message not recorded", error), { mapped: mapMessage(message, options), applied: null, recorded: 0 })
-    )
-  )
+export const recordSent = DeixisAdapter.recordSent
 
 /**
- * The call has no message to anchor it (a callback query without its message, an update
- * without a chat).
+ * The call has no message to anchor it.
  *
  * @since 0.1.0
  * @category errors
  */
-export class NoMessageScope extends Data.TaggedError("NoMessageScope")<{ readonly update_type: string | null }> {
-  override get message() {
-    return `this ${this.update_type ?? "update"} has no message to resolve from`
-  }
-}
+export const NoMessageScope = DeixisAdapter.NoMessageScope
 
 /**
- * Hints and options of {@link resolve}: the wire form of `resolve_reference_target`'s
- * optional fields.
+ * @since 0.1.0
+ * @category errors
+ */
+export type NoMessageScope = DeixisAdapter.NoMessageScope
+
+/**
+ * Hints and options of {@link resolve}.
  *
  * @since 0.1.0
  * @category models
  */
-export type ResolveOptions = Partial<
-  Pick<
-    typeof ResolveRequest.Encoded,
-    "normalized_reference_hints" | "allowed_kinds" | "max_candidates" | "raw_user_text" | "request_id" | "record_touch"
-  >
->
+export type ResolveOptions = DeixisAdapter.ResolveOptions
 
 /**
  * Options of {@link listActive}.
@@ -178,31 +122,15 @@ export type ResolveOptions = Partial<
  * @since 0.1.0
  * @category models
  */
-export type ListOptions = Partial<
-  Pick<typeof ListRequest.Encoded, "allowed_kinds" | "max_results" | "include_inactive_debug" | "request_id">
->
-
-const decodeResolve = Schema.decodeUnknown(ResolveRequest)
-const decodeList = Schema.decodeUnknown(ListRequest)
+export type ListOptions = DeixisAdapter.ListOptions
 
 /**
- * `resolve_reference_target` from one message's scope (its reply target included).
+ * `resolve_reference_target` from one message's scope.
  *
  * @since 0.1.0
  * @category operations
  */
-export const resolve = (scope: MessageScope, options: ResolveOptions = {}) =>
-  Effect.flatMap(
-    decodeResolve({
-      ...options,
-      chat_id: scope.chat_id,
-      topic_id: scope.topic_id,
-      current_message_id: scope.message_id,
-      reply_to_message_id: scope.reply_to_message_id,
-      sender_user_id: scope.sender_user_id
-    }),
-    (request) => Effect.flatMap(ReferenceResolver, (resolver) => resolver.resolve(request))
-  )
+export const resolve = DeixisAdapter.resolve
 
 /**
  * `list_active_context_objects` from one message's scope.
@@ -210,18 +138,7 @@ export const resolve = (scope: MessageScope, options: ResolveOptions = {}) =>
  * @since 0.1.0
  * @category operations
  */
-export const listActive = (scope: MessageScope, options: ListOptions = {}) =>
-  Effect.flatMap(
-    decodeList({
-      ...options,
-      chat_id: scope.chat_id,
-      topic_id: scope.topic_id,
-      current_message_id: scope.message_id,
-      reply_to_message_id: scope.reply_to_message_id,
-      sender_user_id: scope.sender_user_id
-    }),
-    (request) => Effect.flatMap(ActiveContext, (active) => active.list(request))
-  )
+export const listActive = DeixisAdapter.listActive
 
 /**
  * What the middleware puts on the context as `ctx.deixis`. Every call rejects with
@@ -230,31 +147,14 @@ export const listActive = (scope: MessageScope, options: ListOptions = {}) =>
  * @since 0.1.0
  * @category models
  */
-export interface DeixisApi {
-  /** The mapped update (events, history items, scope, whether it addresses the bot). */
-  readonly update: MappedUpdate
-  readonly scope: MessageScope | undefined
-  /** `resolve_reference_target` for this message (hints such as `{ target_kind_hint: "poll" }`). */
-  readonly resolve: (options?: ResolveOptions) => Promise<ResolveResult>
-  /** `list_active_context_objects` for this message's topic and reply chain. */
-  readonly listActive: (options?: ListOptions) => Promise<ListResult>
-  /** The topic's history window (mode-driven length), oldest first. */
-  readonly history: (options?: { readonly mode?: WritePolicy.GroupMode }) => Promise<ReadonlyArray<HistoryItem.HistoryItem>>
-  /** The conversation state of this topic. */
-  readonly state: {
-    readonly get: () => Promise<ConversationState.ConversationStateSnapshot>
-    readonly update: (
-      patch: ConversationState.JsonValue,
-      options?: { readonly expected_revision?: number }
-    ) => Promise<ConversationState.UpdateConversationStateResult>
-    readonly render: () => Promise<string>
-  }
-  /** Replies in the same forum topic and records the sent message as this message's answer (`bot_response_id`). */
+export interface DeixisApi extends Omit<DeixisAdapter.Operations, "recordSent"> {
+  /**
+   * Replies in the message's topic (a forum's, a private chat's, a direct-messages topic) and
+   * records the sent message as this message's answer (`bot_response_id`).
+   */
   readonly reply: (text: string, extra?: Parameters<Context["reply"]>[1]) => Promise<Message.TextMessage>
   /** Records a message the bot sent by other means (`ctx.replyWithPoll(...)`'s result), as this message's answer. */
   readonly recordSent: (message: Message) => Promise<RecordResult>
-  /** Runs any Effect against the deixis services. */
-  readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
 }
 
 /**
@@ -274,42 +174,18 @@ export interface DeixisContext extends Context {
  * @since 0.1.0
  * @category models
  */
-export type DeixisRuntime = Runtime.Runtime<Services> | ManagedRuntime.ManagedRuntime<Services, unknown>
-
-const updateIdOf = (update: unknown): number | null => {
-  const id = typeof update === "object" && update !== null ? (update as { readonly update_id?: unknown }).update_id : undefined
-  return typeof id === "number" && Number.isSafeInteger(id) ? id : null
-}
-
-const runnerOf = (runtime: DeixisRuntime) => <A, E>(effect: Effect.Effect<A, E, Services>): Promise<A> =>
-  isManaged(runtime) ? runtime.runPromise(effect) : Runtime.runPromise(runtime)(effect)
-
-const isManaged = (runtime: DeixisRuntime): runtime is ManagedRuntime.ManagedRuntime<Services, unknown> =>
-  ManagedRuntime.isManagedRuntime(runtime)
+export type DeixisRuntime = DeixisAdapter.DeixisRuntime
 
 /**
- * Options of {@link middleware}.
+ * Options of {@link middleware} (`DeixisAdapter.MiddlewareOptions`). With `onStoreError:
+ * "fail"`, Telegraf hands {@link RecordFailed} to `bot.catch` (its default handler rethrows it, so
+ * `handleUpdate` rejects and `webhookCallback` answers 500, so Telegram delivers the update
+ * again). Not for Telegraf's own long polling: a rejected `handleUpdate` stops it.
  *
  * @since 0.1.0
  * @category models
  */
-export interface MiddlewareOptions {
-  /** The write-policy mode; the `WritePolicy` default (`DEIXIS_HISTORY_MODE`) when absent. */
-  readonly mode?: WritePolicy.GroupMode | undefined
-  /**
-   * What a store failure while recording the update does:
-   *
-   * - `"continue"` (the default): it is logged at Warning ("update not recorded") and the next
-   *   handler runs — on an update deixis does not hold.
-   * - `"fail"`: the middleware rejects with {@link RecordFailed} and the next handler does not
-   *   run. Telegraf hands the error to `bot.catch` (its default handler rethrows it, so
-   *   `handleUpdate` rejects, and `webhookCallback` answers 500, so Telegram delivers the
-   *   update again). For a bot that can have the update delivered again — a webhook, an inbox
-   *   of updates — and would rather answer late than answer what it has not recorded. Not for
-   *   Telegraf's own long polling: a rejected `handleUpdate` stops it.
-   */
-  readonly onStoreError?: "continue" | "fail" | undefined
-}
+export type MiddlewareOptions = DeixisAdapter.MiddlewareOptions
 
 /**
  * The `ctx.deixis` of an update already mapped (and recorded): what {@link middleware} sets, for
@@ -326,46 +202,19 @@ export const contextApi = (
     readonly run: <A, E>(effect: Effect.Effect<A, E, Services>) => Promise<A>
     readonly record: RecordOptions & { readonly botId: string }
   }
-): DeixisApi => {
-  const { record: recordOptions, run } = options
-  const scope = mapped.scope
-  const scoped = <A, E>(f: (scope: MessageScope) => Effect.Effect<A, E, Services>) =>
-    run<A, E | NoMessageScope>(
-      scope === undefined ? Effect.fail(new NoMessageScope({ update_type: mapped.update_type })) : f(scope)
-    )
-  const conversation = (s: MessageScope) => ({ chat_id: s.chat_id, topic_id: s.topic_id })
-  // What the bot sends while handling a message answers it (its bot_response_id).
-  const recordSentMessage = (message: Message) => run(recordSent(message, { ...recordOptions, answering: scope }))
-  return {
-    update: mapped,
-    scope,
-    resolve: (o) => scoped((s) => resolve(s, o)),
-    listActive: (o) => scoped((s) => listActive(s, o)),
-    history: (o) =>
-      scoped((s) => WritePolicy.history({ chat_id: s.chat_id, topic_id: s.topic_id }, { mode: o?.mode ?? recordOptions.mode })),
-    state: {
-      get: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.get(conversation(s)))),
-      update: (patch, o) =>
-        scoped((s) =>
-          Effect.flatMap(ConversationState.ConversationState, (st) =>
-            st.update({
-              scope: conversation(s),
-              patch,
-              expected_revision: o?.expected_revision,
-              updated_by: s.sender_user_id
-            }))
-        ),
-      render: () => scoped((s) => Effect.flatMap(ConversationState.ConversationState, (st) => st.render(conversation(s))))
-    },
-    reply: async (text, extra) => {
-      const sent = await ctx.reply(text, extra)
-      await recordSentMessage(sent)
-      return sent
-    },
-    recordSent: recordSentMessage,
-    run
+): DeixisApi => withReply(ctx, DeixisAdapter.operations(mapped, options))
+
+const withReply = (ctx: Context, ops: DeixisAdapter.Operations): DeixisApi => ({
+  ...ops,
+  reply: async (text, extra) => {
+    // Telegraf sends in the message's thread itself; a direct-messages topic (Bot API 9.2,
+    // newer than Telegraf's types) needs its id said.
+    const dm = ops.scope?.destination.direct_messages_topic_id
+    const sent = await ctx.reply(text, dm === undefined ? extra : ({ direct_messages_topic_id: dm, ...extra } as typeof extra))
+    await ops.recordSent(sent)
+    return sent
   }
-}
+})
 
 /**
  * The middleware: records the update, sets `ctx.deixis`, then calls the next handler. A store
@@ -379,22 +228,9 @@ export const middleware = (
   runtime: DeixisRuntime,
   options: MiddlewareOptions = {}
 ): MiddlewareFn<DeixisContext> => {
-  const run = runnerOf(runtime)
-  const failOnStoreError = options.onStoreError === "fail"
-  // The error itself, not the FiberFailure a failed runPromise rejects with: what `bot.catch` sees.
-  const recordOrThrow = async (update: unknown, recordOptions: RecordOptions): Promise<RecordResult> => {
-    const recorded = await run(Effect.either(TelegramRecorder.record(update, recordOptions)))
-    if (Either.isLeft(recorded)) throw new RecordFailed({ update_id: updateIdOf(update), cause: recorded.left })
-    return recorded.right
-  }
+  const recordUpdate = DeixisAdapter.recorder(runtime, options)
   return async (ctx, next) => {
-    const recordOptions: RecordOptions & { readonly botId: string } = {
-      botId: String(ctx.botInfo.id),
-      botUsername: ctx.botInfo.username,
-      mode: options.mode
-    }
-    const result = failOnStoreError ? await recordOrThrow(ctx.update, recordOptions) : await run(record(ctx.update, recordOptions))
-    ctx.deixis = contextApi(ctx, result.mapped, { run, record: recordOptions })
+    ctx.deixis = withReply(ctx, await recordUpdate(ctx.update, ctx.botInfo))
     return next()
   }
 }

@@ -21,6 +21,8 @@ import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as FieldDecisions from "./FieldDecisions.js"
+import * as Content from "./internal/content.js"
 import * as Tg from "./internal/telegram.js"
 
 /**
@@ -38,15 +40,41 @@ export interface MapOptions {
 }
 
 /**
+ * Where an answer to a message goes on Telegram: the chat as Telegram names it and the topic
+ * parameters of the send methods (`message_thread_id` for a forum's or a private chat's topic,
+ * `direct_messages_topic_id` in a channel's direct-messages chat), or the `guest_query_id` a
+ * guest message is answered with (`answerGuestQuery`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Destination {
+  /** Telegram's chat id (a deixis `chat_id` may differ: see {@link directMessagesChatId}, {@link guestChatId}). */
+  readonly chat_id: string
+  readonly message_thread_id?: number
+  readonly direct_messages_topic_id?: number
+  readonly guest_query_id?: string
+}
+
+/**
  * Where one message is: the ids every deixis call for it needs.
  *
  * @since 0.1.0
  * @category models
  */
 export interface MessageScope {
+  /**
+   * The deixis chat: Telegram's chat id, except for a channel direct-messages topic (its own
+   * chat, {@link directMessagesChatId}) and a guest message ({@link guestChatId}).
+   */
   readonly chat_id: string
-  /** The forum topic (`"1"` for a forum's General topic), or null outside forums. */
+  /**
+   * The topic: a forum's (`"1"` for its General topic), a private chat's, or a direct-messages
+   * topic's id; null elsewhere.
+   */
   readonly topic_id: string | null
+  /** Where an answer goes on Telegram. */
+  readonly destination: Destination
   readonly message_id: string
   readonly reply_to_message_id: string | null
   readonly sender_user_id: string | null
@@ -148,6 +176,45 @@ export interface MappedUpdate {
 export const generalTopicId: string = coreGeneralTopicId
 
 /**
+ * The deixis chat of a channel direct-messages topic: each topic is one user's private
+ * conversation with the channel, its own chat, so nothing of one user's topic is ever a
+ * candidate for another's (core looks into a chat's other topics when a topic holds nothing).
+ *
+ * @since 0.4.0
+ * @category scope
+ */
+export const directMessagesChatId = (chatId: string, topicId: string): string => `${chatId}:dm:${topicId}`
+
+/**
+ * The deixis chat of a guest message: the chat where the guest bot was summoned, which may not
+ * be the bot's own chat of the same id (Bot API 10), so it never shares that chat's scope.
+ *
+ * @since 0.4.0
+ * @category scope
+ */
+export const guestChatId = (chatId: string): string => `guest:${chatId}`
+
+/**
+ * Where to send in a deixis chat and topic (a reminder's, a scope's): Telegram's chat id and
+ * the topic parameter — `direct_messages_topic_id` for a direct-messages topic's chat
+ * ({@link directMessagesChatId}), `message_thread_id` for a topic elsewhere. Undefined for a
+ * guest scope ({@link guestChatId}): a guest query is answered once, by its `guest_query_id`.
+ *
+ * @since 0.4.0
+ * @category scope
+ */
+export const destinationFor = (chatId: string, topicId: string | null): Destination | undefined => {
+  if (chatId.startsWith("guest:")) return undefined
+  const dm = /^(-?\d+):dm:(\d+)$/.exec(chatId)
+  if (dm !== null) {
+    const topic = Number(dm[2])
+    return Number.isSafeInteger(topic) ? { chat_id: dm[1]!, direct_messages_topic_id: topic } : undefined
+  }
+  const thread = threadIdFor(topicId)
+  return { chat_id: chatId, ...(thread === undefined ? {} : { message_thread_id: thread }) }
+}
+
+/**
  * The longest message text mapped, in UTF-16 code units (Telegram's own limit is 4096
  * characters; longer input is hostile and cut).
  *
@@ -173,39 +240,15 @@ const decodePollAnswer = Schema.decodeUnknownEither(Tg.PollAnswer)
 const decodeChatOnly = Schema.decodeUnknownEither(Schema.Struct({ message_id: Schema.Int }))
 const decodeReaction = Schema.decodeUnknownEither(Tg.MessageReaction)
 
-const messageKeys = [
-  "message",
-  "edited_message",
-  "channel_post",
-  "edited_channel_post",
-  "business_message",
-  "edited_business_message"
-] as const
+const messageKeys = FieldDecisions.messageUpdateTypes
 
 /** What a message can carry that makes it a message people wrote (anything else is a service notice). */
-const contentKeys = [
-  "text", "caption", "photo", "video", "animation", "video_note", "voice", "audio", "document", "sticker", "poll",
-  "location", "venue", "contact", "dice", "game", "story", "paid_media", "invoice", "giveaway", "giveaway_winners",
-  "checklist"
-] as const
+const contentKeys = FieldDecisions.contentFields
 
-/** Update types that say nothing deixis keeps, each with why. */
-const ignoredUpdates: Readonly<Record<string, string>> = {
-  callback_query: "a button press is not a context event",
-  inline_query: "an inline query is not said in a chat",
-  chosen_inline_result: "an inline result is recorded as the message it becomes",
-  my_chat_member: "a change of the bot's membership is not conversation",
-  chat_member: "a membership change is a service event, not conversation",
-  chat_join_request: "a join request is not conversation",
-  chat_boost: "a boost is not conversation",
-  removed_chat_boost: "a boost is not conversation",
-  message_reaction_count: "anonymous reaction counts name no one",
-  shipping_query: "payments are not context events",
-  pre_checkout_query: "payments are not context events",
-  purchased_paid_media: "payments are not context events",
-  business_connection: "a business connection is not conversation",
-  deleted_business_messages: "deletions are not recorded"
-}
+/** Update types that say nothing deixis keeps, each with why (FieldDecisions' `skipped`). */
+const ignoredUpdates: ReadonlyArray<readonly [string, string]> = Object.entries(FieldDecisions.updateDecisions).flatMap((
+  [type, d]
+) => d.kind === "skipped" ? [[type, d.why] as const] : [])
 
 const tooDeep = `nested deeper than ${Json.maxDepth} levels`
 
@@ -280,6 +323,35 @@ export const threadIdFor = (topicId: string | null): number | undefined => {
   if (topicId === null || topicId === generalTopicId) return undefined
   const n = Number(topicId)
   return Number.isSafeInteger(n) ? n : undefined
+}
+
+/** Where a message is recorded (its deixis chat and topic) and where its answer goes. */
+interface Place {
+  readonly chat_id: string
+  readonly topic_id: string | null
+  readonly destination: Destination
+}
+
+const nonEmpty = (s: string | undefined): s is string => s !== undefined && s !== ""
+
+/** A message's place; `dmTopic` is its direct-messages topic (a replied message's may be its reply's). */
+const placeOf = (m: Tg.Message, guest: boolean, dmTopic: Tg.DirectMessagesTopic | undefined = m.direct_messages_topic): Place => {
+  const chat = String(m.chat.id)
+  if (guest) {
+    const topic = topicIdOf(m)
+    return {
+      chat_id: guestChatId(chat),
+      topic_id: topic,
+      destination: { chat_id: chat, ...(nonEmpty(m.guest_query_id) ? { guest_query_id: m.guest_query_id } : {}) }
+    }
+  }
+  if (dmTopic !== undefined) {
+    const topic = String(dmTopic.topic_id)
+    return { chat_id: directMessagesChatId(chat, topic), topic_id: topic, destination: { chat_id: chat, direct_messages_topic_id: dmTopic.topic_id } }
+  }
+  const topic = topicIdOf(m)
+  const thread = threadIdFor(topic)
+  return { chat_id: chat, topic_id: topic, destination: { chat_id: chat, ...(thread === undefined ? {} : { message_thread_id: thread }) } }
 }
 
 /** A chat's title as core keeps it (`chat_title`): a group's title, a private chat's name. */
@@ -402,9 +474,22 @@ const documentKind = (doc: Tg.FileLike): MediaKind => {
  * The media a message carries. `captionLength`: the UTF-16 length of the caption as mapped (0
  * without one): every item is captioned by all of it, so a quote of the caption selects it.
  */
-const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: number) => {
+const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: number, rich: ReadonlyArray<Content.FlatMedia>) => {
   const media: Array<MediaRef> = []
   const attachments: Array<Attachment> = []
+  for (const r of rich) {
+    const kind = r.type === "photo"
+      ? photoKind
+      : r.type === "video"
+      ? videoKind
+      : r.type === "animation"
+      ? kindFor("animation") ?? videoKind
+      : r.type === "audio"
+      ? kindFor("audio") ?? voiceKind
+      : voiceKind
+    media.push(mediaRef(kind, r.file_id, r.name ?? (r.caption === "" ? undefined : r.caption)))
+    attachments.push(attachment(r.type, r.name))
+  }
   if (m.photo !== undefined && m.photo.length > 0) {
     // The sizes come smallest first; the largest is the photo itself.
     const largest = m.photo.reduce((a, b) => ((b.width ?? 0) * (b.height ?? 0) >= (a.width ?? 0) * (a.height ?? 0) ? b : a))
@@ -447,8 +532,9 @@ const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: numb
   return { media, attachments }
 }
 
-const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions) => {
-  if (m.chat.type === "private") return true
+const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions, guest: boolean) => {
+  // A guest message asks the bot; a direct-messages topic is one user's private conversation.
+  if (m.chat.type === "private" || guest || m.direct_messages_topic !== undefined) return true
   const replied = m.reply_to_message
   // (The key written as a template: the published package's import scan reads quoted `from`s.)
   const sender = Predicate.isRecord(replied) ? replied[`from`] : undefined
@@ -503,14 +589,11 @@ interface One {
 /** Whether a raw message carries anything people write; a message carrying none is a service notice. */
 const hasContent = (raw: Readonly<Record<string, unknown>>): boolean => contentKeys.some((k) => raw[k] !== undefined)
 
-/** The service notice a raw message is (its first key that is not content), for logs. */
+const metadataKeys: ReadonlySet<string> = new Set(FieldDecisions.metadataFields)
+
+/** The service notice a raw message is (its first key that is neither content nor metadata), for logs. */
 const serviceKind = (raw: Readonly<Record<string, unknown>>): string => {
-  const known = new Set([
-    "message_id", "message_thread_id", `from`, "sender_chat", "sender_boost_count", "sender_business_bot", "date",
-    "business_connection_id", "chat", "is_topic_message", "is_from_offline", "has_protected_content", "author_signature",
-    "reply_to_message", "via_bot", "edit_date", "entities", "link_preview_options", "reply_markup"
-  ])
-  const key = Object.keys(raw).find((k) => !known.has(k))
+  const key = Object.keys(raw).find((k) => !metadataKeys.has(k))
   return key === undefined ? "no content" : cut(key, 40)
 }
 
@@ -519,6 +602,33 @@ const quoteOf = (text: string, position: number | undefined): NonNullable<Messag
   text: cut(text, maxQuoteLength),
   ...(position === undefined || position < 0 || position > 65_535 ? {} : { position })
 })
+
+/** The text of content without a text or caption: a rich message, a checklist, a checklist's change. */
+const flatContent = (m: Tg.Message): Content.Flat | undefined =>
+  m.rich_message !== undefined
+    ? Content.flattenRich(m.rich_message, maxTextLength)
+    : m.checklist !== undefined
+    ? Content.flattenChecklist(m.checklist, maxTextLength)
+    : m.checklist_tasks_done !== undefined
+    ? Content.flattenTasksDone(m.checklist_tasks_done, maxTextLength)
+    : m.checklist_tasks_added !== undefined
+    ? Content.flattenTasksAdded(m.checklist_tasks_added, maxTextLength)
+    : undefined
+
+/** The chat's title; a direct-messages topic's is its chat's and its user's. */
+const titleOf = (m: Tg.Message): string | undefined => {
+  const title = titleOfChat(m.chat)
+  const user = m.direct_messages_topic?.user
+  if (user === undefined) return title
+  const name = [user.first_name, user.last_name].filter((s) => s !== undefined && s !== "").join(" ") || user.username || String(user.id)
+  return cut(title === undefined ? name : `${title} · ${name}`, maxTitleLength)
+}
+
+/** The checklist message a checklist's change is about, as a raw message. */
+const checklistMessageOf = (m: Tg.Message): unknown => {
+  const notice = m.checklist_tasks_done ?? m.checklist_tasks_added
+  return Predicate.isRecord(notice) ? notice["checklist_message"] : undefined
+}
 
 /** One message's event and item, without anything about the message it replies to. */
 const mapOne = (
@@ -529,18 +639,20 @@ const mapOne = (
     readonly replyTo: string | null
     readonly quote: HistoryItem.QuoteInput | null
     readonly quotedPerson: PeopleRef.Person | null
+    readonly quotePosition: number | undefined
     readonly seenVia: "reply" | undefined
+    readonly place: Place
     readonly warnings: Array<string>
   }
 ): One | string => {
   const warnings = context.warnings
   if (!inDateRange(m.date)) return "date out of range"
-  const chatId = String(m.chat.id)
-  const topicId = topicIdOf(m)
-  const rawText = m.text ?? m.caption ?? ""
+  const { chat_id: chatId, topic_id: topicId } = context.place
+  const flat = m.text === undefined && m.caption === undefined ? flatContent(m) : undefined
+  const rawText = m.text ?? m.caption ?? flat?.text ?? ""
   const text = cut(rawText, maxTextLength)
   if (text.length < rawText.length) warnings.push(`text cut from ${rawText.length} to ${text.length} UTF-16 code units`)
-  const allEntities = (m.text !== undefined ? m.entities : m.caption_entities) ?? []
+  const allEntities = (m.text !== undefined ? m.entities : m.caption !== undefined ? m.caption_entities : flat?.entities) ?? []
   const entities = allEntities.slice(0, maxEntities)
   if (entities.length < allEntities.length) warnings.push(`only the first ${maxEntities} entities read`)
 
@@ -548,7 +660,12 @@ const mapOne = (
   const senderId = sender?.user_id ?? null
   const outbound = options.botId !== undefined && m.from !== undefined && String(m.from.id) === options.botId &&
     m.sender_chat === undefined
-  const { attachments, media } = mediaOf(m, m.caption, m.text === undefined && m.caption !== undefined ? text.length : 0)
+  const { attachments, media } = mediaOf(
+    m,
+    m.caption,
+    m.text === undefined && m.caption !== undefined ? text.length : 0,
+    flat?.media ?? []
+  )
   const links = linksOf(text, entities, warnings)
   const album = m.media_group_id !== undefined && m.media_group_id.length > 0 && m.media_group_id.length <= 256
     ? m.media_group_id
@@ -568,7 +685,7 @@ const mapOne = (
       warnings.push("poll id unusable; poll not recorded")
     }
   }
-  const chatTitle = titleOfChat(m.chat)
+  const chatTitle = titleOf(m)
   const observed: MessageObserved = {
     type: "message_observed",
     chat_id: chatId,
@@ -584,7 +701,7 @@ const mapOne = (
     media: media.slice(0, maxLinks),
     ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),
     ...(poll === undefined ? {} : { poll }),
-    ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, m.quote?.position) })
+    ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, context.quotePosition) })
   }
   const event: MessageObserved | MessageEdited = context.edited
     ? { ...observed, type: "message_edited", edited_at: editedAt ?? millisOf(m.date) }
@@ -617,6 +734,7 @@ const mapOne = (
     scope: {
       chat_id: chatId,
       topic_id: topicId,
+      destination: context.place.destination,
       message_id: String(m.message_id),
       reply_to_message_id: context.replyTo,
       sender_user_id: senderId,
@@ -630,7 +748,8 @@ const mapOne = (
 
 /** What a message says about the message it replies to: its id, and the copy Telegram embedded. */
 const replyOf = (m: Tg.Message): { readonly id: string | null; readonly embedded: Tg.Message | undefined } => {
-  const raw = m.reply_to_message
+  // A checklist's change is about the checklist's message: it "replies" to it.
+  const raw = m.reply_to_message ?? checklistMessageOf(m)
   if (raw === undefined) {
     const external = m.external_reply
     // A reply to another chat names a message of that chat: never one of this chat.
@@ -710,6 +829,8 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
     return { update_id: updateId, update_type: updateType, events: [], history: [], migration, addressed: false, warnings }
   }
 
+  const guest = updateType === "guest_message" || nonEmpty(m.guest_query_id)
+  const place = placeOf(m, guest)
   const reply = replyOf(m)
   const external = m.external_reply
   const quotedPerson = reply.embedded !== undefined
@@ -718,16 +839,26 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
     ? originPerson(external?.origin)
     : null
   const edited = updateType.startsWith("edited_")
+  // A reply to one task of a checklist quotes that task's line of the checklist's text.
+  const task = m.quote === undefined && m.reply_to_checklist_task_id !== undefined && reply.embedded !== undefined
+    ? Content.taskSpan(reply.embedded, m.reply_to_checklist_task_id, maxTextLength)
+    : undefined
   const main = mapOne(m, options, {
     edited,
     replyTo: reply.id,
-    quote: m.quote === undefined ? null : {
-      sender: quotedPerson,
-      text: cut(m.quote.text, maxTextLength),
-      entities: toMentionEntities(m.quote.text, (m.quote.entities ?? []).slice(0, maxEntities))
-    },
+    quote: m.quote !== undefined
+      ? {
+        sender: quotedPerson,
+        text: cut(m.quote.text, maxTextLength),
+        entities: toMentionEntities(m.quote.text, (m.quote.entities ?? []).slice(0, maxEntities))
+      }
+      : task !== undefined && task.text !== ""
+      ? { sender: quotedPerson, text: task.text, entities: [] }
+      : null,
+    quotePosition: m.quote !== undefined ? m.quote.position : task?.offset,
     quotedPerson,
     seenVia: undefined,
+    place,
     warnings
   })
   if (typeof main === "string") return empty(updateId, updateType, `unmappable ${updateType}: ${main}`, warnings)
@@ -740,8 +871,11 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
       edited: false,
       replyTo: null,
       quote: null,
+      quotePosition: undefined,
       quotedPerson: null,
       seenVia: "reply",
+      // The replied message is in the replying one's direct-messages topic unless it names its own.
+      place: placeOf(reply.embedded, guest, reply.embedded.direct_messages_topic ?? m.direct_messages_topic),
       warnings: embeddedWarnings
     })
     if (typeof embedded === "string") {
@@ -763,7 +897,7 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
     update_type: updateType,
     scope: main.scope,
     ...(responses.length === 0 ? {} : { responses }),
-    addressed: !main.outbound && addressedToBot(m, main.text, main.entities, options),
+    addressed: !main.outbound && addressedToBot(m, main.text, main.entities, options, guest),
     warnings
   }, events, history)
 }
@@ -849,8 +983,11 @@ const mapReaction = (input: unknown, updateId: number): MappedUpdate => {
  *   its `event_id` naming the actor and the message (`telegram:reaction:<chat>:<message>:<actor>`)
  *   so a changed reaction replaces it and a redelivery is stored once; a reaction withdrawn
  *   (no `new_reaction`): its {@link Retraction}.
- * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates, and
- *   every type not known: nothing, with `skipped`.
+ * - `guest_message`: as `message`, in the guest scope (`guestChatId`); a direct-messages
+ *   topic's message in its own chat (`directMessagesChatId`); see `MessageScope.destination`.
+ * - `poll_answer`, `callback_query`, `inline_query`, membership and payment updates,
+ *   `managed_bot`: nothing, with `skipped` naming why (`FieldDecisions.updateDecisions`); a type
+ *   not in the specification: nothing, `skipped: "unknown update type: …"`.
  *
  * Never throws.
  *
@@ -886,7 +1023,7 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
       : empty(updateId, "poll_answer", "poll_answer: carries no chat; votes are not context events")
   }
   if (update["message_reaction"] !== undefined) return mapReaction(update["message_reaction"], updateId)
-  for (const [type, why] of Object.entries(ignoredUpdates)) {
+  for (const [type, why] of ignoredUpdates) {
     if (update[type] !== undefined) return empty(updateId, type, `${type}: ${why}`)
   }
   const keys = Object.keys(update).filter((k) => k !== "update_id").slice(0, 3).map((k) => cut(k, 40))
@@ -930,6 +1067,7 @@ export const toMigratedChats = (mapped: MappedUpdate, moved: ReadonlyMap<string,
 const scopeToMigratedChat = (scope: MessageScope, to: string): MessageScope => ({
   ...scope,
   chat_id: to,
+  destination: { ...scope.destination, chat_id: to },
   message_id: migratedMessageId(scope.message_id),
   reply_to_message_id: scope.reply_to_message_id === null ? null : migratedMessageId(scope.reply_to_message_id)
 })

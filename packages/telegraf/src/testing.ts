@@ -10,6 +10,12 @@
  *   **409 Conflict** while a webhook is set or when a newer `getUpdates` replaces a pending one.
  * - `setWebhook` / `deleteWebhook` / `getWebhookInfo`, `setMyCommands` / `getMyCommands`.
  * - `getMe` reports `can_read_all_group_messages` (privacy mode off) when asked to.
+ * - Bot API 9.2–10.1: a send with `direct_messages_topic_id` comes back in that direct-messages
+ *   topic (a chat with `is_direct_messages`), one with `message_thread_id` to a private chat in
+ *   that private-chat topic; `sendMessageDraft` / `sendRichMessageDraft` take a draft (private
+ *   chats only, as Telegram: elsewhere a 400; `draft_id` must be non-zero); `sendRichMessage`
+ *   sends a `rich_message`; `answerGuestQuery` answers a `guest_query_id` once with a
+ *   `SentGuestMessage`.
  * - Failures on request: `failNext` (a 429 with `retry_after`, a 5xx, any error), optionally
  *   only for calls matching a predicate (one chat); `hang` holds matching calls unanswered
  *   until released (an unanswered call is not delivered).
@@ -182,16 +188,32 @@ export const make = (
 
     const messageFor = (payload: Record<string, unknown>, extra: Record<string, unknown>) => {
       const thread = payload["message_thread_id"]
+      const dmTopic = payload["direct_messages_topic_id"]
       const chatId = Number(payload["chat_id"])
+      const chat = typeof dmTopic === "number"
+        ? { id: chatId, type: "supergroup", is_direct_messages: true, title: "Chat" }
+        : { id: chatId, type: chatId < 0 ? "supergroup" : "private", ...(chatId < 0 ? { is_forum: true, title: "Chat" } : {}) }
       return {
         message_id: nextMessageId++,
         from: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username },
-        chat: { id: chatId, type: chatId < 0 ? "supergroup" : "private", ...(chatId < 0 ? { is_forum: true, title: "Chat" } : {}) },
+        chat,
         date: options.date ?? 1_771_000_000,
         ...(typeof thread === "number" ? { message_thread_id: thread, is_topic_message: true } : {}),
+        ...(typeof dmTopic === "number" ? { direct_messages_topic: { topic_id: dmTopic } } : {}),
         ...extra
       }
     }
+    const answeredGuests = new Set<string>()
+    let nextGuestMessage = 1
+    // A draft: to a private chat only (a positive id), with a non-zero draft_id.
+    const draft = (payload: Record<string, unknown>): string | undefined =>
+      payload["chat_id"] === undefined
+        ? "chat_id is empty"
+        : Number(payload["chat_id"]) < 0
+        ? "message drafts can be sent to private chats only"
+        : typeof payload["draft_id"] !== "number" || payload["draft_id"] === 0
+        ? "draft_id must be non-zero"
+        : undefined
 
     type Answer = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly failure: Failure }
     const bad = (description: string): Answer => ({ ok: false, failure: { error_code: 400, description: `Bad Request: ${description}` } })
@@ -210,6 +232,28 @@ export const make = (
             ...(Predicate.isRecord(payload["reply_parameters"]) ? { reply_to_message: { message_id: payload["reply_parameters"]["message_id"] } } : {}),
             ...(payload["reply_markup"] ? { reply_markup: payload["reply_markup"] } : {})
           }))
+        }
+        case "sendMessageDraft": {
+          const issue = draft(payload)
+          if (issue !== undefined) return bad(issue)
+          if (typeof payload["text"] === "string" && payload["text"].length > 4096) return bad("message is too long")
+          return ok(true)
+        }
+        case "sendRichMessageDraft": {
+          const issue = draft(payload)
+          return issue !== undefined ? bad(issue) : Predicate.isRecord(payload["rich_message"]) ? ok(true) : bad("rich_message is empty")
+        }
+        case "sendRichMessage":
+          if (payload["chat_id"] === undefined) return bad("chat_id is empty")
+          if (!Predicate.isRecord(payload["rich_message"])) return bad("rich_message is empty")
+          return ok(messageFor(payload, { rich_message: payload["rich_message"] }))
+        case "answerGuestQuery": {
+          const id = payload["guest_query_id"]
+          if (typeof id !== "string" || id === "") return bad("guest_query_id is empty")
+          if (!Predicate.isRecord(payload["result"])) return bad("result is empty")
+          if (answeredGuests.has(id)) return bad("query is too old and response timeout expired or query ID is invalid")
+          answeredGuests.add(id)
+          return ok({ inline_message_id: `guest-${nextGuestMessage++}` })
         }
         case "sendPoll": {
           const options = Array.isArray(payload["options"]) ? payload["options"] : []

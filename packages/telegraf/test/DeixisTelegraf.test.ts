@@ -78,6 +78,32 @@ describe("DeixisTelegraf.middleware", () => {
       assert.deepStrictEqual(recent.map((e) => e.item.kind), ["inbound_user", "inbound_reaction"])
     }).pipe(Effect.provide(Live)))
 
+  it.scoped("answers in a channel's direct-messages topic by its id, from that user's topic only", () =>
+    Effect.gen(function*() {
+      const { api, feed } = yield* setup
+      const chat = { id: -1005000, type: "supergroup", title: "News DMs", is_direct_messages: true }
+      const dm = (id: number, topic: number, text: string) => ({
+        update_id: id,
+        message: {
+          message_id: id, date: 1_771_000_100, chat, from: F.alice, direct_messages_topic: { topic_id: topic, user: F.alice }, text,
+          entities: text.startsWith("/")
+            ? [{ type: "bot_command", offset: 0, length: text.length }]
+            : [{ type: "url", offset: 4, length: text.length - 4 }]
+        }
+      })
+      yield* feed(dm(600, 7001, "see https://example.com/mine"))
+      // Alice's link is active in her topic: it must still never be listed in Bob's.
+      yield* Effect.flatMap(ContextIngest, (i) =>
+        i.ingest({ type: "object_activated", event_id: "fetch-600", chat_id: "-1005000:dm:7001", reason: "url_fetched", source_message_id: 600, kind: "link" }))
+      yield* feed(dm(601, 7002, "/context"))
+      yield* feed(dm(602, 7001, "/context"))
+      const [answer] = api.callsOf("sendMessage")
+      assert.deepStrictEqual([answer!.payload["chat_id"], answer!.payload["direct_messages_topic_id"]], [-1005000, 7002])
+      assert.strictEqual(answer!.payload["text"], "nothing active")
+      const toAlice = api.callsOf("sendMessage")[1]!.payload
+      assert.deepStrictEqual([toAlice["direct_messages_topic_id"], toAlice["text"]], [7001, "link https://example.com/mine"])
+    }).pipe(Effect.provide(Live)))
+
   it.scoped("answers in the same topic and keeps topics apart", () =>
     Effect.gen(function*() {
       const { api, feed } = yield* setup

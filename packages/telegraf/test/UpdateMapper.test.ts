@@ -68,6 +68,7 @@ describe("UpdateMapper: messages", () => {
     assert.deepStrictEqual(mapped.scope, {
       chat_id: "-1001234567890",
       topic_id: "7",
+      destination: { chat_id: "-1001234567890", message_thread_id: 7 },
       message_id: "50",
       reply_to_message_id: null,
       sender_user_id: "1001",

@@ -89,4 +89,22 @@ describe("@deixis/telegraf/testing: the fake Bot API", () => {
       assert.deepStrictEqual(api.commands().get("all_group_chats"), [{ command: "help", description: "Help" }])
       assert.strictEqual(((yield* call(api, "getMe")).body.result as { can_read_all_group_messages: boolean }).can_read_all_group_messages, true)
     }))
+
+  it.scoped("Bot API 9.2–10.1: direct-messages and private-chat topics, drafts to private chats only, a guest query answered once", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make()
+      const dm = (yield* call(api, "sendMessage", { chat_id: -1005000, direct_messages_topic_id: 7002, text: "hi" })).body.result as Record<string, unknown>
+      assert.deepStrictEqual([dm["direct_messages_topic"], (dm["chat"] as Record<string, unknown>)["is_direct_messages"]], [{ topic_id: 7002 }, true])
+      const topic = (yield* call(api, "sendMessage", { chat_id: 11, message_thread_id: 300, text: "hi" })).body.result as Record<string, unknown>
+      assert.deepStrictEqual([topic["message_thread_id"], topic["is_topic_message"], (topic["chat"] as Record<string, unknown>)["type"]], [300, true, "private"])
+      assert.deepStrictEqual((yield* call(api, "sendMessageDraft", { chat_id: 11, draft_id: 5, text: "par" })).body, { ok: true, result: true })
+      assert.strictEqual((yield* call(api, "sendMessageDraft", { chat_id: -1005000, draft_id: 5, text: "par" })).status, 400)
+      assert.strictEqual((yield* call(api, "sendMessageDraft", { chat_id: 11, draft_id: 0, text: "par" })).status, 400)
+      assert.strictEqual((yield* call(api, "sendRichMessageDraft", { chat_id: 11, draft_id: 5, rich_message: { blocks: [] } })).status, 200)
+      const rich = (yield* call(api, "sendRichMessage", { chat_id: 11, rich_message: { blocks: [{ type: "paragraph", text: "x" }] } })).body.result
+      assert.deepStrictEqual((rich as Record<string, unknown>)["rich_message"], { blocks: [{ type: "paragraph", text: "x" }] })
+      const result = { type: "article", id: "a", title: "t", input_message_content: { message_text: "t" } }
+      assert.deepStrictEqual((yield* call(api, "answerGuestQuery", { guest_query_id: "g1", result })).body, { ok: true, result: { inline_message_id: "guest-1" } })
+      assert.strictEqual((yield* call(api, "answerGuestQuery", { guest_query_id: "g1", result })).status, 400)
+    }))
 })

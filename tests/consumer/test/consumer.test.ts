@@ -9,7 +9,7 @@ import { tsBlocks } from "deixis-test-support/readme"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 // Dependency order: each package's build needs its siblings' dist for their .d.ts.
-const published = ["core", "chathistory", "store-sql", "telegraf", "tools", "cli"] as const
+const published = ["core", "chathistory", "store-sql", "telegraf", "grammy", "tools", "cli"] as const
 
 const root = fileURLToPath(new URL("../../..", import.meta.url))
 const fixture = fileURLToPath(new URL("./fixture/main.ts", import.meta.url))
@@ -81,6 +81,10 @@ beforeAll(async () => {
   // the SQLite driver alone (at the range store-sql declares), never the PostgreSQL one.
   const storeSql = packed.find((p) => p.name === "store-sql")!.manifest.peerDependencies as Record<string, string>
   dependencies["@effect/sql-sqlite-node"] = storeSql["@effect/sql-sqlite-node"]!
+  // Each bot framework is an optional peer of its adapter: this consumer uses both, and grammY's runner.
+  dependencies["telegraf"] = (packed.find((p) => p.name === "telegraf")!.manifest.peerDependencies as Record<string, string>)["telegraf"]!
+  dependencies["grammy"] = (packed.find((p) => p.name === "grammy")!.manifest.peerDependencies as Record<string, string>)["grammy"]!
+  dependencies["@grammyjs/runner"] = "^2.0.3"
   fs.writeFileSync(
     path.join(consumer, "package.json"),
     JSON.stringify({ name: "deixis-consumer", private: true, type: "module", dependencies }, null, 2)
@@ -239,7 +243,9 @@ describe("published packages, as a consumer installs them", () => {
     // fails, when built, with a typed error naming the package to install.
     expect(report.pgEntry).toBe("ERR_MODULE_NOT_FOUND")
     expect(report.rootPg).toMatch(/^SqlStoreError: the PostgreSQL engine needs @effect\/sql-pg installed/)
-    expect(report.telegraf).toEqual(["DeixisTelegraf", "TelegramRecorder", "UpdateMapper"])
+    expect(report.telegraf).toEqual(["DeixisAdapter", "DeixisTelegraf", "FieldDecisions", "TelegramRecorder", "UpdateMapper"])
+    expect(report.grammy).toEqual(["DeixisGrammy"])
+    expect(report.grammyKey).toEqual(["42"])
     expect(report.tools).toEqual(["DeixisToolkit", "Envelope", "ModelActions", "UrlReader"])
     expect(report.toolNames).toContain("read_url")
     expect(report.cli).toEqual(["Cli", "Import", "TelegramExport"])

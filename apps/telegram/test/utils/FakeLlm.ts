@@ -15,7 +15,7 @@ export interface Request {
   readonly [key: string]: unknown
 }
 
-export type Reply = { readonly status?: number; readonly body: unknown } | "hang"
+export type Reply = { readonly status?: number; readonly body: unknown } | { readonly stream: ReadonlyArray<unknown> } | "hang"
 
 export interface FakeLlm {
   readonly baseUrl: string
@@ -27,6 +27,11 @@ export interface FakeLlm {
 
 /** An assistant answer. */
 export const answer = (content: string): Reply => ({ body: { choices: [{ message: { role: "assistant", content } }] } })
+
+/** A streamed answer: server-sent events of `chat.completion.chunk`s, one per piece of content, then `[DONE]`. */
+export const streamed = (...pieces: ReadonlyArray<string>): Reply => ({
+  stream: pieces.map((content) => ({ object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] }))
+})
 
 /** An assistant turn asking for tool calls (`[name, arguments, id?]`). */
 export const toolCalls = (...calls: ReadonlyArray<readonly [string, unknown, string?]>): Reply => ({
@@ -55,6 +60,16 @@ export const make = (script: (request: Request, index: number) => Reply): Effect
         authorizations.push(req.headers.authorization)
         const reply = script(request, requests.length - 1)
         if (reply === "hang") return
+        // Asked without `stream`, a streamed reply is its whole answer in one body, as servers do.
+        if ("stream" in reply && request["stream"] !== true) {
+          const content = reply.stream.map((c) => (c as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? "").join("")
+          return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ message: { role: "assistant", content } }] }))
+        }
+        if ("stream" in reply) {
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          for (const chunk of reply.stream) res.write(`data: ${JSON.stringify(chunk)}\n\n`)
+          return void res.end("data: [DONE]\n\n")
+        }
         res.writeHead(reply.status ?? 200, { "content-type": "application/json" }).end(JSON.stringify(reply.body))
       })
     })

@@ -21,6 +21,7 @@ export const Chat = Schema.Struct({
   id: Int,
   type: Schema.optional(Schema.String),
   is_forum: Schema.optional(Schema.Boolean),
+  is_direct_messages: Schema.optional(Schema.Boolean),
   title: Schema.optional(Schema.String),
   username: Schema.optional(Schema.String),
   first_name: Schema.optional(Schema.String),
@@ -82,6 +83,13 @@ const ExternalReply = Schema.Struct({
 })
 
 // What every message's forward_origin holds: its type, when the original was sent, and who sent it.
+/** A channel direct-messages chat's topic: one user's conversation with the channel. */
+export const DirectMessagesTopic = Schema.Struct({
+  topic_id: Int,
+  user: Schema.optional(User)
+})
+export type DirectMessagesTopic = typeof DirectMessagesTopic.Type
+
 export const ForwardOrigin = Schema.Struct({
   type: Schema.String,
   date: Int,
@@ -104,7 +112,10 @@ export const Message = Schema.Struct({
   sender_chat: Schema.optional(Chat),
   message_thread_id: Schema.optional(Int),
   is_topic_message: Schema.optional(Schema.Boolean),
+  direct_messages_topic: Schema.optional(DirectMessagesTopic),
+  guest_query_id: Schema.optional(Schema.String),
   reply_to_message: Schema.optional(Schema.Unknown),
+  reply_to_checklist_task_id: Schema.optional(Int),
   external_reply: Schema.optional(ExternalReply),
   edit_date: Schema.optional(Int),
   media_group_id: Schema.optional(Schema.String),
@@ -131,7 +142,12 @@ export const Message = Schema.Struct({
   location: Schema.optional(Schema.Unknown),
   venue: Schema.optional(Schema.Struct({ title: Schema.optional(Schema.String), address: Schema.optional(Schema.String) })),
   contact: Schema.optional(Schema.Unknown),
-  dice: Schema.optional(Schema.Struct({ emoji: Schema.optional(Schema.String), value: Schema.optional(Int) }))
+  dice: Schema.optional(Schema.Struct({ emoji: Schema.optional(Schema.String), value: Schema.optional(Int) })),
+  // Read leniently by internal/content.ts: a part of the wrong shape is left out, never the message.
+  checklist: Schema.optional(Schema.Unknown),
+  checklist_tasks_done: Schema.optional(Schema.Unknown),
+  checklist_tasks_added: Schema.optional(Schema.Unknown),
+  rich_message: Schema.optional(Schema.Unknown)
 })
 export type Message = typeof Message.Type
 
@@ -208,7 +224,7 @@ const cArray = (item: Check): Check => (v) => {
 
 const cUser = cStruct([["id", cInt]], [["is_bot", cBoolean], ["first_name", cString], ["last_name", cString], ["username", cString]])
 const cChat = cStruct([["id", cInt]], [
-  ["type", cString], ["is_forum", cBoolean], ["title", cString], ["username", cString], ["first_name", cString], ["last_name", cString]
+  ["type", cString], ["is_forum", cBoolean], ["is_direct_messages", cBoolean], ["title", cString], ["username", cString], ["first_name", cString], ["last_name", cString]
 ])
 const cEntity = cStruct([["type", cString], ["offset", cInt], ["length", cInt]], [["url", cString], ["user", cUser]])
 const cFile = cStruct([["file_id", cString]], [["file_name", cString], ["mime_type", cString], ["title", cString], ["performer", cString]])
@@ -222,7 +238,10 @@ const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]]
   ["sender_chat", cChat],
   ["message_thread_id", cInt],
   ["is_topic_message", cBoolean],
+  ["direct_messages_topic", cStruct([["topic_id", cInt]], [["user", cUser]])],
+  ["guest_query_id", cString],
   ["reply_to_message", cUnknown],
+  ["reply_to_checklist_task_id", cInt],
   ["external_reply", cStruct([], [["origin", cOrigin], ["chat", cChat], ["message_id", cInt]])],
   ["edit_date", cInt],
   ["media_group_id", cString],
@@ -249,7 +268,11 @@ const cMessage = cStruct([["message_id", cInt], ["date", cInt], ["chat", cChat]]
   ["location", cUnknown],
   ["venue", cStruct([], [["title", cString], ["address", cString]])],
   ["contact", cUnknown],
-  ["dice", cStruct([], [["emoji", cString], ["value", cInt]])]
+  ["dice", cStruct([], [["emoji", cString], ["value", cInt]])],
+  ["checklist", cUnknown],
+  ["checklist_tasks_done", cUnknown],
+  ["checklist_tasks_added", cUnknown],
+  ["rich_message", cUnknown]
 ])
 
 /**
