@@ -1,7 +1,7 @@
 /**
  * The bot: its intake (map an update once, record it, answer it) over two tables — the
  * commands (`Commands.all`) and the buttons (`Buttons.all`) — and two services provided by
- * Layers: the bot's side of Telegram (`BotApi`) and its LLM turns (`Llm.LlmTurns`). Nothing
+ * Layers: the bot's side of Telegram (`BotApi`) and its LLM turns (`LlmTurns.LlmTurns`). Nothing
  * starts on import; `Runner.launch` connects a built bot to Telegram.
  *
  * Every answer is a reply to the message that asked, in its topic; every failure ends in an
@@ -29,7 +29,8 @@ import type { Message, Update } from "telegraf/types"
 import * as BotApi from "./BotApi.js"
 import * as Buttons from "./Buttons.js"
 import * as Commands from "./Commands.js"
-import * as Llm from "./Llm.js"
+import type * as Llm from "./LlmConfig.js"
+import * as LlmTurns from "./LlmTurns.js"
 import type * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as TelegramSend from "./TelegramSend.js"
@@ -174,7 +175,7 @@ const orApologize = <R>(label: string, apologize: Effect.Effect<void, never, R>)
  */
 export const middleware = (
   tables: { readonly [K in keyof Tables]-?: NonNullable<Tables[K]> },
-  turns: Llm.Turns
+  turns: LlmTurns.Turns
 ): MiddlewareFn<Commands.Context> => {
   const composer = new Composer<Commands.Context>()
   for (const { handler, name } of tables.commands) {
@@ -238,17 +239,17 @@ export const sendReminder = (r: ClaimedReminder): Effect.Effect<Reminders.Outcom
   )
 
 /**
- * Builds the bot over its services: `BotApi` and `Llm.LlmTurns` from the context (see
+ * Builds the bot over its services: `BotApi` and `LlmTurns.LlmTurns` from the context (see
  * {@link layer}), the tables given (the defaults when not). Updates can be fed with `handle`
  * right away.
  *
  * @since 0.3.0
  * @category constructors
  */
-export const build = (tables: Tables = {}): Effect.Effect<Bot, never, Services | BotApi.BotApi | Llm.LlmTurns> =>
+export const build = (tables: Tables = {}): Effect.Effect<Bot, never, Services | BotApi.BotApi | LlmTurns.LlmTurns> =>
   Effect.gen(function*() {
     const api = yield* BotApi.BotApi
-    const turns = yield* Llm.LlmTurns
+    const turns = yield* LlmTurns.LlmTurns
     const store = yield* ReminderStore
     // A group upgraded to a supergroup: the recorder moves every store's data, the reminders too.
     const runtime = yield* Effect.runtime<Commands.Services>().pipe(
@@ -335,13 +336,13 @@ export const build = (tables: Tables = {}): Effect.Effect<Bot, never, Services |
 
 /**
  * The bot's two services: `BotApi` over the Telegram settings, and the LLM turns of the LLM
- * mode (`Llm.layerTurns`: off when absent or None).
+ * mode (`LlmTurns.layerTurns`: off when absent or None).
  *
  * @since 0.3.0
  * @category layers
  */
 export const layer = (options: Pick<Options, keyof BotApi.Options | "llm">) =>
-  Layer.provideMerge(Llm.layerTurns(options.llm), BotApi.layer(options))
+  Layer.provideMerge(LlmTurns.layerTurns(options.llm), BotApi.layer(options))
 
 /**
  * Builds the bot ({@link build}) with its services from {@link layer}.

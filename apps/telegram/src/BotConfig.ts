@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as Llm from "./Llm.js"
+import * as Llm from "./LlmConfig.js"
 import * as Times from "./Times.js"
 
 /**

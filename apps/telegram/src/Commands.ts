@@ -25,7 +25,7 @@ import * as Schema from "effect/Schema"
 import type { Message } from "telegraf/types"
 import * as BotApi from "./BotApi.js"
 import * as ChatSettings from "./ChatSettings.js"
-import * as Llm from "./Llm.js"
+import * as LlmTurns from "./LlmTurns.js"
 import * as Reminders from "./Reminders.js"
 import * as Replies from "./Replies.js"
 import * as Times from "./Times.js"
@@ -37,7 +37,7 @@ import * as Times from "./Times.js"
  * @since 0.3.0
  * @category models
  */
-export type Services = BotApi.Services | BotApi.BotApi | Llm.LlmTurns
+export type Services = BotApi.Services | BotApi.BotApi | LlmTurns.LlmTurns
 
 /**
  * The context of the bot's handlers: Telegraf's, with `ctx.deixis` over the update as mapped
@@ -150,7 +150,7 @@ export const closePoll = (chatId: number, pollMessageId: number, userId: number,
   })
 
 const help: Command["handler"] = (ctx) =>
-  Effect.flatMap(Llm.LlmTurns, (llm) =>
+  Effect.flatMap(LlmTurns.LlmTurns, (llm) =>
     BotApi.text(ctx, Replies.help(ctx.botInfo?.username, ctx.botInfo?.can_read_all_group_messages !== true, llm.enabled)))
 
 /**

@@ -24,6 +24,9 @@ export * as Dispatcher from "./Dispatcher.js"
 export * as Intake from "./Intake.js"
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"
+export * as LlmClient from "./LlmClient.js"
+export * as LlmConfig from "./LlmConfig.js"
+export * as LlmTurns from "./LlmTurns.js"
 /** @since 0.1.0 */
 export * as Metrics from "./Metrics.js"
 /** @since 0.1.0 */
