@@ -21,8 +21,7 @@ Server.layer(
     port: Number(process.env["PORT"]),
     host: "127.0.0.1",
     apiToken: Option.none(),
-    telegram: {},
-    fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
+    telegram: {}
   },
   Layer.unwrapEffect(Effect.map(Store.config, Store.layer))
 ).pipe(Layer.provide(Logs.layer({ level, format: "logfmt" })), Layer.launch, NodeRuntime.runMain({ disablePrettyLogger: true }))

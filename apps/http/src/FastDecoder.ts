@@ -144,7 +144,7 @@ const typeLiteral = (ast: AST.TypeLiteral): FastDecoder => {
       const present = hasOwn(input, field.name)
       if (!present && field.optional) continue
       // A required field that is absent is `undefined` to its type, as the Schema reads it.
-      const decoded = field.decode(present ? input[field.name] : undefined)
+      const decoded = field.decode(present ? (input as Record<PropertyKey, unknown>)[field.name] : undefined)
       if (decoded === NO) return NO
       out[field.name] = decoded
     }

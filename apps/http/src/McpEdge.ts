@@ -25,25 +25,24 @@
  *   and answered in order, up to {@link maxBatch} members (more: refused whole).
  * - An `MCP-Protocol-Version` the server does not speak: HTTP 400.
  * - `GET` and `DELETE` /mcp: 405 — there is no server-sent event stream and no session.
+ *
+ * The pipeline reads and parses the body once and hands the value here (`McpEdge.handle`). A
+ * request is run to its end even when its client goes away: two tools write, and an accepted
+ * write finishes, as on the HTTP routes.
  */
 import { McpSchema } from "@effect/ai"
-import {
-  HttpLayerRouter,
-  type HttpRouter,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
 import * as RpcServer from "@effect/rpc/RpcServer"
 import { DeixisToolkit, Envelope } from "@deixis/tools"
 import type * as Tool from "@effect/ai/Tool"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as Pipeline from "./Pipeline.js"
-import type * as Routes from "./Routes.js"
+import type { IncomingHttpHeaders } from "node:http"
 
 /** The revision the library answers `initialize` with when the client's is not one it knows. */
 export const LATEST_PROTOCOL_VERSION = "2025-06-18"
@@ -120,10 +119,46 @@ const failure = (id: Id | null, code: number, message: string, data?: unknown): 
   error: data === undefined ? { code, message } : { code, message, data }
 })
 
-const json = (body: unknown, status = 200) =>
-  HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
+/**
+ * What the edge answers: a status and a JSON body (none for 202).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Answer {
+  readonly status: number
+  readonly body?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
 
-const accepted = HttpServerResponse.empty({ status: 202 })
+const json = (body: unknown, status = 200): Answer => ({ status, body: JSON.stringify(body) })
+
+const accepted: Answer = { status: 202 }
+
+/**
+ * The body as the pipeline read it: its parsed JSON value, or not JSON at all.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Body = { readonly _tag: "Json"; readonly value: unknown } | { readonly _tag: "NotJson" }
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export interface McpEdgeShape {
+  /** A POST's answer, from its parsed body and its headers. */
+  readonly handle: (body: Body, headers: IncomingHttpHeaders) => Effect.Effect<Answer>
+}
+
+/**
+ * The JSON-RPC edge, for the pipeline to call.
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export class McpEdge extends Context.Tag("@deixis/http/McpEdge")<McpEdge, McpEdgeShape>() {}
 
 /** A method name as it may appear in a message: short, and safe in a log line. */
 const shown = (method: string): string => JSON.stringify(method.length > 64 ? `${method.slice(0, 64)}…` : method)
@@ -224,23 +259,18 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
     return forward({ ...request, params })
   }
 
-  return Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const version = request.headers["mcp-protocol-version"]
+  return (parsed: Body, headers: IncomingHttpHeaders): Effect.Effect<Answer> => Effect.gen(function*() {
+    const header = headers["mcp-protocol-version"]
+    const version = Array.isArray(header) ? header.join(", ") : header
     if (version !== undefined && !PROTOCOL_VERSIONS.includes(version)) {
       return json(
         failure(null, ErrorCode.InvalidRequest, `Unsupported MCP-Protocol-Version ${shown(version)}; supported: ${PROTOCOL_VERSIONS.join(", ")}`),
         400
       )
     }
-    // The pipeline has read the body under its limit (a 413 past it), as for every route.
-    const text = yield* Effect.orDie(request.text)
-    let body: unknown
-    try {
-      body = Pipeline.parseJson(text)
-    } catch {
-      return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
-    }
+    // The pipeline has read the body under its limit (a 413 past it) and parsed it, as for every route.
+    if (parsed._tag === "NotJson") return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
+    const body = parsed.value
 
     if (!Array.isArray(body)) {
       const checked = check(body)
@@ -290,31 +320,27 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
   })
 }
 
-const methodNotAllowed = HttpServerResponse.text(
-  JSON.stringify(failure(null, ErrorCode.InvalidRequest, "Invalid Request: /mcp takes POST (no event stream, no session)")),
-  { status: 405, contentType: "application/json", headers: { allow: "POST" } }
-)
+/**
+ * `GET` and `DELETE` /mcp: no event stream, no session.
+ *
+ * @since 0.3.0
+ * @category answers
+ */
+export const methodNotAllowed: Answer = {
+  status: 405,
+  body: JSON.stringify(failure(null, ErrorCode.InvalidRequest, "Invalid Request: /mcp takes POST (no event stream, no session)")),
+  headers: { allow: "POST" }
+}
 
 /**
- * The library's RPC protocol, fed only by the edge, which is served at `path`.
+ * The library's RPC protocol, fed only by the edge, and the edge itself.
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @category layers
  */
-export const layerProtocol = (options: {
-  readonly post: Routes.Route
-  readonly get: Routes.Route
-  readonly delete: Routes.Route
-}) =>
-  Layer.effect(
-    RpcServer.Protocol,
-    Effect.gen(function*() {
-      const router = yield* HttpLayerRouter.HttpRouter
-      const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp
-      type Method = Exclude<Routes.Route["method"], "HEAD">
-      const path = (route: Routes.Route) => route.path as HttpRouter.PathInput
-      yield* router.add(options.post.method as Method, path(options.post), makeEdge(Effect.scoped(httpApp)))
-      yield* router.add(options.get.method as Method, path(options.get), methodNotAllowed)
-      yield* router.add(options.delete.method as Method, path(options.delete), methodNotAllowed)
-      return protocol
-    })
-  ).pipe(Layer.provide(RpcSerialization.layerJsonRpc()))
+export const layer: Layer.Layer<RpcServer.Protocol | McpEdge> = Layer.effectContext(
+  Effect.gen(function*() {
+    const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp
+    return Context.make(RpcServer.Protocol, protocol).pipe(Context.add(McpEdge, { handle: makeEdge(Effect.scoped(httpApp)) }))
+  })
+).pipe(Layer.provide(RpcSerialization.layerJsonRpc()))

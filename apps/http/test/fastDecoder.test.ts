@@ -42,7 +42,7 @@ HttpApi.reflect(Api, {
       ["headers", endpoint.headersSchema],
       ["payload", endpoint.payloadSchema]
     ] as const) {
-      if (Option.isSome(schema)) endpointSchemas.push({ name: `${group.identifier}.${endpoint.name} ${part}`, schema: schema.value as Schema.Schema<unknown, unknown> })
+      if (Option.isSome(schema)) endpointSchemas.push({ name: `${group.identifier}.${endpoint.name} ${part}`, schema: schema.value as unknown as Schema.Schema<unknown, unknown> })
     }
   }
 })
@@ -105,7 +105,7 @@ describe("fast decoders compiled from the Schemas", () => {
   }
 
   it("the payloads of the endpoints clients call most compile (no Schema interpreter on their common path)", () => {
-    for (const schema of [ResolveRequest, ActiveContext.ListRequest]) assert.isTrue(FastDecoder.isCompiled(schema))
+    for (const schema of [ResolveRequest, ActiveContext.ListRequest] as const) assert.isTrue(FastDecoder.isCompiled(schema as Schema.Schema.Any))
     const payloads = endpointSchemas.filter((c) => /^(events\.ingest|webhook\.telegram) payload$/.test(c.name))
     assert.strictEqual(payloads.length, 2)
     for (const c of payloads) assert.isTrue(FastDecoder.isCompiled(c.schema), c.name)
