@@ -215,7 +215,14 @@ const quoted = /^Expected ("(?:[^"\\]|\\.)*"|-?\d[\d.e+-]*|true|false|null), act
  * is one line naming the field and every allowed value, not one line per literal.
  */
 export const issuesOf = (error: ParseResult.ParseError): Array<Issue> => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const all = ParseResult.ArrayFormatter.formatErrorSync(error)
+  // An optional field's `undefined` member says nothing when the field is there and wrong.
+  const within = (outer: ReadonlyArray<PropertyKey>, inner: ReadonlyArray<PropertyKey>) =>
+    inner.length >= outer.length && outer.every((key, i) => inner[i] === key)
+  const issues = all.filter((issue) =>
+    !issue.message.startsWith("Expected undefined, actual") ||
+    !all.some((other) => other !== issue && !other.message.startsWith("Expected undefined, actual") && within(issue.path, other.path))
+  )
   const out: Array<Issue> = []
   const enums = new Map<string, { issue: Issue; allowed: Array<string>; actual: string; others: Array<string> }>()
   for (const issue of issues) {
@@ -233,16 +240,15 @@ export const issuesOf = (error: ParseResult.ParseError): Array<Issue> => {
       continue
     }
     if (seen !== undefined) {
-      seen.others.push(issue.message.replace(/\s+/g, " "))
+      if (!issue.message.startsWith("Expected undefined, actual")) seen.others.push(issue.message.replace(/\s+/g, " "))
       continue
     }
     out.push(issue)
   }
   for (const [, entry] of enums) {
-    const field = entry.issue.path.length === 0 ? "the value" : entry.issue.path.map(String).join(".")
     const allowed = entry.allowed.length === 1 ? entry.allowed[0]! : `one of ${entry.allowed.join(", ")}`
     const also = entry.others.length === 0 ? "" : ` (or: ${entry.others.join("; ")})`
-    entry.issue.message = `${field} must be ${allowed}${also}; got ${entry.actual}`
+    entry.issue.message = `must be ${allowed}${also}; got ${entry.actual}`
   }
   return out
 }
@@ -278,29 +284,41 @@ const credentialOf = (security: HttpApiSecurity.HttpApiSecurity, headers: Incomi
   }
 }
 
-/** The middlewares' check, as `HttpApiBuilder` applies it: each scheme in turn until one passes. */
+/**
+ * The middlewares' check, as `HttpApiBuilder` applies it: each scheme in turn until one passes.
+ * A check that answers with an `Exit` (the usual synchronous one: `Effect.void`, `Effect.fail`)
+ * is read as it is; any other effect runs to its end on the executors' runtime.
+ */
 const securityOf = (
   middleware: ReadonlySet<HttpApiMiddleware.TagClassAny>,
-  context: Context.Context<never>
-): ((headers: IncomingHttpHeaders) => Effect.Effect<void, unknown>) | undefined => {
-  const checks: Array<(headers: IncomingHttpHeaders) => Effect.Effect<void, unknown>> = []
+  context: Context.Context<never>,
+  runSync: <A, E>(effect: Effect.Effect<A, E>) => Exit.Exit<A, E>
+): ((headers: IncomingHttpHeaders) => Exit.Exit<unknown, unknown>) | undefined => {
+  const checks: Array<(headers: IncomingHttpHeaders) => Exit.Exit<unknown, unknown>> = []
   for (const tag of middleware) {
     if (!HttpApiMiddleware.isSecurity(tag)) {
       throw new Error(`middleware ${tag.key} is not a security middleware: the executors apply security middlewares only`)
     }
     const implementation = Context.unsafeGet(context, tag as never) as Record<string, (credential: unknown) => Effect.Effect<unknown, unknown>>
-    const schemes = Object.entries(tag.security)
+    const schemes = Object.entries(tag.security).map(([key, security]) => ({ check: implementation[key]!, security }))
     checks.push((headers) => {
-      let effect: Effect.Effect<unknown, unknown> | undefined
-      for (const [key, security] of schemes) {
-        const check = Effect.suspend(() => implementation[key]!(credentialOf(security, headers)))
-        effect = effect === undefined ? check : Effect.catchAll(effect, () => check)
+      let last: Exit.Exit<unknown, unknown> = Exit.void
+      for (const { check, security } of schemes) {
+        const result = check(credentialOf(security, headers))
+        last = Exit.isExit(result) ? result : runSync(result)
+        if (Exit.isSuccess(last)) return last
       }
-      return Effect.asVoid(effect ?? Effect.void)
+      return last
     })
   }
   if (checks.length === 0) return undefined
-  return checks.length === 1 ? checks[0] : (headers) => Effect.forEach(checks, (check) => check(headers), { discard: true })
+  return (headers) => {
+    for (const check of checks) {
+      const exit = check(headers)
+      if (Exit.isFailure(exit)) return exit
+    }
+    return Exit.void
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -359,7 +377,7 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
           const [status = 200] = successes.keys()
           const encode = successEncoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
           const failures = errorEncoders(errors)
-          const security = securityOf(middleware, runtime.context)
+          const security = securityOf(middleware, runtime.context, runSync)
           const failure = (error: unknown): Answer => {
             const declared = failures.find((f) => f.is(error))
             return declared === undefined ? undefined : { status: declared.status, body: JSON.stringify(declared.encode(error)) }
@@ -375,7 +393,7 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
           const authorize = security === undefined
             ? () => undefined
             : (headers: IncomingHttpHeaders): Answer => {
-              const exit = runSync(security(headers))
+              const exit = security(headers)
               return Exit.isSuccess(exit) ? undefined : unauthorized(exit.cause) ?? { status: 401, body: "{}" }
             }
 
