@@ -12,9 +12,17 @@
  *
  * @since 0.3.0
  */
-import { type HttpApi, HttpApiError, type HttpApiGroup, HttpApiMiddleware, type HttpApiSecurity, HttpServerRequest, type HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApi,
+  type HttpApiBuilder,
+  HttpApiError,
+  type HttpApiGroup,
+  HttpApiMiddleware,
+  type HttpApiSecurity,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
-import { HttpApi as HttpApiModule } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Json } from "@deixis/core"
 import * as Cause from "effect/Cause"
@@ -32,6 +40,7 @@ import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
+import type * as Scope from "effect/Scope"
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { Api } from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -352,7 +361,7 @@ const rawInputs = new WeakMap<IncomingMessage, Record<string, unknown>>()
  * @since 0.3.0
  * @category layers
  */
-export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): Layer.Layer<Executors, E, Exclude<R, import("effect/Scope").Scope>> =>
+export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): Layer.Layer<Executors, E, Exclude<R, Scope.Scope>> =>
   Layer.scoped(
     Executors,
     Effect.gen(function*() {
@@ -364,7 +373,7 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
       const executors = new Map<string, Executor>()
       const raws: Array<{ readonly name: string; readonly build: () => Effect.Effect<void, never, never> }> = []
 
-      HttpApiModule.reflect(Api, {
+      HttpApi.reflect(Api, {
         onGroup: () => {},
         onEndpoint: ({ endpoint, errors, group, middleware, successes }) => {
           const name = `${group.identifier}.${endpoint.name}`
