@@ -31,14 +31,14 @@
  * write finishes, as on the HTTP routes.
  */
 import { McpSchema } from "@effect/ai"
-import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import type * as RpcMessage from "@effect/rpc/RpcMessage"
 import * as RpcServer from "@effect/rpc/RpcServer"
 import { DeixisToolkit, Envelope } from "@deixis/tools"
 import type * as Tool from "@effect/ai/Tool"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -204,27 +204,82 @@ const standardCodes: ReadonlySet<number> = new Set(Object.values(ErrorCode))
 /**
  * The edge over the library's HTTP app: each request answered under its own id.
  */
-const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>) => {
-  // One request to the library, as a body of its own with a numeric id (the library turns ids
-  // into numbers), answered under the caller's id.
+/**
+ * The library's RPC protocol, fed directly with decoded messages: no HTTP request, no text, no
+ * second parse. One call is one client, as the library's own HTTP protocol makes one per POST:
+ * its request, its end of input, and the responses the server sends until it ends the client.
+ */
+const makeDirectProtocol = Effect.gen(function*() {
+  const disconnects = yield* Mailbox.make<number>()
+  let writeRequest!: (clientId: number, message: RpcMessage.FromClientEncoded) => Effect.Effect<void>
+  let nextClient = 0
+  const clients = new Map<number, Mailbox.Mailbox<RpcMessage.FromServerEncoded>>()
+
+  const protocol = yield* RpcServer.Protocol.make((write) => {
+    writeRequest = write
+    return Effect.succeed({
+      disconnects,
+      send: (clientId, response) => {
+        const mailbox = clients.get(clientId)
+        return mailbox === undefined ? Effect.void : Effect.asVoid(mailbox.offer(response))
+      },
+      end: (clientId) => {
+        const mailbox = clients.get(clientId)
+        return mailbox === undefined ? Effect.void : Effect.asVoid(mailbox.end)
+      },
+      clientIds: Effect.sync(() => new Set(clients.keys())),
+      initialMessage: Effect.succeedNone,
+      supportsAck: false,
+      supportsTransferables: false,
+      supportsSpanPropagation: false
+    })
+  })
+
+  /** One request to the server, and every response it sent for it. */
+  const call = (method: string, params: unknown): Effect.Effect<ReadonlyArray<RpcMessage.FromServerEncoded>> =>
+    Effect.acquireUseRelease(
+      Effect.map(Mailbox.make<RpcMessage.FromServerEncoded>(), (mailbox) => {
+        const id = nextClient++
+        clients.set(id, mailbox)
+        return { id, mailbox }
+      }),
+      ({ id, mailbox }) =>
+        Effect.gen(function*() {
+          yield* writeRequest(id, { _tag: "Request", id: "1", tag: method, payload: params, headers: [] } as RpcMessage.FromClientEncoded)
+          yield* writeRequest(id, { _tag: "Eof" })
+          const responses: Array<RpcMessage.FromServerEncoded> = []
+          while (true) {
+            const [items, done] = yield* mailbox.takeAll
+            for (const item of items) responses.push(item)
+            if (done) return responses
+          }
+        }),
+      ({ id }) =>
+        Effect.sync(() => {
+          clients.delete(id)
+          disconnects.unsafeOffer(id)
+        })
+    )
+  return { protocol, call } as const
+})
+
+const makeEdge = (call: (method: string, params: unknown) => Effect.Effect<ReadonlyArray<RpcMessage.FromServerEncoded>>) => {
+  // One request to the library, answered under the caller's id: its result, or its error's
+  // standard code and message (anything else is an internal error whose detail stays inside).
   const forward = (request: { readonly id: Id; readonly method: string; readonly params: unknown }) =>
     Effect.gen(function*() {
-      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: request.method, params: request.params })
-      const web = new Request("http://mcp.internal/mcp", { method: "POST", headers: { "content-type": "application/json" }, body })
-      const response = yield* Effect.provideService(library, HttpServerRequest.HttpServerRequest, HttpServerRequest.fromWeb(web))
-      const text = response.body._tag === "Uint8Array" ? new TextDecoder().decode(response.body.body) : ""
-      const parsed: unknown = text === "" ? undefined : JSON.parse(text)
-      const answers = Array.isArray(parsed) ? parsed : [parsed]
-      const answer = answers.find((a): a is Record<string, unknown> => Predicate.isRecord(a) && a["id"] === 1 && ("result" in a || "error" in a))
-      if (answer === undefined) return failure(request.id, ErrorCode.InternalError, "Internal error")
-      const error = answer["error"]
-      if (Predicate.isRecord(error)) {
-        const code = typeof error["code"] === "number" && standardCodes.has(error["code"]) ? error["code"] : ErrorCode.InternalError
-        const message = code !== ErrorCode.InternalError && typeof error["message"] === "string" ? error["message"] : "Internal error"
-        return failure(request.id, code, message)
+      const responses = yield* call(request.method, request.params)
+      const exit = responses.find((r): r is Extract<RpcMessage.FromServerEncoded, { readonly _tag: "Exit" }> => r._tag === "Exit")
+      if (exit === undefined) return failure(request.id, ErrorCode.InternalError, "Internal error")
+      if (exit.exit._tag === "Success") {
+        const result: JsonRpcResult = { jsonrpc: "2.0", id: request.id, result: exit.exit.value }
+        return result
       }
-      const result: JsonRpcResult = { jsonrpc: "2.0", id: request.id, result: answer["result"] }
-      return result
+      const cause = exit.exit.cause
+      const error = cause._tag === "Fail" && Predicate.isRecord(cause.error) ? cause.error : undefined
+      const code = error !== undefined && typeof error["code"] === "number" && standardCodes.has(error["code"]) ? error["code"] : ErrorCode.InternalError
+      const message = code !== ErrorCode.InternalError && typeof error?.["message"] === "string" ? error["message"] : "Internal error"
+      return failure(request.id, code, message)
     }).pipe(
       Effect.catchAllDefect(() => Effect.succeed(failure(request.id, ErrorCode.InternalError, "Internal error")))
     )
@@ -338,9 +393,7 @@ export const methodNotAllowed: Answer = {
  * @since 0.3.0
  * @category layers
  */
-export const layer: Layer.Layer<RpcServer.Protocol | McpEdge> = Layer.effectContext(
-  Effect.gen(function*() {
-    const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp
-    return Context.make(RpcServer.Protocol, protocol).pipe(Context.add(McpEdge, { handle: makeEdge(Effect.scoped(httpApp)) }))
-  })
-).pipe(Layer.provide(RpcSerialization.layerJsonRpc()))
+export const layer: Layer.Layer<RpcServer.Protocol | McpEdge> = Layer.scopedContext(
+  Effect.map(makeDirectProtocol, ({ call, protocol }) =>
+    Context.make(RpcServer.Protocol, protocol).pipe(Context.add(McpEdge, { handle: makeEdge(call) })))
+)

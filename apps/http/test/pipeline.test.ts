@@ -38,7 +38,7 @@ const eventually = <A>(check: () => Promise<A>, done: (a: A) => boolean, attempt
   })
 
 describe("the pipeline", () => {
-  it.scoped("reads each request's body once and parses it once, on every route that takes one", () =>
+  it.scoped("reads each request's body once and parses it once, on every route that takes one, /mcp included", () =>
     Effect.gen(function*() {
       const api = yield* start({ token: "t" })
       const pipeline = Context.unsafeGet(api.context, Pipeline.Pipeline)
@@ -51,7 +51,10 @@ describe("the pipeline", () => {
         ["POST", "/v1/telegram/updates", { update_id: 1, message }],
         ["POST", "/v1/telegram/sent", { message: { ...message, message_id: 10, from: { id: 999, is_bot: true, first_name: "b" } } }],
         ["PATCH", "/v1/chats/-1001/state", { step: 1 }],
-        ["POST", "/v1/tools/resolve_reference_target", { ...scope, max_candidates: 99 }]
+        ["POST", "/v1/tools/resolve_reference_target", { ...scope, max_candidates: 99 }],
+        // The MCP edge hands the parsed message to the library as it is: no second parse.
+        ["POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "update_conversation_state", arguments: { chat_id: "-1001", patch: { mcp: 1 } } } }],
+        ["POST", "/mcp", { jsonrpc: "2.0", id: 2, method: "tools/list" }]
       ]
       const before = { ...pipeline.counts }
       // Every JSON.parse in this process while the requests run (the answers are read as text),
