@@ -407,17 +407,18 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
             }
 
           /** The request's parts decoded, or the 400 that says why not. */
+          // The parts this endpoint decodes, chosen once, in HttpApiBuilder's order.
+          const parts = ([
+            ["path", path, (input: Input): unknown => input.params],
+            ["payload", payload, (input: Input): unknown => input.payload],
+            ["headers", headersPart, (input: Input): unknown => input.headers],
+            ["urlParams", query, (input: Input): unknown => parseQuery(input.query)]
+          ] as const).flatMap(([key, decoder, value]) => (decoder === undefined ? [] : [{ key, decoder, value }]))
+          /** The request's parts decoded, or the 400 that says why not. */
           const decode = (input: Input): { readonly refused: NonNullable<Answer> } | { readonly refused?: undefined; readonly request: Record<string, unknown> } => {
             const request: Record<string, unknown> = {}
-            const parts = [
-              ["path", path, () => input.params],
-              ["urlParams", query, () => parseQuery(input.query)],
-              ["headers", headersPart, () => input.headers],
-              ["payload", payload, () => input.payload]
-            ] as const
-            for (const [key, decoder, value] of parts) {
-              if (decoder === undefined) continue
-              const raw = value()
+            for (const { decoder, key, value } of parts) {
+              const raw = value(input)
               const quick = decoder.fast(raw)
               if (quick !== FastDecoder.NO) {
                 request[key] = quick

@@ -264,15 +264,16 @@ const transformation = (ast: AST.Transformation): FastDecoder => {
   const t = ast.transformation
   switch (t._tag) {
     case "FinalTransformation": {
-      // The type side, checked as the Schema checks it after the transformation.
-      const is = Schema.is(Schema.make(ast.to))
+      // The type side, decoded after the transformation as the Schema decodes it.
+      const to = compile(ast.to)
+      if (to === never) return never
       return (input) => {
         const decoded = from(input)
         if (decoded === NO) return NO
         // A synchronous transformation answers with an Either; any other effect: the Schema.
         const result: unknown = t.decode(decoded, options, ast, input)
         if (!Either.isEither(result) || Either.isLeft(result)) return NO
-        return is(result.right) ? result.right : NO
+        return to(result.right)
       }
     }
     case "TypeLiteralTransformation": {
