@@ -14,13 +14,15 @@ import * as LogLevel from "effect/LogLevel"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { createServer, type IncomingMessage } from "node:http"
 import { ResolveResult } from "../src/Api.js"
-import * as RequestDecoder from "../src/RequestDecoder.js"
+import { ResolveRequest } from "../src/Api.js"
+import * as FastDecoder from "../src/FastDecoder.js"
 
 // At Warning, as the service runs in the benchmark's main rows.
 const runtime = ManagedRuntime.make(Layer.merge(Deixis.layerMemory(), Logger.minimumLogLevel(LogLevel.Warning)))
 const resolver = runtime.runSync(ReferenceResolver.ReferenceResolver)
 const ingest = runtime.runSync(ContextIngest.ContextIngest)
 const encode = Json.trustedEncoder(ResolveResult)
+const decode = FastDecoder.make(ResolveRequest)
 
 const bodyOf = (request: IncomingMessage, then: (text: string) => void) => {
   let text = ""
@@ -40,9 +42,9 @@ createServer((request, response) => {
       runtime.runPromise(ingest.ingest(JSON.parse(text))).then(() => send(200, "{}"), (error) => send(500, JSON.stringify(String(error))))
       return
     }
-    const decoded = RequestDecoder.resolveRequest(JSON.parse(text))
-    if (decoded === undefined) return send(400, "{}")
-    const { include_diagnostics, ...query } = decoded
+    const decoded = decode(JSON.parse(text))
+    if (decoded === FastDecoder.NO) return send(400, "{}")
+    const { include_diagnostics, ...query } = decoded as typeof ResolveRequest.Type
     const { diagnostics, ...result } = runtime.runSync(resolver.resolve(query))
     send(200, JSON.stringify(encode(include_diagnostics ? { ...result, diagnostics } : result)))
   })

@@ -1,6 +1,6 @@
 /**
- * The service for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH=false for the Effect
- * stack alone) on the store DEIXIS_STORE names — `memory` (the default here), `sqlite:<file>` or
+ * The service for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH is no longer read: every
+ * endpoint has its executor) on the store DEIXIS_STORE names — `memory` (the default here), `sqlite:<file>` or
  * a postgres:// URL (with DEIXIS_PG_SCHEMA) — through the same parser the service uses.
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -21,8 +21,7 @@ Server.layer(
     port: Number(process.env["PORT"]),
     host: "127.0.0.1",
     apiToken: Option.none(),
-    telegram: {},
-    fastPath: process.env["DEIXIS_HTTP_FAST_PATH"] !== "false"
+    telegram: {}
   },
   Layer.unwrapEffect(Effect.map(Store.config, Store.layer))
 ).pipe(Layer.provide(Logs.layer({ level, format: "logfmt" })), Layer.launch, NodeRuntime.runMain({ disablePrettyLogger: true }))

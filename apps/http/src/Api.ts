@@ -15,14 +15,67 @@ export { Unauthorized }
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   "PayloadTooLarge",
   { message: Schema.String, max_bytes: Schema.Number },
-  HttpApiSchema.annotations({ status: 413 })
+  HttpApiSchema.annotations({ status: 413, description: "The body is over DEIXIS_HTTP_MAX_BODY_BYTES" })
 ) {}
 
 /** A body that is not what the endpoint takes, named by the failing path. */
 export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
   { path: Schema.String, message: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
+  HttpApiSchema.annotations({ status: 400, description: "The request is not what the endpoint takes (named by path)" })
+) {}
+
+/** A request refused before its route: a browser's request from another site, or for another host, while the service has no credentials. */
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { path: Schema.Literal("origin", "host").annotations({ description: "What was refused: the request's origin, or its Host" }), message: Schema.String },
+  HttpApiSchema.annotations({ status: 403, description: "Forbidden: without DEIXIS_API_TOKEN, a browser's cross-site request or a foreign Host" })
+) {}
+
+/** No route for the request's method and path. */
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 404, description: "No route for this method and path" })
+) {}
+
+/** A body that is not JSON by its media type, or is content-coded. */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { header: Schema.Literal("content-type", "content-encoding"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 415, description: "The body is not JSON, or is content-coded" })
+) {}
+
+/** A transfer coding other than chunked. */
+export class NotImplemented extends Schema.TaggedError<NotImplemented>()(
+  "NotImplemented",
+  { path: Schema.String, message: Schema.String },
+  HttpApiSchema.annotations({ status: 501, description: "A transfer coding other than chunked" })
+) {}
+
+/**
+ * The service cannot take the request now (it is stopping, or its store is unavailable): retry
+ * after the `Retry-After` header's seconds. Nothing of the request was applied.
+ */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503, description: "Unavailable for now (stopping, or the store is down): retry after Retry-After seconds" })
+) {}
+
+/**
+ * The seconds a `ServiceUnavailable` answer's `Retry-After` header asks a client to wait.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const retryAfterSeconds = 1
+
+/** A failure nobody declared (logged with its cause, which is never sent). */
+export class InternalError extends Schema.TaggedError<InternalError>()(
+  "InternalError",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 500, description: "An unexpected failure (logged; the cause is never sent)" })
 ) {}
 
 /** Too many readers of the live feed at once: try again later. */
@@ -169,17 +222,20 @@ export class Events extends HttpApiGroup.make("events")
       .setPayload(ContextEvent.ContextEventBatch)
       .addSuccess(ContextEvent.ApplyResult)
       .annotate(OpenApi.Summary, "Apply a batch of events (at most 1,000), idempotently")
+      .annotate(OpenApi.Description, "Applies context events (messages observed or edited, objects activated, polls closed, reminders) in one transaction. Each event's id makes it idempotent: a repeated event is counted as a duplicate and changes nothing.")
   )
   .add(
     HttpApiEndpoint.post("telegramSent", "/v1/telegram/sent")
       .setPayload(TelegramSent)
       .addSuccess(TelegramSentResult)
       .annotate(OpenApi.Summary, "Record a message the bot sent, as the answer to a user message (its bot_response_id)")
+      .annotate(OpenApi.Description, "Records a Bot API Message the bot sent (what sendMessage and the other send methods returned) into the history and the context store; answering_message_id links it to the user message it answers.")
   )
   .middleware(Authorization)
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
   // A batch naming a kind the KindRegistry does not know.
   .addError(Errors.InvalidEvent, { status: Errors.statusOf(Errors.InvalidEvent) })
+  .annotate(OpenApi.Description, "Writing context: event batches from any bot framework, and the messages the bot sent.")
 {}
 
 export class Webhook extends HttpApiGroup.make("webhook")
@@ -195,6 +251,7 @@ export class Webhook extends HttpApiGroup.make("webhook")
   )
   .middleware(TelegramAuthorization)
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+  .annotate(OpenApi.Description, "Raw Telegram Bot API updates, recorded as the Telegraf adapter records them; Telegram's setWebhook can point here.")
 {}
 
 export class Tools extends HttpApiGroup.make("tools")
@@ -203,17 +260,20 @@ export class Tools extends HttpApiGroup.make("tools")
       .setPayload(ResolveRequest)
       .addSuccess(ResolveResult)
       .annotate(OpenApi.Summary, "Which object does \"this\" refer to: resolved, ambiguous or not_found")
+      .annotate(OpenApi.Description, "The resolve_reference_target tool: scores the objects active around the current message (reply target, recency, kind and ownership hints, a quoted span) and answers resolved with the target, ambiguous with the candidates, or not_found.")
   )
   .add(
     HttpApiEndpoint.post("list", "/v1/tools/list_active_context_objects")
       .setPayload(ActiveContext.ListRequest)
       .addSuccess(ActiveContext.ListResult)
       .annotate(OpenApi.Summary, "The objects active in this reply chain, topic or chat")
+      .annotate(OpenApi.Description, "The list_active_context_objects tool: the objects active in the reply chain, topic or chat of the current message, best first, at most max_results.")
   )
   .middleware(Authorization)
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
   // A kind or kind hint the KindRegistry does not know.
   .addError(Errors.InvalidRequest, { status: Errors.statusOf(Errors.InvalidRequest) })
+  .annotate(OpenApi.Description, "The two tools an LLM calls to find what a message refers to, over HTTP (the same tools are served over MCP at /mcp).")
 {}
 
 export class Chats extends HttpApiGroup.make("chats")
@@ -226,6 +286,7 @@ export class Chats extends HttpApiGroup.make("chats")
       }))
       .addSuccess(ContextResult)
       .annotate(OpenApi.Summary, "The loaded conversation context and the rendered chat_history_context")
+      .annotate(OpenApi.Description, "The conversation context as the context loader builds it: with message_id, what came before that message and the gap before it; without, the conversation so far. chat_history_context is the rendering an LLM reads.")
   )
   .add(
     HttpApiEndpoint.get("messageContext", "/v1/chats/:chat_id/messages/:message_id/context")
@@ -236,6 +297,7 @@ export class Chats extends HttpApiGroup.make("chats")
       }))
       .addSuccess(MessageContextResult)
       .annotate(OpenApi.Summary, "The context the bot loads for a message: recency window, reply window, chain, gap note, history window")
+      .annotate(OpenApi.Description, "Everything the bot loads for one message: the recency window, the reply target and the messages around it, the reply chain with each message's sources, the gap and its note, and the write policy's history window, with both renderings.")
   )
   .add(
     HttpApiEndpoint.get("getState", "/v1/chats/:chat_id/state")
@@ -243,6 +305,7 @@ export class Chats extends HttpApiGroup.make("chats")
       .setUrlParams(Schema.Struct({ topic_id: TopicParam }))
       .addSuccess(ConversationState.ConversationStateSnapshot)
       .annotate(OpenApi.Summary, "The conversation state; its revision is the ETag")
+      .annotate(OpenApi.Description, "The conversation state of a chat or forum topic: a JSON object the bot keeps between messages. Its revision is sent as the ETag, for a later PATCH's If-Match.")
   )
   .add(
     HttpApiEndpoint.patch("patchState", "/v1/chats/:chat_id/state")
@@ -259,9 +322,11 @@ export class Chats extends HttpApiGroup.make("chats")
       .addError(ConversationState.InvalidMergePatch, { status: Errors.statusOf(ConversationState.InvalidMergePatch) })
       .addError(BadRequest)
       .annotate(OpenApi.Summary, "Patch the conversation state; If-Match: \"<revision>\" (or a list of them) or * (the state exists), else 412")
+      .annotate(OpenApi.Description, "Applies an RFC 7386 JSON Merge Patch to the conversation state. With If-Match (one or more ETags, or *), the patch is applied only when the condition holds, else 412 with the current revision.")
   )
   .middleware(Authorization)
   .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
+  .annotate(OpenApi.Description, "Reading a chat: its loaded context, a message's full context, and the conversation state.")
 {}
 
 /**
@@ -292,6 +357,7 @@ export class Inspect extends HttpApiGroup.make("inspect")
       .addSuccess(ChatList)
       .addError(ContextStore.StoreError, { status: Errors.statusOf(ContextStore.StoreError) })
       .annotate(OpenApi.Summary, "The chats the store holds (title, newest message, counts), newest first, a page at a time; searchable")
+      .annotate(OpenApi.Description, "The inspector's chat list: one page of the chats the store holds, newest message first, with titles and counts; search matches a part of a title (any case) or an id.")
   )
   .add(
     HttpApiEndpoint.get("thresholds", "/v1/inspect/thresholds")
@@ -303,6 +369,7 @@ export class Inspect extends HttpApiGroup.make("inspect")
         weights: Schema.Record({ key: Schema.String, value: Schema.Number })
       }))
       .annotate(OpenApi.Summary, "The resolver's thresholds and feature weights in force (DEIXIS_RESOLVE_*, DEIXIS_SCORE_*)")
+      .annotate(OpenApi.Description, "The resolver's thresholds and feature weights in force, as configured by DEIXIS_RESOLVE_* and DEIXIS_SCORE_*.")
   )
   .add(
     HttpApiEndpoint.get("live", "/v1/inspect/live")
@@ -314,8 +381,10 @@ export class Inspect extends HttpApiGroup.make("inspect")
       .addSuccess(Schema.String.annotations({ description: "text/event-stream: one `message` event per message recorded, its JSON {chat_id, topic_id, message_id, source, at}" }))
       .addError(ServiceBusy)
       .annotate(OpenApi.Summary, "Server-sent events: each message this process records, as it is recorded")
+      .annotate(OpenApi.Description, "A server-sent event stream of the messages this process records, one message event each, for the inspector's live view. Send Accept: text/event-stream; the stream ends after seconds, and the reader reconnects.")
   )
   .middleware(Authorization)
+  .annotate(OpenApi.Description, "The inspector's data: the chats the store holds, the resolver's settings, and a live feed of recorded messages.")
 {}
 
 export class Api extends HttpApi.make("deixis")
@@ -325,7 +394,15 @@ export class Api extends HttpApi.make("deixis")
   .add(Chats)
   .add(Inspect)
   .addError(PayloadTooLarge)
+  .addError(BadRequest)
+  .addError(Forbidden)
+  .addError(NotFound)
+  .addError(UnsupportedMediaType)
+  .addError(NotImplemented)
+  .addError(ServiceUnavailable)
+  .addError(InternalError)
   .annotate(OpenApi.Title, "deixis")
+  .annotate(OpenApi.License, { name: "MIT", url: "https://opensource.org/license/mit" })
   .annotate(OpenApi.Version, version)
   .annotate(OpenApi.Description, "Conversational context for chat bots: what \"this\" refers to, what is active, the loaded context and the conversation state.")
 {}

@@ -1,15 +1,14 @@
 /**
- * Authentication: one set of credentials and one check, `allows`, which the pipeline
- * (`Pipeline.ts`) makes once for every request, by its route's access (`Routes.ts`), before any
- * of its body is read.
+ * Authentication: one set of credentials and one check, `allows`.
  *
  * - The API groups declare it the platform's way: `HttpApiSecurity.bearer` through an
- *   `HttpApiMiddleware` (`Authorization`), so the OpenAPI document shows it and the route table
- *   reads each endpoint's access from it. `/v1/telegram/updates` (`TelegramAuthorization`) also
- *   takes Telegram's own webhook header, `X-Telegram-Bot-Api-Secret-Token`, when
- *   `DEIXIS_TELEGRAM_SECRET` is set, so `setWebhook` can point at deixis itself.
- * - The HttpApi middlewares themselves decide nothing (`layer`): the pipeline has decided before
- *   the Effect stack sees the request.
+ *   `HttpApiMiddleware` (`Authorization`), so the OpenAPI document shows it.
+ *   `/v1/telegram/updates` (`TelegramAuthorization`) also takes Telegram's own webhook header,
+ *   `X-Telegram-Bot-Api-Secret-Token`, when `DEIXIS_TELEGRAM_SECRET` is set, so `setWebhook`
+ *   can point at deixis itself.
+ * - The middlewares *are* the check (`layer`): each scheme's implementation asks `allows`; the
+ *   endpoint's executor (`Executor.ts`) applies them before any of the body is read. The routes
+ *   outside the API (`/metrics`) are checked by the pipeline with `allows` too.
  *
  * Secrets are compared in constant time (both sides hashed to equal lengths first).
  *
@@ -149,14 +148,29 @@ export class TelegramAuthorization extends HttpApiMiddleware.Tag<TelegramAuthori
   }
 }) {}
 
+const refused = new Unauthorized({ message: "a valid Authorization: Bearer token is required" })
+
 /**
- * Both middlewares as HttpApi runs them: passing, since every request reaches the Effect stack
- * through the pipeline, which has already made the one check (`allows`) for its route.
+ * Both middlewares over the credentials: each scheme passes when `allows` does for what it
+ * presents (an `Authorization: Bearer` token, Telegram's secret header).
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer: Layer.Layer<Authorization | TelegramAuthorization> = Layer.merge(
-  Layer.succeed(Authorization, Authorization.of({ bearer: () => Effect.void })),
-  Layer.succeed(TelegramAuthorization, TelegramAuthorization.of({ bearer: () => Effect.void, telegramSecret: () => Effect.void }))
+export const layer: Layer.Layer<Authorization | TelegramAuthorization, never, Credentials> = Layer.effectContext(
+  Effect.map(Credentials, (credentials) => {
+    const check = (access: Access, headers: IncomingHttpHeaders) =>
+      allows(credentials, access, headers) ? Effect.void : Effect.fail(refused)
+    const bearer = (access: Access) => (token: Redacted.Redacted<string>) =>
+      check(access, { authorization: `Bearer ${Redacted.value(token)}` })
+    return Context.make(Authorization, Authorization.of({ bearer: bearer("token") })).pipe(
+      Context.add(
+        TelegramAuthorization,
+        TelegramAuthorization.of({
+          bearer: bearer("token or telegram secret"),
+          telegramSecret: (secret) => check("token or telegram secret", { [telegramSecretHeader]: Redacted.value(secret) })
+        })
+      )
+    )
+  })
 )

@@ -4,15 +4,15 @@
  * - Connections are bounded in number and time (headers, whole request, keep-alive).
  * - `Expect: 100-continue` reaches the pipeline too, which answers 100 when it reads the body,
  *   after authentication, not as soon as the headers are in.
- * - The Effect app the platform serves (`HttpServer.serve`) is handed to the pipeline as the
- *   platform's handlers of it: over the Node request, and as its web handler.
+ * - The platform's `HttpServer` (`NodeHttpServer.make`) is the listening server; nothing is
+ *   served through it (`serve` is never called): the pipeline builds what it runs itself.
  * - A stop closes the listening socket, closes idle connections and those whose request has not
  *   fully arrived (nothing of theirs was accepted), lets requests being handled finish and
  *   answer with `connection: close`, and after `shutdownTimeoutMs` closes whatever is left.
  *
  * @since 0.2.0
  */
-import { HttpApp, HttpServer } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -67,7 +67,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
 
         const sockets = new Set<Socket>()
         const exchanges = new Map<Socket, Exchange>()
-        const state: { stopping: boolean; app: Pipeline.App | undefined } = { stopping: false, app: undefined }
+        const state: { stopping: boolean } = { stopping: false }
 
         server.on("connection", (socket: Socket) => {
           sockets.add(socket)
@@ -121,18 +121,7 @@ export const layerServer = (server: Server, listen: ListenOptions, options: Edge
           })
         )
 
-        return HttpServer.make({
-          address: node.address,
-          serve: (app, middleware) =>
-            Effect.gen(function*() {
-              const runtime = yield* Effect.runtime<never>()
-              const node = yield* (middleware === undefined
-                ? NodeHttpServer.makeHandler(app)
-                : NodeHttpServer.makeHandler(app, middleware as never))
-              state.app = { node, web: HttpApp.toWebHandlerRuntime(runtime)(app as HttpApp.Default<never, never>, middleware) }
-              yield* Effect.addFinalizer(() => Effect.sync(() => (state.app = undefined)))
-            })
-        })
+        return node
       })
     ),
     NodeHttpServer.layerContext

@@ -1,7 +1,9 @@
 /**
- * The API's handlers: thin over the core services, each error mapped to its HTTP form.
+ * The API's handlers: thin over the core services, each error mapped to its HTTP form. Written
+ * as for `HttpApiBuilder.group` (`Executor.group` takes the same build function), run by the
+ * endpoints' executors (`Executor.ts`).
  */
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { ActiveContext, ChatInfo, ContextEvent, ContextIngest, ContextStore, ConversationState, ReferenceResolver, Scoring } from "@deixis/core"
 import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
 // The one recording path, without the Telegraf runtime.
@@ -10,20 +12,17 @@ import * as UpdateMapper from "@deixis/telegraf/UpdateMapper"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Activity from "./Activity.js"
+import * as Executor from "./Executor.js"
 import { Api, BadRequest, PreconditionFailed, ResolveRequest, ServiceBusy, type TelegramSent, type TelegramUpdates } from "./Api.js"
 import * as IfMatch from "./IfMatch.js"
 
 const storeError = (error: { readonly message: string }) => new ContextStore.StoreError({ message: error.message })
 
 /** `ETag: "<revision>"` on the response, without leaving the typed handler. */
-const withEtag = (revision: number) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
-    Effect.succeed(HttpServerResponse.setHeader(response, "etag", IfMatch.etag(revision)))
-  )
+const withEtag = (revision: number) => Executor.setHeader("etag", IfMatch.etag(revision))
 
 const storeBusy = () =>
   new ContextStore.StoreError({ message: "conversation state: too many concurrent writers; retry the request" })
@@ -78,15 +77,6 @@ export interface TelegramOptions {
   readonly botId?: string | undefined
   readonly botUsername?: string | undefined
 }
-
-/**
- * A handler that reads its request's payload alone: what HttpApiBuilder registers for its
- * endpoint, and what the fast path calls (`FastPath.ts`).
- *
- * @since 0.2.0
- * @category models
- */
-export type PayloadHandler = (request: { readonly payload: never }) => Effect.Effect<unknown, unknown>
 
 const events = (telegram: TelegramOptions) =>
   Effect.gen(function*() {
@@ -156,33 +146,16 @@ const tools = Effect.gen(function*() {
 })
 
 export const EventsLive = (telegram: TelegramOptions) =>
-  HttpApiBuilder.group(Api, "events", (handlers) =>
+  Executor.group(Api, "events", (handlers) =>
     Effect.map(events(telegram), (h) => handlers.handle("ingest", h.ingest).handle("telegramSent", h.telegramSent)))
 
 export const WebhookLive = (telegram: TelegramOptions) =>
-  HttpApiBuilder.group(Api, "webhook", (handlers) => Effect.map(webhook(telegram), (h) => handlers.handle("telegram", h.telegram)))
+  Executor.group(Api, "webhook", (handlers) => Effect.map(webhook(telegram), (h) => handlers.handle("telegram", h.telegram)))
 
-export const ToolsLive = HttpApiBuilder.group(Api, "tools", (handlers) =>
+export const ToolsLive = Executor.group(Api, "tools", (handlers) =>
   Effect.map(tools, (h) => handlers.handle("resolve", h.resolve).handle("list", h.list)))
 
-const byName = (group: string, handlers: Readonly<Record<string, PayloadHandler>>) =>
-  Object.entries(handlers).map(([name, handler]) => [`${group}.${name}`, handler] as const)
-
-/**
- * The handlers that read their payload alone, by endpoint (`group.name`): the very functions the
- * groups above register, for the fast path to call.
- *
- * @since 0.2.0
- * @category handlers
- */
-export const payloadHandlers = (telegram: TelegramOptions) =>
-  Effect.map(
-    Effect.all({ events: events(telegram), webhook: webhook(telegram), tools }),
-    (groups): ReadonlyMap<string, PayloadHandler> =>
-      new Map(Object.entries(groups).flatMap(([group, handlers]) => byName(group, handlers)))
-  )
-
-export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
+export const ChatsLive = Executor.group(Api, "chats", (handlers) =>
   Effect.gen(function*() {
     const state = yield* ConversationState.ConversationState
     const history = yield* HistoryStore.HistoryStore
@@ -285,7 +258,7 @@ export const ChatsLive = HttpApiBuilder.group(Api, "chats", (handlers) =>
 const encoder = new TextEncoder()
 const sse = (text: string) => encoder.encode(text)
 
-export const InspectLive = HttpApiBuilder.group(Api, "inspect", (handlers) =>
+export const InspectLive = Executor.group(Api, "inspect", (handlers) =>
   Effect.gen(function*() {
     const activity = yield* Activity.Activity
     const store = yield* ContextStore.ContextStore
@@ -359,5 +332,19 @@ export const applyEvents = (ingest: ContextIngest.ContextIngestShape, payload: R
       )
     ))
 
-export const ApiLive = (telegram: TelegramOptions = {}) =>
-  Layer.mergeAll(EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive, InspectLive)
+/**
+ * Every group's handlers, for the executors (`Executor.layer`).
+ *
+ * @since 0.3.0
+ * @category handlers
+ */
+export const handlers = (telegram: TelegramOptions = {}) =>
+  Effect.all([EventsLive(telegram), WebhookLive(telegram), ToolsLive, ChatsLive, InspectLive])
+
+/**
+ * The executors of every endpoint, over these handlers.
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const ApiLive = (telegram: TelegramOptions = {}) => Executor.layer(handlers(telegram))

@@ -25,25 +25,24 @@
  *   and answered in order, up to {@link maxBatch} members (more: refused whole).
  * - An `MCP-Protocol-Version` the server does not speak: HTTP 400.
  * - `GET` and `DELETE` /mcp: 405 — there is no server-sent event stream and no session.
+ *
+ * The pipeline reads and parses the body once and hands the value here (`McpEdge.handle`). A
+ * request is run to its end even when its client goes away: two tools write, and an accepted
+ * write finishes, as on the HTTP routes.
  */
 import { McpSchema } from "@effect/ai"
-import {
-  HttpLayerRouter,
-  type HttpRouter,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
-import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import type * as RpcMessage from "@effect/rpc/RpcMessage"
 import * as RpcServer from "@effect/rpc/RpcServer"
 import { DeixisToolkit, Envelope } from "@deixis/tools"
 import type * as Tool from "@effect/ai/Tool"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as Pipeline from "./Pipeline.js"
-import type * as Routes from "./Routes.js"
+import type { IncomingHttpHeaders } from "node:http"
 
 /** The revision the library answers `initialize` with when the client's is not one it knows. */
 export const LATEST_PROTOCOL_VERSION = "2025-06-18"
@@ -120,10 +119,46 @@ const failure = (id: Id | null, code: number, message: string, data?: unknown): 
   error: data === undefined ? { code, message } : { code, message, data }
 })
 
-const json = (body: unknown, status = 200) =>
-  HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
+/**
+ * What the edge answers: a status and a JSON body (none for 202).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Answer {
+  readonly status: number
+  readonly body?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
 
-const accepted = HttpServerResponse.empty({ status: 202 })
+const json = (body: unknown, status = 200): Answer => ({ status, body: JSON.stringify(body) })
+
+const accepted: Answer = { status: 202 }
+
+/**
+ * The body as the pipeline read it: its parsed JSON value, or not JSON at all.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Body = { readonly _tag: "Json"; readonly value: unknown } | { readonly _tag: "NotJson" }
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export interface McpEdgeShape {
+  /** A POST's answer, from its parsed body and its headers. */
+  readonly handle: (body: Body, headers: IncomingHttpHeaders) => Effect.Effect<Answer>
+}
+
+/**
+ * The JSON-RPC edge, for the pipeline to call.
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export class McpEdge extends Context.Tag("@deixis/http/McpEdge")<McpEdge, McpEdgeShape>() {}
 
 /** A method name as it may appear in a message: short, and safe in a log line. */
 const shown = (method: string): string => JSON.stringify(method.length > 64 ? `${method.slice(0, 64)}…` : method)
@@ -169,27 +204,82 @@ const standardCodes: ReadonlySet<number> = new Set(Object.values(ErrorCode))
 /**
  * The edge over the library's HTTP app: each request answered under its own id.
  */
-const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>) => {
-  // One request to the library, as a body of its own with a numeric id (the library turns ids
-  // into numbers), answered under the caller's id.
+/**
+ * The library's RPC protocol, fed directly with decoded messages: no HTTP request, no text, no
+ * second parse. One call is one client, as the library's own HTTP protocol makes one per POST:
+ * its request, its end of input, and the responses the server sends until it ends the client.
+ */
+const makeDirectProtocol = Effect.gen(function*() {
+  const disconnects = yield* Mailbox.make<number>()
+  let writeRequest!: (clientId: number, message: RpcMessage.FromClientEncoded) => Effect.Effect<void>
+  let nextClient = 0
+  const clients = new Map<number, Mailbox.Mailbox<RpcMessage.FromServerEncoded>>()
+
+  const protocol = yield* RpcServer.Protocol.make((write) => {
+    writeRequest = write
+    return Effect.succeed({
+      disconnects,
+      send: (clientId, response) => {
+        const mailbox = clients.get(clientId)
+        return mailbox === undefined ? Effect.void : Effect.asVoid(mailbox.offer(response))
+      },
+      end: (clientId) => {
+        const mailbox = clients.get(clientId)
+        return mailbox === undefined ? Effect.void : Effect.asVoid(mailbox.end)
+      },
+      clientIds: Effect.sync(() => new Set(clients.keys())),
+      initialMessage: Effect.succeedNone,
+      supportsAck: false,
+      supportsTransferables: false,
+      supportsSpanPropagation: false
+    })
+  })
+
+  /** One request to the server, and every response it sent for it. */
+  const call = (method: string, params: unknown): Effect.Effect<ReadonlyArray<RpcMessage.FromServerEncoded>> =>
+    Effect.acquireUseRelease(
+      Effect.map(Mailbox.make<RpcMessage.FromServerEncoded>(), (mailbox) => {
+        const id = nextClient++
+        clients.set(id, mailbox)
+        return { id, mailbox }
+      }),
+      ({ id, mailbox }) =>
+        Effect.gen(function*() {
+          yield* writeRequest(id, { _tag: "Request", id: "1", tag: method, payload: params, headers: [] } as RpcMessage.FromClientEncoded)
+          yield* writeRequest(id, { _tag: "Eof" })
+          const responses: Array<RpcMessage.FromServerEncoded> = []
+          while (true) {
+            const [items, done] = yield* mailbox.takeAll
+            for (const item of items) responses.push(item)
+            if (done) return responses
+          }
+        }),
+      ({ id }) =>
+        Effect.sync(() => {
+          clients.delete(id)
+          disconnects.unsafeOffer(id)
+        })
+    )
+  return { protocol, call } as const
+})
+
+const makeEdge = (call: (method: string, params: unknown) => Effect.Effect<ReadonlyArray<RpcMessage.FromServerEncoded>>) => {
+  // One request to the library, answered under the caller's id: its result, or its error's
+  // standard code and message (anything else is an internal error whose detail stays inside).
   const forward = (request: { readonly id: Id; readonly method: string; readonly params: unknown }) =>
     Effect.gen(function*() {
-      const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: request.method, params: request.params })
-      const web = new Request("http://mcp.internal/mcp", { method: "POST", headers: { "content-type": "application/json" }, body })
-      const response = yield* Effect.provideService(library, HttpServerRequest.HttpServerRequest, HttpServerRequest.fromWeb(web))
-      const text = response.body._tag === "Uint8Array" ? new TextDecoder().decode(response.body.body) : ""
-      const parsed: unknown = text === "" ? undefined : JSON.parse(text)
-      const answers = Array.isArray(parsed) ? parsed : [parsed]
-      const answer = answers.find((a): a is Record<string, unknown> => Predicate.isRecord(a) && a["id"] === 1 && ("result" in a || "error" in a))
-      if (answer === undefined) return failure(request.id, ErrorCode.InternalError, "Internal error")
-      const error = answer["error"]
-      if (Predicate.isRecord(error)) {
-        const code = typeof error["code"] === "number" && standardCodes.has(error["code"]) ? error["code"] : ErrorCode.InternalError
-        const message = code !== ErrorCode.InternalError && typeof error["message"] === "string" ? error["message"] : "Internal error"
-        return failure(request.id, code, message)
+      const responses = yield* call(request.method, request.params)
+      const exit = responses.find((r): r is Extract<RpcMessage.FromServerEncoded, { readonly _tag: "Exit" }> => r._tag === "Exit")
+      if (exit === undefined) return failure(request.id, ErrorCode.InternalError, "Internal error")
+      if (exit.exit._tag === "Success") {
+        const result: JsonRpcResult = { jsonrpc: "2.0", id: request.id, result: exit.exit.value }
+        return result
       }
-      const result: JsonRpcResult = { jsonrpc: "2.0", id: request.id, result: answer["result"] }
-      return result
+      const cause = exit.exit.cause
+      const error = cause._tag === "Fail" && Predicate.isRecord(cause.error) ? cause.error : undefined
+      const code = error !== undefined && typeof error["code"] === "number" && standardCodes.has(error["code"]) ? error["code"] : ErrorCode.InternalError
+      const message = code !== ErrorCode.InternalError && typeof error?.["message"] === "string" ? error["message"] : "Internal error"
+      return failure(request.id, code, message)
     }).pipe(
       Effect.catchAllDefect(() => Effect.succeed(failure(request.id, ErrorCode.InternalError, "Internal error")))
     )
@@ -224,23 +314,18 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
     return forward({ ...request, params })
   }
 
-  return Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const version = request.headers["mcp-protocol-version"]
+  return (parsed: Body, headers: IncomingHttpHeaders): Effect.Effect<Answer> => Effect.gen(function*() {
+    const header = headers["mcp-protocol-version"]
+    const version = Array.isArray(header) ? header.join(", ") : header
     if (version !== undefined && !PROTOCOL_VERSIONS.includes(version)) {
       return json(
         failure(null, ErrorCode.InvalidRequest, `Unsupported MCP-Protocol-Version ${shown(version)}; supported: ${PROTOCOL_VERSIONS.join(", ")}`),
         400
       )
     }
-    // The pipeline has read the body under its limit (a 413 past it), as for every route.
-    const text = yield* Effect.orDie(request.text)
-    let body: unknown
-    try {
-      body = Pipeline.parseJson(text)
-    } catch {
-      return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
-    }
+    // The pipeline has read the body under its limit (a 413 past it) and parsed it, as for every route.
+    if (parsed._tag === "NotJson") return json(failure(null, ErrorCode.ParseError, "Parse error: the body is not JSON"), 400)
+    const body = parsed.value
 
     if (!Array.isArray(body)) {
       const checked = check(body)
@@ -290,31 +375,25 @@ const makeEdge = (library: Effect.Effect<HttpServerResponse.HttpServerResponse, 
   })
 }
 
-const methodNotAllowed = HttpServerResponse.text(
-  JSON.stringify(failure(null, ErrorCode.InvalidRequest, "Invalid Request: /mcp takes POST (no event stream, no session)")),
-  { status: 405, contentType: "application/json", headers: { allow: "POST" } }
-)
+/**
+ * `GET` and `DELETE` /mcp: no event stream, no session.
+ *
+ * @since 0.3.0
+ * @category answers
+ */
+export const methodNotAllowed: Answer = {
+  status: 405,
+  body: JSON.stringify(failure(null, ErrorCode.InvalidRequest, "Invalid Request: /mcp takes POST (no event stream, no session)")),
+  headers: { allow: "POST" }
+}
 
 /**
- * The library's RPC protocol, fed only by the edge, which is served at `path`.
+ * The library's RPC protocol, fed only by the edge, and the edge itself.
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @category layers
  */
-export const layerProtocol = (options: {
-  readonly post: Routes.Route
-  readonly get: Routes.Route
-  readonly delete: Routes.Route
-}) =>
-  Layer.effect(
-    RpcServer.Protocol,
-    Effect.gen(function*() {
-      const router = yield* HttpLayerRouter.HttpRouter
-      const { httpApp, protocol } = yield* RpcServer.makeProtocolWithHttpApp
-      type Method = Exclude<Routes.Route["method"], "HEAD">
-      const path = (route: Routes.Route) => route.path as HttpRouter.PathInput
-      yield* router.add(options.post.method as Method, path(options.post), makeEdge(Effect.scoped(httpApp)))
-      yield* router.add(options.get.method as Method, path(options.get), methodNotAllowed)
-      yield* router.add(options.delete.method as Method, path(options.delete), methodNotAllowed)
-      return protocol
-    })
-  ).pipe(Layer.provide(RpcSerialization.layerJsonRpc()))
+export const layer: Layer.Layer<RpcServer.Protocol | McpEdge> = Layer.scopedContext(
+  Effect.map(makeDirectProtocol, ({ call, protocol }) =>
+    Context.make(RpcServer.Protocol, protocol).pipe(Context.add(McpEdge, { handle: makeEdge(call) })))
+)

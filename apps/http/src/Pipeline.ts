@@ -1,6 +1,6 @@
 /**
  * The request pipeline: every request the server receives goes through it once, in this order,
- * and every answer — a refusal here, a fast route's, the Effect stack's — is written by it.
+ * and every answer — a refusal here, an endpoint's, a route's outside the API — is counted by it.
  *
  * 1. The request target is made canonical (`RequestTarget.ts`), or 400.
  * 2. Without credentials (no API token), a browser's request that a page of another site sent
@@ -8,42 +8,43 @@
  * 3. Two `Authorization` or two `Content-Type` headers are a 400 (Node keeps the first, a proxy
  *    may have read the last); a transfer coding other than `chunked` a 501.
  * 4. During a stop: 503.
- * 5. The route is found in the one route table (`Routes.ts`), or 404.
- * 6. Authorization (`Auth.allows`, by the route's access), or 401 with the challenge header.
+ * 5. The route is found in the one route table (`Routes.ts`), by method and path, or 404.
+ * 6. Authorization: an API endpoint's security middleware (its executor's `authorize`), or for
+ *    a route outside the API `Auth.allows` by its access; else 401 with the challenge header.
  * 7. A route that takes a body: a body that is not JSON (by its media type) or is content-coded
- *    is a 415 unread, a declared length over the limit a 413 unread; else the body is read —
- *    `Expect: 100-continue` answered only now — under the limit (413 past it) and, for a JSON
- *    route, parsed, nested at most `Json.maxDepth` levels (400 otherwise).
- * 8. A fast route is answered by its endpoint (`FastPath.ts`); any other by the Effect app
- *    (HttpApi and the routes outside it): over the Node request for a route without a body,
- *    as the platform's web handler (`HttpApp.toWebHandlerRuntime`) given the body already read
- *    for a route with one.
+ *    is a 415 unread, a declared length over the limit a 413 unread; else the body is read once —
+ *    `Expect: 100-continue` answered only now — under the limit (413 past it) and parsed once,
+ *    nested at most `Json.maxDepth` levels (400 otherwise). A client that goes away mid-body is
+ *    logged and counted as aborted (status label 499, nginx's "client closed request"), never
+ *    answered.
+ * 8. An API endpoint is answered by its executor (`Executor.ts`: decode, handle, encode); `/mcp`
+ *    by the JSON-RPC edge (`McpEdge.ts`) given the parsed body; the routes outside the API
+ *    without a body (`/docs`, `/openapi.json`, `/inspect`, `/healthz`, `/readyz`, `/metrics`)
+ *    by the Effect router, over the Node request.
  *
- * Each answer is counted once in the request metrics, labelled by route template, and written
- * here (but the bodiless routes' answers, which the platform writes over the Node request). An answer
+ * Each answer is counted once in the request metrics, labelled by route template. An answer
  * given before the request's body has arrived ends the connection after it, and the rest of the
  * body is read and dropped for a bounded time (lingering), so that a client still sending reads
- * the answer instead of a reset. The Effect app is interrupted when its client goes away only
- * where it writes nothing: an accepted write finishes.
+ * the answer instead of a reset. No write is interrupted when its client goes away: an accepted
+ * write finishes (executors and `/mcp` run outside the request's scope).
  *
  * @since 0.2.0
  */
 import { HttpLayerRouter, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Json } from "@deixis/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { isIP } from "node:net"
-import { Readable } from "node:stream"
-import { pipeline } from "node:stream/promises"
-import type { ReadableStream as WebReadableStream } from "node:stream/web"
+import * as ApiErrors from "./Api.js"
 import * as Auth from "./Auth.js"
-import { FastPath } from "./FastPath.js"
+import * as Executor from "./Executor.js"
+import * as McpEdge from "./McpEdge.js"
 import * as Metrics from "./Metrics.js"
 import * as RequestTarget from "./RequestTarget.js"
 import * as Routes from "./Routes.js"
@@ -64,19 +65,6 @@ export interface PipelineOptions {
 }
 
 /**
- * The Effect app (HttpApi and the routes outside it) as the platform serves it: over the Node
- * request (`NodeHttpServer.makeHandler`), for a route without a body, and as its web handler
- * (`HttpApp.toWebHandlerRuntime`), given the body the pipeline read, for a route with one.
- *
- * @since 0.2.0
- * @category models
- */
-export interface App {
-  readonly node: (request: IncomingMessage, response: ServerResponse) => void
-  readonly web: (request: Request) => Promise<Response>
-}
-
-/**
  * What the server tells the pipeline about itself (`Edge.ts`).
  *
  * @since 0.2.0
@@ -84,8 +72,6 @@ export interface App {
  */
 export interface ServerState {
   readonly stopping: boolean
-  /** Undefined until the Effect app is served, and again once it is not. */
-  readonly app: App | undefined
 }
 
 /**
@@ -94,6 +80,8 @@ export interface ServerState {
  */
 export interface PipelineShape {
   readonly handle: (request: IncomingMessage, response: ServerResponse, server: ServerState) => void
+  /** How many times a request's body was read and parsed, for the test that counts them. */
+  readonly counts: { reads: number; parses: number }
 }
 
 /**
@@ -103,20 +91,28 @@ export interface PipelineShape {
 export class Pipeline extends Context.Tag("@deixis/http/Pipeline")<Pipeline, PipelineShape>() {}
 
 // ---------------------------------------------------------------------------------------------
-// Every answer the pipeline gives itself. (A route's own answers are its endpoint's Schemas'.)
+// Every answer the pipeline gives itself, each an error of the API's (`ApiErrors.ts`), so the
+// OpenAPI document lists it.
 
 interface Failure {
   readonly status: number
-  readonly body: Record<string, unknown>
+  readonly body: unknown
   readonly headers?: OutgoingHttpHeaders
 }
 
-const unauthorized: Failure = {
-  status: 401,
-  body: Schema.encodeSync(Auth.Unauthorized)(new Auth.Unauthorized({ message: "a valid Authorization: Bearer token is required" })),
+const encode = <A, I>(schema: Schema.Schema<A, I>, value: A, status: number, headers?: OutgoingHttpHeaders): Failure => ({
+  status,
+  body: Schema.encodeSync(schema)(value),
+  ...(headers === undefined ? {} : { headers })
+})
+
+const unauthorized: Failure = encode(
+  Auth.Unauthorized,
+  new Auth.Unauthorized({ message: "a valid Authorization: Bearer token is required" }),
+  401,
   // RFC 6750 §3.
-  headers: { "www-authenticate": "Bearer realm=\"deixis\"" }
-}
+  { "www-authenticate": "Bearer realm=\"deixis\"" }
+)
 
 const mediaTypeMessages = {
   "content-type": "the body must be JSON: send it with Content-Type: application/json (or another JSON media type)",
@@ -124,33 +120,27 @@ const mediaTypeMessages = {
 } as const
 
 const failures = {
-  target: (reason: string): Failure => ({
-    status: 400,
-    body: { _tag: "BadRequest", path: "request-target", message: `the request target is not canonical: ${reason}` }
-  }),
-  repeated: (header: string): Failure => ({ status: 400, body: { _tag: "BadRequest", path: header, message: `more than one ${header} header` } }),
-  coding: {
-    status: 501,
-    body: { _tag: "NotImplemented", path: "transfer-encoding", message: "the only transfer coding accepted is chunked" }
-  } satisfies Failure,
-  browser: (path: "origin" | "host", message: string): Failure => ({ status: 403, body: { _tag: "Forbidden", path, message } }),
-  unavailable: (message: string): Failure => ({ status: 503, body: { _tag: "ShuttingDown", message } }),
-  notFound: (method: string, path: string): Failure => ({ status: 404, body: { _tag: "NotFound", message: `no route for ${method} ${path}` } }),
+  target: (reason: string) =>
+    encode(ApiErrors.BadRequest, new ApiErrors.BadRequest({ path: "request-target", message: `the request target is not canonical: ${reason}` }), 400),
+  repeated: (header: string) => encode(ApiErrors.BadRequest, new ApiErrors.BadRequest({ path: header, message: `more than one ${header} header` }), 400),
+  coding: encode(
+    ApiErrors.NotImplemented,
+    new ApiErrors.NotImplemented({ path: "transfer-encoding", message: "the only transfer coding accepted is chunked" }),
+    501
+  ),
+  browser: (path: "origin" | "host", message: string) => encode(ApiErrors.Forbidden, new ApiErrors.Forbidden({ path, message }), 403),
+  unavailable: (message: string) =>
+    encode(ApiErrors.ServiceUnavailable, new ApiErrors.ServiceUnavailable({ message }), 503, { "retry-after": String(ApiErrors.retryAfterSeconds) }),
+  notFound: (method: string, path: string) => encode(ApiErrors.NotFound, new ApiErrors.NotFound({ message: `no route for ${method} ${path}` }), 404),
   unauthorized,
-  unsupported: (header: keyof typeof mediaTypeMessages): Failure => ({
-    status: 415,
-    body: { _tag: "UnsupportedMediaType", header, message: mediaTypeMessages[header] }
-  }),
-  tooLarge: (maxBodyBytes: number): Failure => ({
-    status: 413,
-    body: { _tag: "PayloadTooLarge", message: `the body is larger than ${maxBodyBytes} bytes`, max_bytes: maxBodyBytes }
-  }),
-  invalidJson: (error: unknown): Failure => ({
-    status: 400,
-    body: { _tag: "BadRequest", path: "$", message: `the body is not valid JSON: ${(error as Error).message}` }
-  }),
+  unsupported: (header: keyof typeof mediaTypeMessages) =>
+    encode(ApiErrors.UnsupportedMediaType, new ApiErrors.UnsupportedMediaType({ header, message: mediaTypeMessages[header] }), 415),
+  tooLarge: (maxBodyBytes: number) =>
+    encode(ApiErrors.PayloadTooLarge, new ApiErrors.PayloadTooLarge({ message: `the body is larger than ${maxBodyBytes} bytes`, max_bytes: maxBodyBytes }), 413),
+  invalidJson: (error: unknown) =>
+    encode(ApiErrors.BadRequest, new ApiErrors.BadRequest({ path: "$", message: `the body is not valid JSON: ${(error as Error).message}` }), 400),
   // The cause is logged, never sent.
-  internal: { status: 500, body: { _tag: "InternalError", message: "the request failed unexpectedly" } } satisfies Failure
+  internal: encode(ApiErrors.InternalError, new ApiErrors.InternalError({ message: "the request failed unexpectedly" }), 500)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,99 +352,92 @@ const json = "application/json"
 const fail = (exchange: Exchange, failure: Failure) =>
   write(exchange, failure.status, { "content-type": json, ...failure.headers }, JSON.stringify(failure.body))
 
-/** An answer of the Effect app: buffered, or streamed (server-sent events) as it comes. */
-const fromApp = async (exchange: Exchange, answer: Response): Promise<void> => {
-  const headers: OutgoingHttpHeaders = {}
-  answer.headers.forEach((value, key) => {
-    headers[key] = value
-  })
-  if (answer.body !== null && headers["content-type"] === "text/event-stream") {
-    exchange.response.writeHead(answer.status, headersFor(exchange, headers))
-    exchange.response.once("close", () => record(exchange, answer.status))
-    // A stream that fails or a client that goes away ends the other side too.
-    return pipeline(Readable.fromWeb(answer.body as WebReadableStream), exchange.response).catch(() => {})
-  }
-  write(exchange, answer.status, headers, new Uint8Array(await answer.arrayBuffer()))
-}
-
-// The hop-by-hop and framing fields of the Node request, which the web request does not carry.
-const notForwarded = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade"])
-
 /**
- * The Effect app's request: the canonical target, the headers, the body as read (a JSON body
- * of any JSON media type presented as `application/json`, the type HttpApi decodes).
+ * A client that went away before its whole body arrived: nothing of it was accepted, and there
+ * is no one to answer. Counted under status 499 (nginx's "client closed request").
  */
-const toWeb = (exchange: Exchange, url: string, route: Routes.Route, body: string | undefined, signal: AbortSignal | undefined) => {
-  const headers = new Headers()
-  const source = exchange.request.headers
-  for (const key in source) {
-    const value = source[key]
-    if (value === undefined || notForwarded.has(key)) continue
-    headers.set(key, Array.isArray(value) ? value.join(", ") : value)
-  }
-  if (route.body === "json") headers.set("content-type", json)
-  return new Request(`http://deixis${url}`, {
-    method: exchange.request.method!,
-    headers,
-    // An empty JSON body reads as null (as the platform reads one from Node); the web request's
-    // reader would refuse it.
-    ...(body === undefined ? {} : { body: body === "" && route.body === "json" ? "null" : body }),
-    ...(signal === undefined ? {} : { signal })
-  })
-}
+const aborted = 499
 
 /**
- * The pipeline over the credentials and, when the fast path is on, its routes.
+ * The pipeline over the credentials, the endpoints' executors, the MCP edge and the routes
+ * outside the API (`routes`, served by the Effect router over the Node request).
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Auth.Credentials> =>
-  Layer.effect(
+export const layer = <E, R>(
+  options: PipelineOptions,
+  routes: Layer.Layer<never, E, R>
+): Layer.Layer<
+  Pipeline,
+  HttpLayerRouter.Request.Without<E>,
+  | Auth.Credentials
+  | Executor.Executors
+  | McpEdge.McpEdge
+  | Exclude<HttpLayerRouter.Request.Without<R>, HttpLayerRouter.HttpRouter>
+  | HttpLayerRouter.Request.Only<"Requires", R>
+> =>
+  Layer.scoped(
     Pipeline,
     Effect.gen(function*() {
       const credentials = yield* Auth.Credentials
-      const fast = Option.getOrUndefined(yield* Effect.serviceOption(FastPath))
-      const run = Runtime.runFork(yield* Effect.runtime<never>())
+      const executors = yield* Executor.Executors
+      const mcp = yield* McpEdge.McpEdge
+      const runtime = yield* Effect.runtime<never>()
+      const run = Runtime.runFork(runtime)
+      const runCallback = Runtime.runCallback(runtime)
+      const app = yield* HttpLayerRouter.toHttpEffect(routes)
+      const serveNode = (yield* NodeHttpServer.makeHandler(app as never)) as (request: IncomingMessage, response: ServerResponse) => void
       const { maxBodyBytes, unauthenticated } = options
       const loopbackHost = makeLoopbackHost()
+      const counts = { reads: 0, parses: 0 }
 
-      // The route answers, its body read and parsed.
-      const dispatch = (exchange: Exchange, url: string, route: Routes.Route, text: string | undefined, payload: unknown) => {
-        const answer = fast?.get(route.path)
-        if (answer !== undefined) {
-          return answer(payload, (answered) => {
-            if (answered === undefined) fail(exchange, failures.internal)
-            else write(exchange, answered.status, { "content-type": json }, answered.body)
-          })
-        }
-        const app = exchange.server.app
-        if (app === undefined) return fail(exchange, failures.unavailable("the service is starting"))
-        if (text === undefined) {
-          // No body to hand over: the platform answers over the Node request itself, routing on
-          // the canonical target the pipeline decided on (and interrupting when the client goes).
-          exchange.request.url = url
-          exchange.response.once("finish", () => record(exchange, exchange.response.statusCode))
-          return app.node(exchange.request, exchange.response)
-        }
-        // Interrupted when the client goes away, unless it writes: an accepted write finishes.
-        const writes = route !== Routes.service.mcp
-        const abort = writes ? undefined : new AbortController()
-        if (abort !== undefined) {
-          exchange.response.once("close", () => {
-            if (!exchange.response.writableFinished) abort.abort()
-          })
-        }
-        app.web(toWeb(exchange, url, route, text, abort?.signal)).then((answered) => fromApp(exchange, answered)).catch((error: unknown) => {
-          run(Effect.logError("request failed", error))
-          if (!exchange.response.headersSent) fail(exchange, failures.internal)
-        })
+      const reply = (exchange: Exchange) => (answer: Executor.Answer) => {
+        if (answer === undefined) return fail(exchange, failures.internal)
+        write(exchange, answer.status, answer.headers === undefined ? { "content-type": json } : { "content-type": json, ...answer.headers }, answer.body)
       }
 
-      // The body, read under the limit; past it the rest is dropped, not buffered (see `headersFor`).
-      const readBody = (exchange: Exchange, url: string, route: Routes.Route) => {
+      // The route answers, its body read and parsed (`undefined` without one; `NotJson` for /mcp's).
+      const dispatch = (exchange: Exchange, url: string, found: Routes.Found, payload: unknown) => {
+        const { route } = found
+        const executor = route.endpoint === undefined ? undefined : executors.get(route.endpoint)
+        if (executor !== undefined) {
+          const q = url.indexOf("?")
+          return executor.run(
+            { headers: exchange.request.headers, params: found.params, query: q === -1 ? "" : url.slice(q + 1), payload },
+            reply(exchange),
+            exchange
+          )
+        }
+        if (route === Routes.service.mcp) {
+          // Run to its end even if the client goes away: two tools write.
+          return runCallback(mcp.handle(payload as McpEdge.Body, exchange.request.headers), {
+            onExit: (exit) => {
+              if (exit._tag === "Failure") {
+                run(Effect.logError("request failed", exit.cause))
+                return fail(exchange, failures.internal)
+              }
+              const answer = exit.value
+              write(exchange, answer.status, answer.body === undefined ? { ...answer.headers } : { "content-type": json, ...answer.headers }, answer.body ?? "")
+            }
+          })
+        }
+        if (route === Routes.service.mcpStream || route === Routes.service.mcpSession) {
+          const answer = McpEdge.methodNotAllowed
+          return write(exchange, answer.status, { "content-type": json, ...answer.headers }, answer.body ?? "")
+        }
+        // A route outside the API: the platform answers over the Node request itself, routing on
+        // the canonical target the pipeline decided on.
+        exchange.request.url = url
+        exchange.response.once("finish", () => record(exchange, exchange.response.statusCode))
+        serveNode(exchange.request, exchange.response)
+      }
+
+      // The body, read once under the limit; past it the rest is dropped, not buffered (see `headersFor`).
+      const readBody = (exchange: Exchange, url: string, found: Routes.Found) => {
         const { request, response } = exchange
         if (/^\s*100-continue\s*$/i.test(request.headers.expect ?? "")) response.writeContinue()
+        counts.reads++
         const chunks: Array<Buffer> = []
         let bytes = 0
         let done = false
@@ -469,26 +452,39 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
             chunks.push(chunk)
           }
         })
-        // A read that breaks (the client went away mid-body) is a body not accepted.
-        request.once("error", () => {
+        // The client went away mid-body: nothing was accepted and no one is left to answer.
+        const abort = () => {
           if (done) return
           done = true
-          fail(exchange, failures.tooLarge(maxBodyBytes))
+          chunks.length = 0
+          record(exchange, aborted)
+          run(Effect.logInfo("request aborted: the client went away before its body arrived").pipe(
+            Effect.annotateLogs({ method: exchange.method, route: exchange.route, received_bytes: bytes })
+          ))
+        }
+        request.once("error", abort)
+        request.once("aborted", abort)
+        request.once("close", () => {
+          if (!request.complete) abort()
         })
         request.once("end", () => {
           if (done) return
           done = true
           const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
           let value: unknown
+          counts.parses++
           try {
-            // An empty body is null, as the platform reads it; /mcp's JSON-RPC edge parses its own text.
-            value = route.body === "text" || text === "" ? null : parseJson(text)
+            // An empty body is null, as the platform reads it.
+            if (found.route.body === "json-rpc") value = { _tag: "Json", value: parseJson(text) } satisfies McpEdge.Body
+            else value = text === "" ? null : parseJson(text)
           } catch (error) {
-            return fail(exchange, failures.invalidJson(error))
+            // /mcp's edge answers with JSON-RPC's own parse error.
+            if (found.route.body !== "json-rpc") return fail(exchange, failures.invalidJson(error))
+            value = { _tag: "NotJson" } satisfies McpEdge.Body
           }
           // A throw here would escape the listener and end the process: a bug answers 500.
           try {
-            dispatch(exchange, url, route, text, value)
+            dispatch(exchange, url, found, value)
           } catch (error) {
             run(Effect.logError("request failed", error))
             if (!response.headersSent) fail(exchange, failures.internal)
@@ -514,25 +510,32 @@ export const layer = (options: PipelineOptions): Layer.Layer<Pipeline, never, Au
         }
         const q = url.indexOf("?")
         const path = q === -1 ? url : url.slice(0, q)
-        const route = Routes.find(method, path)
-        if (route !== undefined) exchange.route = route.path
+        const found = Routes.find(method, path)
+        if (found !== undefined) exchange.route = found.route.path
         const refused = (unauthenticated === undefined ? undefined : browserRefusal(request, unauthenticated, loopbackHost)) ??
           framingRefusal(request)
         if (refused !== undefined) return fail(exchange, refused)
         if (server.stopping) return fail(exchange, failures.unavailable("the service is stopping"))
-        if (route === undefined) return fail(exchange, failures.notFound(method, path))
-        if (!Auth.allows(credentials, route.access, request.headers)) return fail(exchange, failures.unauthorized)
-        if (route.body === undefined) return dispatch(exchange, url, route, undefined, undefined)
+        if (found === undefined) return fail(exchange, failures.notFound(method, path))
+        const { route } = found
+        const executor = route.endpoint === undefined ? undefined : executors.get(route.endpoint)
+        if (executor !== undefined) {
+          const denied = executor.authorize(request.headers)
+          if (denied !== undefined) return write(exchange, denied.status, { "content-type": json, ...denied.headers }, denied.body)
+        } else if (!Auth.allows(credentials, route.access ?? "token", request.headers)) {
+          return fail(exchange, failures.unauthorized)
+        }
+        if (route.body === undefined) return dispatch(exchange, url, found, undefined)
         const unread = bodyRefusal(request, maxBodyBytes)
         if (unread !== undefined) return fail(exchange, unread)
-        readBody(exchange, url, route)
+        readBody(exchange, url, found)
       }
-      return { handle }
+      return { handle, counts }
     })
-  )
+  ) as never
 
 /**
- * The Effect app's failures that no route answered (a defect, an unexpected error): logged,
+ * The Effect router's failures that no route answered (a defect, an unexpected error): logged,
  * and answered with the pipeline's 500 body, never the cause.
  *
  * @since 0.2.0

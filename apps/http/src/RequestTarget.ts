@@ -1,7 +1,7 @@
 /**
  * The canonical form of a request target. Every decision the service takes about a request —
  * authentication, the body limit, the route, the metric label — is taken on this one string:
- * the edge (`Edge.ts`) rewrites `request.url` to it before anything else sees the request, or
+ * the pipeline (`Pipeline.ts`) computes it first, finds the route on it and hands it on, or
  * answers 400 when the target has no single meaning.
  *
  * Routers and proxies disagree on how to read a path: one folds case, one collapses `//`,

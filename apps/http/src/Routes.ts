@@ -1,11 +1,12 @@
 /**
- * The one route table: every route the service answers, with who may call it, whether it takes
- * a body, and whether the pipeline answers it on the fast path. The API's routes come from the
- * HttpApi definition itself (`HttpApi.reflect`); the few routes outside it (`/mcp`, `/metrics`,
- * health, docs) are declared here once and registered from here by `Server.ts`. The pipeline
- * (`Pipeline.ts`) finds each request's route here, once, on the canonical target
- * (`RequestTarget.ts`), with the same router settings as the server's, so authentication, the
- * body, the metric label and the route that answers never disagree.
+ * The one route table: every route the service answers, keyed by method and path, with whether
+ * it takes a body. The API's routes come from the HttpApi definition itself (`HttpApi.reflect`),
+ * each answered by its endpoint's executor (`Executor.ts`), which applies the endpoint's
+ * security middleware; the few routes outside it (`/mcp`, `/metrics`, health, docs) are
+ * declared here once, with who may call them, and registered from here by `Server.ts`. The
+ * pipeline (`Pipeline.ts`) finds each request's route here, once, on the canonical target
+ * (`RequestTarget.ts`), so authentication, the body, the metric label and the route that
+ * answers never disagree.
  *
  * @since 0.2.0
  */
@@ -13,7 +14,7 @@ import { HttpApi } from "@effect/platform"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as FindMyWay from "find-my-way-ts"
 import { Api } from "./Api.js"
-import * as Auth from "./Auth.js"
+import type * as Auth from "./Auth.js"
 
 /**
  * @since 0.2.0
@@ -23,21 +24,17 @@ export interface Route {
   readonly method: HttpMethod
   /** The path template, as the router reads it (`/v1/chats/:chat_id/state`); also the metric label. */
   readonly path: string
-  /** Who may call it (`Auth.allows` decides). */
-  readonly access: Auth.Access
+  /** Who may call a route outside the API (`Auth.allows` decides); an endpoint's own middleware decides for the API's. */
+  readonly access?: Auth.Access | undefined
   /** The HttpApi endpoint, `group.name`, for API routes. */
   readonly endpoint?: string | undefined
   /**
-   * What the route's body is, read by the pipeline under the body limit before the route sees
-   * it: `json` (parsed, nested at most `Json.maxDepth` levels; an endpoint with a payload),
-   * `text` (`/mcp`, whose JSON-RPC edge parses it and words its own errors), or none.
+   * What the route's body is, read by the pipeline under the body limit and parsed once
+   * (nested at most `Json.maxDepth` levels): `json` (an endpoint with a payload; not JSON is a
+   * 400), `json-rpc` (`/mcp`, whose edge answers a body that is not JSON with JSON-RPC's parse
+   * error), or none.
    */
-  readonly body?: "json" | "text" | undefined
-  /**
-   * Answered from the Node listener with the endpoint's own Schemas and handler (`FastPath.ts`)
-   * instead of through the Effect HTTP stack: set for the endpoints in {@link fast}.
-   */
-  readonly fast?: boolean | undefined
+  readonly body?: "json" | "json-rpc" | undefined
 }
 
 /**
@@ -62,7 +59,7 @@ export const routerConfig = {
  * @category routes
  */
 export const service = {
-  mcp: { method: "POST", path: "/mcp", access: "token", body: "text" },
+  mcp: { method: "POST", path: "/mcp", access: "token", body: "json-rpc" },
   // No event stream and no sessions: both answer 405 (the streamable HTTP transport's rule).
   mcpStream: { method: "GET", path: "/mcp", access: "token" },
   mcpSession: { method: "DELETE", path: "/mcp", access: "token" },
@@ -76,36 +73,16 @@ export const service = {
   inspectAsset: { method: "GET", path: "/inspect/*", access: "public" }
 } as const satisfies Record<string, Route>
 
-const accessOf = (middleware: ReadonlySet<unknown>): Auth.Access =>
-  middleware.has(Auth.TelegramAuthorization)
-    ? "token or telegram secret"
-    : middleware.has(Auth.Authorization)
-    ? "token"
-    : "public"
-
-/**
- * The endpoints answered on the fast path: a bot's most frequent calls — both tools, an event
- * batch, forwarded Telegram updates. Each must read its payload alone (no path, query or header
- * parameters) and answer JSON.
- *
- * @since 0.2.0
- * @category routes
- */
-export const fast: ReadonlySet<string> = new Set(["tools.resolve", "tools.list", "events.ingest", "webhook.telegram"])
-
 const apiRoutes = (): ReadonlyArray<Route> => {
   const routes: Array<Route> = []
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, group, middleware, payloads }) => {
-      const name = `${group.identifier}.${endpoint.name}`
+    onEndpoint: ({ endpoint, group, payloads }) => {
       routes.push({
         method: endpoint.method,
         path: endpoint.path,
-        access: accessOf(middleware),
-        endpoint: name,
-        ...(payloads.size > 0 ? { body: "json" as const } : {}),
-        ...(fast.has(name) ? { fast: true } : {})
+        endpoint: `${group.identifier}.${endpoint.name}`,
+        ...(payloads.size > 0 ? { body: "json" as const } : {})
       })
     }
   })
@@ -136,14 +113,27 @@ const router = FindMyWay.make<Route>(routerConfig)
 for (const route of table) router.on(route.method, route.path as FindMyWay.PathInput, route)
 
 /**
- * The route a canonical request would take (HEAD is answered by GET routes, as the server's
- * router does), or undefined.
+ * A route found, with the path parameters it matched.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Found {
+  readonly route: Route
+  readonly params: Readonly<Record<string, string | undefined>>
+}
+
+/**
+ * The route a canonical request's method and path take (HEAD is answered by GET routes, as the
+ * platform's router does), or undefined.
  *
  * @since 0.2.0
  * @category routes
  */
-export const find = (method: string, url: string): Route | undefined =>
-  (router.find(method as HttpMethod, url) ?? (method === "HEAD" ? router.find("GET", url) : undefined))?.handler
+export const find = (method: string, path: string): Found | undefined => {
+  const found = router.find(method as HttpMethod, path) ?? (method === "HEAD" ? router.find("GET", path) : undefined)
+  return found === undefined ? undefined : { route: found.handler, params: found.params }
+}
 
 const methods = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 

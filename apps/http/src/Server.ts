@@ -4,10 +4,10 @@
  *
  * A request's path: the Node server (`Edge.ts`: connection bounds, the stop) → the pipeline
  * (`Pipeline.ts`: canonical target, header checks, the route from the one table, authorization,
- * the body read under its limits, the metric record, every answer written) → a fast route's
- * endpoint (`FastPath.ts`) or the Effect app (HttpApi and the routes outside it).
+ * the body read once under its limits and parsed once, the metric record) → the endpoint's
+ * executor (`Executor.ts`), the MCP edge, or the Effect router for the routes outside the API.
  */
-import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerResponse } from "@effect/platform"
+import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { ContextStore } from "@deixis/core"
 import { DeixisServices, HistoryStore } from "@deixis/chathistory"
 import * as Cause from "effect/Cause"
@@ -24,8 +24,8 @@ import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import * as Activity from "./Activity.js"
 import * as Auth from "./Auth.js"
+import * as Document from "./Document.js"
 import * as Edge from "./Edge.js"
-import * as FastPath from "./FastPath.js"
 import * as Inspector from "./Inspector.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
@@ -40,8 +40,6 @@ export interface ServerOptions extends Auth.CredentialsShape, Edge.EdgeOptions {
   readonly host: string
   readonly maxBodyBytes: number
   readonly telegram: TelegramOptions
-  /** Answer the routes the route table flags fast from the Node listener (see `FastPath.ts`); default true. */
-  readonly fastPath?: boolean | undefined
 }
 
 /** Whether an address is reachable from this machine only. */
@@ -69,7 +67,6 @@ export const config: Config.Config<ServerOptions> = Config.all({
   }),
   allowUnauthenticated: Config.boolean("DEIXIS_ALLOW_UNAUTHENTICATED").pipe(Config.withDefault(false)),
   maxBodyBytes: ConfigKeys.positiveInt("DEIXIS_HTTP_MAX_BODY_BYTES", 1024 * 1024),
-  fastPath: Config.boolean("DEIXIS_HTTP_FAST_PATH").pipe(Config.withDefault(true)),
   headersTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_HEADERS_TIMEOUT", "10 seconds"),
   requestTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_REQUEST_TIMEOUT", "30 seconds"),
   keepAliveTimeoutMs: ConfigKeys.millis("DEIXIS_HTTP_KEEP_ALIVE_TIMEOUT", "5 seconds"),
@@ -126,15 +123,23 @@ const ready = HttpLayerRouter.add(
 
 const metricsRoute = HttpLayerRouter.add(metrics.method, metrics.path, Metrics.handler)
 
-/** Every route of the Effect app (the route table's, `Routes.ts`), which the pipeline feeds. */
-export const routes = (options: Pick<ServerOptions, "telegram">) =>
+/**
+ * The OpenAPI document, as this configuration enforces it (`Document.ts`), naming the server
+ * as the client reached it.
+ */
+const openapi = (credentials: Auth.CredentialsShape) =>
+  HttpLayerRouter.add(
+    Routes.service.openapi.method,
+    Routes.service.openapi.path,
+    Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+      HttpServerResponse.unsafeJson(Document.make(credentials, { host: request.headers["host"] })))
+  )
+
+/** The routes outside the API, served by the Effect router (the API's endpoints have their executors). */
+export const routes = (options: Auth.CredentialsShape) =>
   Layer.mergeAll(
-    HttpLayerRouter.addHttpApi(Api, { openapiPath: Routes.service.openapi.path }).pipe(
-      Layer.provide(ApiLive(options.telegram)),
-      Layer.provide(Auth.layer)
-    ),
+    openapi(options),
     HttpApiSwagger.layerHttpLayerRouter({ api: Api, path: Routes.service.docs.path }),
-    Mcp.layer({ version }),
     health,
     ready,
     metricsRoute,
@@ -149,28 +154,24 @@ export const layer = <E, R>(options: ServerOptions, stores: Layer.Layer<DeixisSe
     const server = createServer({ connectionsCheckingInterval: 1_000 })
     const listen = { port: options.port, host: options.host }
     const credentials = Layer.succeed(Auth.Credentials, options)
-    // One value, so the service and the fast path share one build of it.
+    // One value, so every part shares one build of it.
     const core = Layer.mergeAll(services(stores), credentials, Activity.layer)
+    // Every endpoint's executor (its security middleware the one check), and the MCP edge.
+    const api = Layer.mergeAll(ApiLive(options.telegram).pipe(Layer.provide(Auth.layer)), Mcp.layer({ version })).pipe(
+      Layer.provideMerge(core)
+    )
     const pipeline = Pipeline.layer({
       maxBodyBytes: options.maxBodyBytes,
       unauthenticated: Option.isNone(options.apiToken) ? { loopback: isLoopback(options.host) } : undefined
-    })
-    // The rest of DEIXIS_SHUTDOWN_TIMEOUT is for closing the stores after the requests.
-    const http = Edge.layerServer(server, listen, { ...options, shutdownTimeoutMs: Lifecycle.drainBudget(options.shutdownTimeoutMs) }).pipe(
-      Layer.provideMerge(options.fastPath === false ? pipeline : pipeline.pipe(Layer.provideMerge(FastPath.layer(options.telegram)))),
-      Layer.provideMerge(core)
-    )
-    return HttpLayerRouter.serve(routes(options), {
-      disableLogger: true,
-      // The service announces itself, with how it is protected (layerConfig).
-      disableListenLog: true,
-      routerConfig: Routes.routerConfig
-    }).pipe(
+    }, routes(options)).pipe(
       // No tracer is exported by the service: a server span per request (URL parsing,
       // header redaction, a dozen attributes) would be built only to be dropped.
       HttpMiddleware.withTracerDisabledWhen(() => true),
-      Layer.provideMerge(core),
-      Layer.provideMerge(http)
+      Layer.provideMerge(api)
+    )
+    // The rest of DEIXIS_SHUTDOWN_TIMEOUT is for closing the stores after the requests.
+    return Edge.layerServer(server, listen, { ...options, shutdownTimeoutMs: Lifecycle.drainBudget(options.shutdownTimeoutMs) }).pipe(
+      Layer.provideMerge(pipeline)
     )
   })
 

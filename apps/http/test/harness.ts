@@ -12,7 +12,7 @@ import * as Store from "../src/Store.js"
 
 export interface Running {
   readonly url: string
-  /** What the service's layer built (its services, and the fast path's listener when on). */
+  /** What the service's layer built (its services, the executors, the pipeline). */
   readonly context: Context.Context<never>
   readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
   readonly json: (path: string, body: unknown, init?: RequestInit) => Promise<Response>
@@ -27,7 +27,6 @@ export const start = (
     readonly metricsToken?: string
     readonly telegramSecret?: string
     readonly maxBodyBytes?: number
-    readonly fastPath?: boolean
     /** The stores (and any other service the layer needs); the memory stores by default. */
     readonly stores?: Layer.Layer<DeixisServices.Stores, unknown>
     /** The bot the Telegram entrance records for; `999` / `deixis_bot` by default. */
@@ -45,8 +44,7 @@ export const start = (
           metricsToken: secret(options.metricsToken),
           telegramSecret: secret(options.telegramSecret),
           maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-          telegram: options.telegram ?? { botId: "999", botUsername: "deixis_bot" },
-          fastPath: options.fastPath ?? true
+          telegram: options.telegram ?? { botId: "999", botUsername: "deixis_bot" }
         },
         options.stores ?? Store.layerMemory
       ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))

@@ -56,10 +56,10 @@ describe("apps/http", () => {
       assert.match(listed.generated_at, /^\d{4}-\d\d-\d\dT/)
     }))
 
-  for (const fastPath of [true, false]) {
-    it.scoped(`resolve answers without the scoring diagnostics unless include_diagnostics is true (fast path ${fastPath ? "on" : "off"})`, () =>
+  {
+    it.scoped(`resolve answers without the scoring diagnostics unless include_diagnostics is true`, () =>
       Effect.gen(function*() {
-        const api = yield* start({ fastPath })
+        const api = yield* start()
         yield* call(() => api.json("/v1/events", [
           message(10, { links: [{ url: "https://example.com/a" }] }),
           { type: "object_activated", event_id: "s1", chat_id: -1001, reason: "summarized", source_message_id: 10, kind: "link" }

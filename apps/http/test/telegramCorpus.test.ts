@@ -49,8 +49,7 @@ const serveOn = (layer: Layer.Layer<DeixisServices.Stores, unknown>) => Effect.g
         host: "127.0.0.1",
         apiToken: Option.none(),
         maxBodyBytes: 8 * 1024 * 1024,
-        telegram: { botId: options.botId, botUsername: options.botUsername },
-        fastPath: true
+        telegram: { botId: options.botId, botUsername: options.botUsername }
       },
       Layer.succeedContext(stores)
     ).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))

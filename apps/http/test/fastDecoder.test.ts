@@ -5,15 +5,19 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
 import * as fc from "effect/FastCheck"
 import * as Schema from "effect/Schema"
-import * as RequestDecoder from "../src/RequestDecoder.js"
+import { HttpApi } from "@effect/platform"
+import * as Option from "effect/Option"
+import { Api } from "../src/Api.js"
+import * as FastDecoder from "../src/FastDecoder.js"
 
 // The contract: the fast decoder answers `undefined`, or exactly what the Schema decodes
 // (the same value, with its keys in the same order), never a value the Schema refuses.
-const agrees = <A, I>(schema: Schema.Schema<A, I>, fast: RequestDecoder.FastDecoder<A>) => {
+const agrees = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema)
+  const fast = FastDecoder.make(schema)
   return (input: unknown): "fast" | "schema" => {
     const quick = fast(input)
-    if (quick === undefined) return "schema"
+    if (quick === FastDecoder.NO) return "schema"
     const slow = decode(input)
     assert.isTrue(Either.isRight(slow), `the fast decoder accepted what the Schema refuses: ${JSON.stringify(input)}`)
     assert.deepStrictEqual(quick, Either.getOrThrow(slow))
@@ -23,9 +27,25 @@ const agrees = <A, I>(schema: Schema.Schema<A, I>, fast: RequestDecoder.FastDeco
 }
 
 const cases = [
-  { name: "resolve", schema: ResolveRequest, fast: RequestDecoder.resolveRequest },
-  { name: "list", schema: ActiveContext.ListRequest, fast: RequestDecoder.listRequest }
+  { name: "resolve", schema: ResolveRequest },
+  { name: "list", schema: ActiveContext.ListRequest }
 ] as const
+
+// Every Schema an endpoint decodes: path, query, headers and payload.
+const endpointSchemas: Array<{ readonly name: string; readonly schema: Schema.Schema<unknown, unknown> }> = []
+HttpApi.reflect(Api, {
+  onGroup: () => {},
+  onEndpoint: ({ endpoint, group }) => {
+    for (const [part, schema] of [
+      ["path", endpoint.pathSchema],
+      ["query", endpoint.urlParamsSchema],
+      ["headers", endpoint.headersSchema],
+      ["payload", endpoint.payloadSchema]
+    ] as const) {
+      if (Option.isSome(schema)) endpointSchemas.push({ name: `${group.identifier}.${endpoint.name} ${part}`, schema: schema.value as unknown as Schema.Schema<unknown, unknown> })
+    }
+  }
+})
 
 // Valid requests, as a client would send them: the Schema's encoded side of arbitrary values,
 // through JSON.
@@ -67,15 +87,38 @@ const mutation = (request: Record<string, unknown>) =>
       .map(([key, value]) => ({ ...request, normalized_reference_hints: { ...(request["normalized_reference_hints"] as object ?? {}), [key]: value } }))
   )
 
-describe("the fast request decoder", () => {
+describe("fast decoders compiled from the Schemas", () => {
+  for (const c of endpointSchemas) {
+    it(`${c.name}: agrees with the Schema on arbitrary JSON values and on valid values`, () => {
+      const check = agrees(c.schema)
+      fc.assert(fc.property(fc.jsonValue({ maxDepth: 3 }), (input) => void check(input)), { numRuns: 300 })
+      // A Schema without an Arbitrary (the merge patch's recursive JSON) is judged on JSON values alone.
+      const values = (() => {
+        try {
+          return valid(c.schema)
+        } catch {
+          return undefined
+        }
+      })()
+      if (values !== undefined) fc.assert(fc.property(values, (input) => void check(input)), { numRuns: 200 })
+    })
+  }
+
+  it("the payloads of the endpoints clients call most compile (no Schema interpreter on their common path)", () => {
+    for (const schema of [ResolveRequest, ActiveContext.ListRequest] as const) assert.isTrue(FastDecoder.isCompiled(schema as Schema.Schema.Any))
+    const payloads = endpointSchemas.filter((c) => /^(events\.ingest|webhook\.telegram) payload$/.test(c.name))
+    assert.strictEqual(payloads.length, 2)
+    for (const c of payloads) assert.isTrue(FastDecoder.isCompiled(c.schema), c.name)
+  })
+
   for (const c of cases) {
     it(`${c.name}: agrees with the Schema on arbitrary JSON values`, () => {
-      const check = agrees(c.schema as Schema.Schema<unknown, unknown>, c.fast as RequestDecoder.FastDecoder<unknown>)
+      const check = agrees(c.schema as Schema.Schema<unknown, unknown>)
       fc.assert(fc.property(fc.jsonValue(), (input) => void check(input)), { numRuns: 2_000 })
     })
 
     it(`${c.name}: agrees with the Schema on valid requests and their mutations`, () => {
-      const check = agrees(c.schema as Schema.Schema<unknown, unknown>, c.fast as RequestDecoder.FastDecoder<unknown>)
+      const check = agrees(c.schema as Schema.Schema<unknown, unknown>)
       const seen = { fast: 0, schema: 0 }
       fc.assert(
         fc.property(valid(c.schema as Schema.Schema<unknown, unknown>), (request) => void seen[check(request)]++),
@@ -106,7 +149,7 @@ describe("the fast request decoder", () => {
       ["normalized_reference_hints", { target_kind_hint: "x.y" }], ["normalized_reference_hints", []], ["normalized_reference_hints", null]
     ]
     for (const c of cases) {
-      const check = agrees(c.schema as Schema.Schema<unknown, unknown>, c.fast as RequestDecoder.FastDecoder<unknown>)
+      const check = agrees(c.schema as Schema.Schema<unknown, unknown>)
       for (const [key, value] of values) check({ ...base, [key]: value })
     }
   })
@@ -117,9 +160,9 @@ describe("the fast request decoder", () => {
       { chat_id: -1001, current_message_id: 13 },
       { chat_id: "-1001", topic_id: null, current_message_id: "13", allowed_kinds: ["poll", "x.ticket"], max_candidates: 5, request_id: "r-1", record_touch: true }
     ]
-    const check = agrees(ResolveRequest as Schema.Schema<unknown, unknown>, RequestDecoder.resolveRequest as RequestDecoder.FastDecoder<unknown>)
+    const check = agrees(ResolveRequest as Schema.Schema<unknown, unknown>)
     for (const request of requests) assert.strictEqual(check(request), "fast", JSON.stringify(request))
-    const checkList = agrees(ActiveContext.ListRequest as Schema.Schema<unknown, unknown>, RequestDecoder.listRequest as RequestDecoder.FastDecoder<unknown>)
+    const checkList = agrees(ActiveContext.ListRequest as Schema.Schema<unknown, unknown>)
     assert.strictEqual(checkList({ chat_id: -1001, topic_id: 7, current_message_id: 13, max_results: 50, include_inactive_debug: true }), "fast")
   })
 })
