@@ -18,7 +18,9 @@
  * Then the in-process floor (`burst.ts`, `pnpm bench:burst`) beside it.
  *
  * BENCH_STORES (default `memory,sqlite,pg`), BENCH_TRANSPORTS (default `polling,webhook`),
- * BENCH_RUNS, BENCH_FLOOR=0 skips the floor, DEIXIS_TEST_PG_URL.
+ * BENCH_RUNS, BENCH_FLOOR=0 skips the floor, BENCH_NODE_ARGS (node options for the bot's process,
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_BOT_ENV (`KEY=value …` added to the bot's
+ * environment, for experiments: the figures are the default configuration's), DEIXIS_TEST_PG_URL.
  */
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
@@ -38,6 +40,8 @@ const runs = Number(process.env["BENCH_RUNS"] ?? 3)
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const runId = Date.now().toString(36)
 const webhookSecret = "bench-webhook-secret"
+// For experiments only (the figures are the default configuration's): BENCH_BOT_ENV="KEY=value KEY=value".
+const extraEnv = Object.fromEntries((process.env["BENCH_BOT_ENV"] ?? "").split(" ").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]))
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -77,13 +81,17 @@ const plain = (i: number) => message(-1003000000000 - (i % 50), `see https://exa
 const context = (i: number) => message(-1004000000000 - (i % 10), "/context", true)
 const burst = (n = 5_200) => Array.from({ length: n }, (_, i) => (i % 26 === 25 ? context(i) : plain(i)))
 
-/** The sum of the bot's `deixis_bot_updates_total`, every outcome, from its ops server. */
-const updatesCounted = async (ops: string): Promise<number> => {
+/** The sum of a metric's samples (every label) on the bot's ops server. */
+const metricSum = async (ops: string, name: string): Promise<number> => {
   const text = await fetch(`${ops}/metrics`).then((r) => r.text(), () => "")
   let sum = 0
-  for (const m of text.matchAll(/^deixis_bot_updates_total\{[^}]*\} (\d+(?:\.\d+)?)$/gm)) sum += Number(m[1])
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+(?:\\.\\d+)?(?:e-?\\d+)?)$`, "gm"))) sum += Number(m[1])
   return sum
 }
+/** Updates the bot has counted (`deixis_bot_updates_total`, every outcome). */
+const updatesCounted = (ops: string) => metricSum(ops, "deixis_bot_updates_total")
+/** The bot's time in GC pauses so far, in ms (prom-client's default `nodejs_gc_duration_seconds`). */
+const gcMs = async (ops: string) => (await metricSum(ops, "deixis_bot_nodejs_gc_duration_seconds_sum")) * 1000
 
 const storeEnv = (store: string, schemas: Array<string>): Record<string, string> => {
   switch (store) {
@@ -141,6 +149,10 @@ const webhookSender = (url: string, connections = 40) => {
 interface Burst {
   readonly rate: number
   readonly used: Usage
+  /** This process's CPU time over the burst, in ms: the fake Bot API's (and the bench's own). */
+  readonly fakeMs: number
+  /** The bot's GC pauses over the burst, in ms. */
+  readonly gcMs: number
   readonly updates: number
   readonly p50: number
   readonly p99: number
@@ -173,12 +185,15 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
                 BOT_WEBHOOK_SECRET: webhookSecret
               }
               : {}),
-            ...storeEnv(store, schemas)
+            ...storeEnv(store, schemas),
+            ...extraEnv
           },
-          ready: `${ops}/readyz`
+          ready: `${ops}/readyz`,
+          // For profiling the shipped process: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
+          nodeArgs: (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a !== "")
         })
       ),
-      (app) => Effect.promise(() => app.stop())
+      (app) => Effect.promise(() => app.stop().then(() => { if (process.env["BENCH_SHOW_LOG"]) console.log(app.output().slice(-4000)) }))
     )
     const hook = transport === "webhook" ? webhookSender(`http://127.0.0.1:${hookPort}/hook`) : undefined
     if (hook !== undefined) yield* Effect.addFinalizer(() => Effect.sync(hook.close))
@@ -199,7 +214,9 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
       const updates = burst()
       const commands = new Set(updates.filter((u) => u.message.text === "/context").map((u) => u.message.message_id))
       const repliesBefore = api.callsOf("sendMessage").length
+      const gc0 = yield* Effect.promise(() => gcMs(ops))
       const before = app.usage()
+      const fake0 = process.cpuUsage()
       const t0 = performance.now()
       const refused = yield* Effect.promise(() => push(updates))
       counted += updates.length
@@ -209,13 +226,15 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
       })
       const seconds = (performance.now() - t0) / 1000
       const used = usageSince(before, app.usage())
+      const fake = process.cpuUsage(fake0)
+      const gc = (yield* Effect.promise(() => gcMs(ops))) - gc0
       const latencies = api.callsOf("sendMessage").slice(repliesBefore).flatMap((c) => {
         const replyTo = Number((c.payload["reply_parameters"] as { message_id?: number } | undefined)?.message_id)
         if (!commands.has(replyTo)) return []
         const arrived = hook === undefined ? api.servedAt(replyTo) : hook.postedAt.get(replyTo)
         return arrived === undefined ? [] : [c.at - arrived]
       }).sort((a, b) => a - b)
-      results.push({ rate: updates.length / seconds, used, updates: updates.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), refused })
+      results.push({ rate: updates.length / seconds, used, fakeMs: (fake.user + fake.system) / 1000, gcMs: gc, updates: updates.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), refused })
     }
     return results
   }).pipe(Effect.scoped)
@@ -249,13 +268,13 @@ const main = Effect.gen(function*() {
       `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "?"}, ${new Date().toISOString().slice(0, 16)}Z, load average at the end ${load}\n`
   )
   console.log("5,000 messages in 50 chats + 200 /context in 10 other chats, queued at once; best of " + runs + " bursts by rate (its CPU and latency beside it)\n")
-  console.log("| store | transport | updates/s | process CPU ms/update (user+sys) | disk KB/update | /context p50 / p99 ms from arrival | all runs (updates/s) |")
-  console.log("|---|---|---:|---:|---:|---:|---|")
+  console.log("| store | transport | updates/s | bot process CPU ms/update (user+sys) | of it in GC pauses | fake Bot API's CPU ms/update | disk KB/update | /context p50 / p99 ms from arrival | all runs (updates/s) |")
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---|")
   for (const row of rows) {
     const best = [...row.runs].sort((a, b) => b.rate - a.rate)[0]!
     const per = (x: number) => (x / best.updates).toFixed(3)
     console.log(
-      `| ${row.store} | ${row.transport} | ${n0(best.rate)} | ${per(best.used.userMs + best.used.systemMs)} (${per(best.used.userMs)}+${per(best.used.systemMs)}) | ` +
+      `| ${row.store} | ${row.transport} | ${n0(best.rate)} | ${per(best.used.userMs + best.used.systemMs)} (${per(best.used.userMs)}+${per(best.used.systemMs)}) | ${per(best.gcMs)} | ${per(best.fakeMs)} | ` +
         `${(best.used.writeBytes / best.updates / 1024).toFixed(1)} | ${best.p50.toFixed(0)} / ${best.p99.toFixed(0)} | ${row.runs.map((r) => n0(r.rate)).join(", ")} |` +
         (best.refused > 0 ? ` ${best.refused} POSTs refused (503) and sent again` : "")
     )
