@@ -18,7 +18,7 @@
  * machine's other load lands on each alike; each store's best round is shown, every round's
  * figure beside it.
  *
- * BENCH_SECONDS (default 4) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
+ * BENCH_SECONDS (default 3) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
  * `memory,sqlite,sqlite-full,pg`); BENCH_DISK_UPDATES (default 10000); BENCH_FLOOR_SECONDS
  * (default 2; 0 skips the floors); DEIXIS_TEST_PG_URL.
  */
@@ -33,7 +33,7 @@ import { dropPgSchema, freePort, request, seed } from "./support.js"
 const here = import.meta.dirname
 const appDir = join(here, "..")
 const compiled = join(appDir, ".bench", "bench")
-const seconds = Number(process.env["BENCH_SECONDS"] ?? 4)
+const seconds = Number(process.env["BENCH_SECONDS"] ?? 3)
 const roundsOf = Number(process.env["BENCH_ROUNDS"] ?? 2)
 const diskUpdates = Number(process.env["BENCH_DISK_UPDATES"] ?? 10_000)
 const floorSeconds = Number(process.env["BENCH_FLOOR_SECONDS"] ?? 2)

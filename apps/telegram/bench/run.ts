@@ -10,7 +10,7 @@
  * `deixis_bot_updates_total` counts them all), the bot process's CPU time per update and bytes
  * written (from /proc, over the burst), and each `/context` answer's latency from its arrival
  * at the bot (getUpdates handing it out; for the webhook, the POST carrying it) to its
- * sendMessage reaching the fake. Best of BENCH_RUNS bursts (default 3) after a warm-up, per
+ * sendMessage reaching the fake. Best of BENCH_RUNS bursts (default 2) after a warm-up, per
  * store: memory, SQLite (the default file in the data directory), PostgreSQL (a fresh schema,
  * dropped after); long polling, then the webhook (the updates POSTed to the bot's webhook
  * route over 40 connections, as Telegram does) on memory and SQLite.
@@ -36,7 +36,7 @@ const here = import.meta.dirname
 const appDir = path.join(here, "..")
 const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,pg").split(",")
 const transports = (process.env["BENCH_TRANSPORTS"] ?? "polling,webhook").split(",")
-const runs = Number(process.env["BENCH_RUNS"] ?? 3)
+const runs = Number(process.env["BENCH_RUNS"] ?? 2)
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const runId = Date.now().toString(36)
 const webhookSecret = "bench-webhook-secret"
