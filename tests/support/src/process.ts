@@ -214,10 +214,10 @@ export const usageSince = (before: Usage, after: Usage): Usage => ({
   writeCalls: after.writeCalls - before.writeCalls
 })
 
-/** Resolves true once `url` answers 200, false after `ms`. */
-export const untilReady = async (url: string, ms = 30_000): Promise<boolean> => {
+/** Resolves true once `url` answers 200, false after `ms` or once `gone` says to stop asking. */
+export const untilReady = async (url: string, ms = 30_000, gone: () => boolean = () => false): Promise<boolean> => {
   const end = Date.now() + ms
-  while (Date.now() < end) {
+  while (Date.now() < end && !gone()) {
     const ok = await fetch(url).then((r) => r.ok, () => false)
     if (ok) return true
     await new Promise((r) => setTimeout(r, 50))
@@ -271,8 +271,12 @@ export const startApp = async (
     running.kill()
     return exit
   }
-  const gone = running.exited.then(() => false)
-  if (!(await Promise.race([untilReady(options.ready, options.readyMs), gone]))) {
+  let exited = false
+  const gone = running.exited.then(() => {
+    exited = true
+    return false
+  })
+  if (!(await Promise.race([untilReady(options.ready, options.readyMs, () => exited), gone]))) {
     running.kill()
     throw new Error(`${entry} was not ready at ${options.ready}:\n${running.output()}`)
   }
