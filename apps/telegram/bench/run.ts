@@ -20,7 +20,8 @@
  * BENCH_STORES (default `memory,sqlite,pg`), BENCH_TRANSPORTS (default `polling,webhook`),
  * BENCH_RUNS, BENCH_FLOOR=0 skips the floor, BENCH_NODE_ARGS (node options for the bot's process,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_BOT_ENV (`KEY=value …` added to the bot's
- * environment, for experiments: the figures are the default configuration's), DEIXIS_TEST_PG_URL.
+ * environment, for experiments: the figures are the default configuration's), BENCH_SHOW_LOG=1
+ * (the end of each bot's log), DEIXIS_TEST_PG_URL.
  */
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
@@ -193,7 +194,11 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
           nodeArgs: (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a !== "")
         })
       ),
-      (app) => Effect.promise(() => app.stop().then(() => { if (process.env["BENCH_SHOW_LOG"]) console.log(app.output().slice(-4000)) }))
+      (app) =>
+        Effect.promise(async () => {
+          await app.stop()
+          if (process.env["BENCH_SHOW_LOG"] === "1") console.log(app.output().slice(-4000))
+        })
     )
     const hook = transport === "webhook" ? webhookSender(`http://127.0.0.1:${hookPort}/hook`) : undefined
     if (hook !== undefined) yield* Effect.addFinalizer(() => Effect.sync(hook.close))
