@@ -1,217 +1,287 @@
 /**
- * `pnpm bench`: autocannon over loopback against POST /v1/tools/resolve_reference_target
- * (memory store, seeded), beside a bare node:http server answering a constant JSON body and a
- * bare node:http server doing the same work with nothing of the service around it (`bareCore.ts`);
- * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
- * the same route with the fast path off (the Effect HTTP stack alone) and with logging at Info
- * (the service's default level: a line per tool call, to a pipe); then the service on a
- * SQLite file and on PostgreSQL (DEIXIS_TEST_PG_URL; BENCH_STORES=memory skips both), each seeded
- * with the same 10,000-message chat; and on each store, a bot's most frequent call, POST /v1/events
- * with one new message per request. Each server runs in its own process; beside each run, the
- * server's own CPU time per request (user + system, from /proc), which the other processes on
- * the machine disturb far less than the rates.
+ * `pnpm bench`: the service as it ships — `node dist/main.js`, default configuration, logging at
+ * its default level (Info) to a drained pipe — in a process of its own, driven over loopback by
+ * another process (`load.ts`), every store side by side in one run: memory, SQLite
+ * (`synchronous=normal`, the default), SQLite `synchronous=full`, PostgreSQL (a fresh schema,
+ * dropped after). Only the store keys, a temporary data directory and the port differ from an
+ * operator's start. The app's own CPU time and bytes written are read from /proc over each
+ * measured window, after a warm-up.
+ *
+ * Per store: (a) POST /v1/telegram/updates, one update per request, 10 connections, 50 chats;
+ * (c) resolve_reference_target throughput, 10 connections, in the seeded 10,000-message chat;
+ * (b) resolve at 100/s in that chat, idle, then while 200 single-update Telegram ingests/s land
+ * in 50 other chats: p99 under writes ÷ idle p99. Then (d) on SQLite: bytes written per
+ * recorded update over 10,000 updates into a database pre-loaded with 100,000 messages.
+ * Then the in-process floors (`floors.ts`) beside them.
+ *
+ * The stores' apps run side by side and are measured in rounds taking them in turn, so that the
+ * machine's other load lands on each alike; each store's best round is shown, every round's
+ * figure beside it.
+ *
+ * BENCH_SECONDS (default 3) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
+ * `memory,sqlite,sqlite-full,pg`); BENCH_DISK_UPDATES (default 10000); BENCH_FLOOR_SECONDS
+ * (default 2; 0 skips the floors); DEIXIS_TEST_PG_URL.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process"
+import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
+import { execFile, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { dropPgSchema, freePort, processMemory, untilHealthy } from "./support.js"
+import type { Plan, StreamResult } from "./load.js"
+import { dropPgSchema, freePort, request, seed } from "./support.js"
 
 const here = import.meta.dirname
-const duration = Number(process.env["BENCH_SECONDS"] ?? 10)
-const connections = Number(process.env["BENCH_CONNECTIONS"] ?? 10)
-const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,pg").split(",")
+const appDir = join(here, "..")
+const compiled = join(appDir, ".bench", "bench")
+const seconds = Number(process.env["BENCH_SECONDS"] ?? 3)
+const roundsOf = Number(process.env["BENCH_ROUNDS"] ?? 2)
+const diskUpdates = Number(process.env["BENCH_DISK_UPDATES"] ?? 10_000)
+const floorSeconds = Number(process.env["BENCH_FLOOR_SECONDS"] ?? 2)
+const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,sqlite-full,pg").split(",")
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const runId = Date.now().toString(36)
 
-/** A server process's resident set in MiB (Linux), read after its run. */
-const rssOf = (child: ChildProcess): string => {
-  const { rss } = processMemory(child.pid!)
-  return Number.isFinite(rss) ? (rss / 1024 / 1024).toFixed(0) : "?"
-}
-
-/** A process's CPU time so far (user + system), in ms (Linux; NaN elsewhere). */
-const cpuMsOf = (child: ChildProcess): number => {
-  try {
-    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10 // USER_HZ = 100
-  } catch {
-    return Number.NaN
-  }
-}
-
-const start = async (script: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> => {
-  const port = await freePort()
-  const child = spawn(process.execPath, [join(here, script)], {
-    env: { ...process.env, PORT: String(port), ...env },
-    // stdout is a pipe, drained, as under a log collector (the logs' cost is part of the figure).
-    stdio: ["ignore", "pipe", "ignore"]
-  })
-  child.stdout!.resume()
-  const url = `http://127.0.0.1:${port}`
-  if (await untilHealthy(url)) return { child, url }
-  throw new Error(`${script} did not start`)
-}
-
-interface Result {
-  readonly requests: { readonly average: number; readonly total: number }
-  readonly latency: { readonly p50: number; readonly p99: number; readonly average: number }
-  readonly non2xx: number
-  readonly errors: number
-  /** The server's CPU time per request, in µs. */
-  readonly cpuUs?: number
-}
-
-// The package's own autocannon (a dev dependency), run as a separate process.
-const autocannonBin = join(here, "..", "..", "node_modules", ".bin", "autocannon")
-const cannon = (url: string, body: string, options: { readonly seconds?: number; readonly rate?: number } = {}) =>
-  new Promise<Result>((resolve, reject) => {
-    execFile(autocannonBin, [
-      "-j", "-d", String(options.seconds ?? duration), "-c", String(connections), "-m", "POST",
-      "-H", "content-type=application/json", "-b", body,
-      ...(options.rate === undefined ? [] : ["-R", String(options.rate)]),
-      url
-    ], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      error ? reject(error) : stdout.trim() === "" ? reject(new Error(stderr)) : resolve(JSON.parse(stdout) as Result))
-  })
-
-/** A run, with the server's CPU time per request. */
-const measure = async (
-  server: { readonly child: ChildProcess; readonly url: string },
-  body: string,
-  options: { readonly seconds?: number; readonly rate?: number } = {}
-): Promise<Result> => {
-  const before = cpuMsOf(server.child)
-  const result = await cannon(server.url + "/v1/tools/resolve_reference_target", body, options)
-  return { ...result, cpuUs: ((cpuMsOf(server.child) - before) * 1000) / result.requests.total }
-}
-
-const seed = async (url: string) => {
-  const events: Array<unknown> = []
-  for (let i = 1; i <= 10_000; i++) {
-    events.push({
-      type: "message_observed", chat_id: -1001, topic_id: String(i % 10), message_id: i, sender_user_id: 1000 + (i % 20),
-      ...(i % 10 === 0 ? { links: [{ url: `https://example.com/${i}` }] } : {}),
-      ...(i > 10 && i % 3 === 0 ? { reply_to_message_id: i - 10 } : {})
-    })
-    if (i % 50 === 0 && i > 9000) {
-      events.push({ type: "object_activated", event_id: `a${i}`, chat_id: -1001, reason: "summarized", source_message_id: i, kind: "link" })
-    }
-  }
-  for (let i = 0; i < events.length; i += 1000) {
-    const response = await fetch(url + "/v1/events", {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(events.slice(i, i + 1000))
-    })
-    if (!response.ok) throw new Error(`seeding failed: ${response.status}`)
-  }
-}
-
-/**
- * A bot's most frequent call, one new message per request (`ingestLoad.ts`) — a core event to
- * POST /v1/events, or a Telegram update to POST /v1/telegram/updates — with the server's CPU per request.
- */
-const ingest = async (server: { readonly child: ChildProcess; readonly url: string }, shape: "events" | "telegram" = "events"): Promise<Result> => {
-  const before = cpuMsOf(server.child)
-  const path = shape === "telegram" ? "/v1/telegram/updates" : "/v1/events"
-  const result = await new Promise<Result>((resolve, reject) =>
-    execFile(process.execPath, [join(here, "ingestLoad.js"), server.url + path, String(duration), String(connections), shape], (error, stdout) =>
-      error ? reject(error) : resolve(JSON.parse(stdout) as Result))
+/** The load generator, a process of its own. */
+const load = (plan: Plan) =>
+  new Promise<ReadonlyArray<StreamResult>>((resolve, reject) =>
+    execFile(process.execPath, [join(compiled, "load.js"), JSON.stringify(plan)], { maxBuffer: 1 << 20 }, (error, stdout) =>
+      error ? reject(error) : resolve(JSON.parse(stdout) as ReadonlyArray<StreamResult>))
   )
-  return { ...result, cpuUs: ((cpuMsOf(server.child) - before) * 1000) / result.requests.total }
+
+/** A window's results with what the app used meanwhile. */
+const measured = async (app: App, plan: Plan) => {
+  const before = app.usage()
+  const results = await load(plan)
+  return { results, used: usageSince(before, app.usage()) }
 }
 
-const request = JSON.stringify({
-  chat_id: -1001, topic_id: "7", current_message_id: 10_001, reply_to_message_id: 9997, sender_user_id: 1007,
-  raw_user_text: "what does it say?", normalized_reference_hints: { target_kind_hint: "article" }
+const cpuUs = (used: Usage, n: number) => ((used.userMs + used.systemMs) * 1000) / n
+const pgSchemas: Array<string> = []
+
+const storeEnv = (store: string, dir: string): Record<string, string> => {
+  switch (store) {
+    case "memory":
+      return { DEIXIS_STORE: "memory" }
+    case "sqlite":
+      return { DEIXIS_STORE: `sqlite:${join(dir, "deixis.sqlite")}` }
+    case "sqlite-full":
+      return { DEIXIS_STORE: `sqlite:${join(dir, "deixis.sqlite")}`, DEIXIS_SQLITE_SYNCHRONOUS: "full" }
+    case "pg": {
+      const schema = `deixis_http_bench_${runId}_${pgSchemas.length}`
+      pgSchemas.push(schema)
+      return { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: schema }
+    }
+    default:
+      throw new Error(`unknown store ${store} (memory, sqlite, sqlite-full, pg)`)
+  }
+}
+
+const launch = async (store: string, dir: string) => {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const app = await startApp(join(appDir, "dist", "main.js"), {
+    cwd: dir,
+    env: { PORT: String(port), ...storeEnv(store, dir) },
+    ready: `${url}/healthz`
+  })
+  return { app, url }
+}
+
+let nextChats = -3_000_000
+/** 50 chats no earlier stream of this run wrote to. */
+const freshChats = () => (nextChats -= 100)
+let nextId = 1
+/** Update ids no earlier stream of this run used (`count` of them). */
+const freshIds = (count: number) => {
+  const first = nextId
+  nextId += count
+  return first
+}
+
+const ingestStream = (extra: { readonly connections?: number; readonly rate?: number }) => ({
+  kind: "telegram" as const, chats: 50, chatBase: freshChats(), firstId: freshIds(10_000_000), ...extra
 })
 
-const main = async () => {
-  const bare = await start("bare.js")
-  const bareCore = await start("bareCore.js")
-  const service = await start("server.js", { DEIXIS_STORE: "memory" })
-  const effectOnly = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_HTTP_FAST_PATH: "false" })
-  const logging = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_LOG_LEVEL: "Info" })
-  const sqliteDir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
-  const pgSchema = `deixis_http_bench_${Date.now().toString(36)}`
-  const engines: Array<{ readonly name: string; readonly env: Record<string, string> }> = [
-    ...(stores.includes("sqlite") ? [{ name: "SQLite store (file, WAL, synchronous=NORMAL, the default)", env: { DEIXIS_STORE: `sqlite:${join(sqliteDir, "bench.sqlite")}` } }] : []),
-    ...(stores.includes("pg") ? [{ name: "PostgreSQL store (loopback)", env: { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: pgSchema } }] : [])
-  ]
-  const others: Array<ChildProcess> = []
+interface StoreFigures {
+  readonly store: string
+  readonly ingest: StreamResult
+  readonly ingestUsed: Usage
+  readonly resolve: StreamResult
+  readonly resolveUsed: Usage
+  readonly idle: StreamResult
+  readonly underWrites: StreamResult
+  readonly writesDuringReads: StreamResult
+  readonly rounds?: ReadonlyArray<StoreFigures>
+}
+
+const resolveStream = (extra: { readonly connections?: number; readonly rate?: number }) => ({ kind: "resolve" as const, body: request, ...extra })
+
+/**
+ * Every store's app started, seeded and warmed, then measured in rounds that take the stores in
+ * turn (a window of each kind on each store, then the next kind): a change in the machine's
+ * other load lands on every store alike, so the ratios within one run hold.
+ */
+const storeRuns = async (): Promise<Array<StoreFigures>> => {
+  const apps: Array<{ readonly store: string; readonly app: App; readonly url: string; readonly dir: string }> = []
   try {
-    await seed(bareCore.url)
-    await seed(service.url)
-    await seed(effectOnly.url)
-    await seed(logging.url)
-    await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const baseline = await measure(bare, request)
-    await cannon(bareCore.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const sameWork = await measure(bareCore, request)
-    const deixis = await measure(service, request)
-    const paced = await measure(service, request, { rate: 1000 })
-    // The same pacing against the bare server: what this machine and autocannon's pacing add.
-    const barePaced = await measure(bare, request, { rate: 1000 })
-    await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const stack = await measure(effectOnly, request)
-    await cannon(logging.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const logged = await measure(logging, request)
-    const ingested = await ingest(service)
-    const forwarded = await ingest(service, "telegram")
-    const answerBytes = Buffer.byteLength(await (await fetch(service.url + "/v1/tools/resolve_reference_target", {
-      method: "POST", headers: { "content-type": "application/json" }, body: request
-    })).text())
-    // The same chat and requests on the durable stores, one server at a time.
-    const durable: Array<{ readonly name: string; readonly result: Result; readonly ingested: Result; readonly forwarded: Result; readonly rss: string }> = []
-    for (const engine of engines) {
-      const server = await start("server.js", engine.env)
-      others.push(server.child)
-      await seed(server.url)
-      await cannon(server.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-      const result = await measure(server, request)
-      const ingested = await ingest(server)
-      const forwarded = await ingest(server, "telegram")
-      durable.push({ name: engine.name, result, ingested, forwarded, rss: rssOf(server.child) })
-      server.child.kill("SIGTERM")
+    for (const store of stores) {
+      const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
+      const { app, url } = await launch(store, dir)
+      apps.push({ store, app, url, dir })
+      await seed(url)
+      await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
+      await load({ url, seconds: 1, streams: [resolveStream({ connections: 10 })] })
     }
-    const memoryRss = rssOf(service.child)
-    const ratio = deixis.requests.average / baseline.requests.average
-    const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
-    console.log(`\napps/http benchmark — Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, autocannon ${connections} connections, ${duration} s per run, logging at Warning unless said, load average at the end ${load}\n`)
-    console.log("| run | requests/s | p50 (ms) | p99 (ms) | non-2xx | server CPU µs/request |")
-    console.log("|---|---:|---:|---:|---:|---:|")
-    const row = (name: string, r: Result) =>
-      console.log(`| ${name} | ${Math.round(r.requests.average).toLocaleString("en-US")} | ${r.latency.p50} | ${r.latency.p99} | ${r.non2xx + r.errors} | ${r.cpuUs === undefined || Number.isNaN(r.cpuUs) ? "?" : Math.round(r.cpuUs)} |`)
-    row("bare node:http, constant JSON", baseline)
-    row("bare node:http, the same work (core resolve on the memory store, nothing else)", sameWork)
-    row("deixis resolve_reference_target, max rate", deixis)
-    row("deixis resolve_reference_target, 1,000 req/s", paced)
-    row("bare node:http, 1,000 req/s", barePaced)
-    row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
-    row("deixis resolve_reference_target, logging at Info (the default), max rate", logged)
-    for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
-    row("deixis POST /v1/events, one new message per request, memory store, max rate", ingested)
-    for (const d of durable) row(`deixis POST /v1/events, one new message per request, ${d.name}, max rate`, d.ingested)
-    row("deixis POST /v1/telegram/updates, one new update per request, memory store, max rate", forwarded)
-    for (const d of durable) row(`deixis POST /v1/telegram/updates, one new update per request, ${d.name}, max rate`, d.forwarded)
-    console.log(`\nthe resolve answer: ${answerBytes} bytes`)
-    console.log(`\nratio (deixis / bare): ${ratio.toFixed(2)} — target >= 0.6; p99 at 1,000 req/s: ${paced.latency.p99} ms — target within 2 ms of bare's (bare: ${barePaced.latency.p99} ms)`)
-    console.log(`ratio (deixis / bare doing the same work): ${(deixis.requests.average / sameWork.requests.average).toFixed(2)}, ${((deixis.cpuUs ?? 0) / (sameWork.cpuUs ?? 1)).toFixed(2)}× its CPU per request — what the service's HTTP layer costs`)
-    console.log(`logging at Info / at Warning: ${(logged.requests.average / deixis.requests.average).toFixed(2)} of the rate, ${((logged.cpuUs ?? 0) / (deixis.cpuUs ?? 1)).toFixed(2)}× the CPU per request`)
-    console.log(`server RSS after its runs (MiB; DEIXIS_STORE_CACHE_MB at its default): memory store ${memoryRss}${
-      durable.map((d) => `, ${d.name} ${d.rss}`).join("")
-    }`)
-    for (const d of durable) {
-      const target = d.name.startsWith("SQLite") ? 0.6 : 0.4
-      console.log(`ratio (${d.name} / memory store): ${(d.result.requests.average / deixis.requests.average).toFixed(2)} — target >= ${target}`)
+    const rounds = apps.map(() => [] as Array<StoreFigures>)
+    for (let round = 0; round < roundsOf; round++) {
+      const ingest: Array<Awaited<ReturnType<typeof measured>>> = []
+      for (const { app, url } of apps) ingest.push(await measured(app, { url, seconds, streams: [ingestStream({ connections: 10 })] }))
+      const resolve: Array<Awaited<ReturnType<typeof measured>>> = []
+      for (const { app, url } of apps) resolve.push(await measured(app, { url, seconds, streams: [resolveStream({ connections: 10 })] }))
+      const idle: Array<StreamResult> = []
+      for (const { url } of apps) idle.push((await load({ url, seconds, streams: [resolveStream({ rate: 100 })] }))[0]!)
+      const under: Array<ReadonlyArray<StreamResult>> = []
+      for (const { url } of apps) under.push(await load({ url, seconds, streams: [resolveStream({ rate: 100 }), ingestStream({ rate: 200 })] }))
+      apps.forEach(({ store }, i) =>
+        rounds[i]!.push({
+          store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, resolve: resolve[i]!.results[0]!, resolveUsed: resolve[i]!.used,
+          idle: idle[i]!, underWrites: under[i]![0]!, writesDuringReads: under[i]![1]!
+        }))
     }
+    // Per store, its best round: the fastest ingest window, the lowest p99 ratio (each is the
+    // machine at its quietest for that store); every round's figure is printed beside.
+    return rounds.map((r) => {
+      const ingest = [...r].sort((a, b) => b.ingest.perSecond - a.ingest.perSecond)[0]!
+      const resolve = [...r].sort((a, b) => b.resolve.perSecond - a.resolve.perSecond)[0]!
+      const cross = [...r].sort((a, b) => a.underWrites.p99 / a.idle.p99 - b.underWrites.p99 / b.idle.p99)[0]!
+      return {
+        ...ingest, resolve: resolve.resolve, resolveUsed: resolve.resolveUsed,
+        idle: cross.idle, underWrites: cross.underWrites, writesDuringReads: cross.writesDuringReads, rounds: r
+      }
+    })
   } finally {
-    bare.child.kill("SIGTERM")
-    bareCore.child.kill("SIGTERM")
-    service.child.kill("SIGTERM")
-    effectOnly.child.kill("SIGTERM")
-    logging.child.kill("SIGTERM")
-    for (const child of others) child.kill("SIGTERM")
-    rmSync(sqliteDir, { recursive: true, force: true })
-    if (stores.includes("pg")) dropPgSchema(pgUrl, pgSchema)
+    for (const { app, dir } of apps) {
+      await app.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** 100,000 messages in 50 chats, 1,000 per request to POST /v1/events. */
+const preload = async (url: string, chatBase: number) => {
+  for (let batch = 0; batch < 100; batch++) {
+    const events = Array.from({ length: 1000 }, (_, i) => {
+      const n = batch * 1000 + i
+      return {
+        type: "message_observed", chat_id: chatBase - (n % 50), message_id: 50_000_000 + n, sender_user_id: 1000 + (n % 20),
+        text: `an earlier message, number ${n}`
+      }
+    })
+    const response = await fetch(url + "/v1/events", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(events)
+    })
+    if (!response.ok) throw new Error(`preload failed: ${response.status} ${await response.text()}`)
+  }
+}
+
+/** (d): bytes written per recorded update into a 100,000-message database, in two halves. */
+const diskRun = async () => {
+  const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
+  const { app, url } = await launch("sqlite", dir)
+  try {
+    const chatBase = freshChats()
+    await preload(url, chatBase)
+    // What the preload left to write (a checkpoint) lands before the window, not in it.
+    await new Promise((r) => setTimeout(r, 2000))
+    const halves = []
+    for (let half = 0; half < 2; half++) {
+      const count = Math.ceil(diskUpdates / 2)
+      const run = await measured(app, {
+        url, seconds: 600, count, streams: [{ kind: "telegram", connections: 10, chats: 50, chatBase, firstId: freshIds(count) }]
+      })
+      halves.push({ result: run.results[0]!, used: run.used })
+    }
+    return halves
+  } finally {
+    await app.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString("en-US")
+const ms1 = (x: number) => x.toFixed(1)
+const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(1)
+
+const main = async () => {
+  const t0 = performance.now()
+  const figures: Array<StoreFigures> = []
+  try {
+    figures.push(...await storeRuns())
+    const disk = stores.includes("sqlite") && diskUpdates > 0 ? await diskRun() : []
+    const load1 = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
+    console.log(
+      `\napps/http, the shipped process (node dist/main.js, default configuration, logging at Info to a drained pipe), ` +
+        `driven from another process over loopback — Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "?"}, ` +
+        `${new Date().toISOString().slice(0, 16)}Z, ${seconds} s per window, ${roundsOf} rounds taking the stores in turn (each store's best round shown), load average at the end ${load1}\n`
+    )
+    console.log("(a) POST /v1/telegram/updates, one update per request, 10 connections, 50 chats; (c) resolve_reference_target, 10 connections\n")
+    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s |")
+    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    const memory = figures.find((f) => f.store === "memory")
+    for (const f of figures) {
+      const n = f.ingest.total
+      console.log(
+        `| ${f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
+          `${kb(f.ingestUsed.writeBytes, n)} | ${(f.ingestUsed.writeCalls / n).toFixed(1)} | ${memory === undefined ? "?" : (f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)} | ` +
+          `${n0(f.resolve.perSecond)} | ${n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => n0(r.ingest.perSecond)).join(", ")} |` +
+          (f.ingest.failed + f.resolve.failed > 0 ? ` ${f.ingest.failed + f.resolve.failed} failed` : "")
+      )
+    }
+    console.log("\n(b) resolve at 100/s in the seeded chat, idle, then while 200 single-update Telegram ingests/s land in 50 other chats (latency from when each request was due)\n")
+    console.log("| store | idle p50 / p99 ms | under writes p50 / p99 / max ms | p99 ratio (under ÷ idle) | ingests/s achieved | every round's ratio |")
+    console.log("|---|---:|---:|---:|---:|---|")
+    for (const f of figures) {
+      console.log(
+        `| ${f.store} | ${ms1(f.idle.p50)} / ${ms1(f.idle.p99)} | ${ms1(f.underWrites.p50)} / ${ms1(f.underWrites.p99)} / ${ms1(f.underWrites.max)} | ` +
+          `${(f.underWrites.p99 / f.idle.p99).toFixed(2)} | ${n0(f.writesDuringReads.perSecond)} | ${(f.rounds ?? []).map((r) => (r.underWrites.p99 / r.idle.p99).toFixed(2)).join(", ")} |` +
+          (f.underWrites.failed + f.writesDuringReads.failed > 0 ? ` ${f.underWrites.failed + f.writesDuringReads.failed} failed` : "")
+      )
+    }
+    if (disk.length > 0) {
+      console.log(`\n(d) SQLite (normal): ${n0(diskUpdates)} single-update Telegram ingests into a database pre-loaded with 100,000 messages, in two halves\n`)
+      console.log("| half | updates/s | disk KB/update (write_bytes) | write calls/update | server CPU µs/update |")
+      console.log("|---|---:|---:|---:|---:|")
+      disk.forEach(({ result, used }, i) =>
+        console.log(`| ${i + 1} | ${n0(result.perSecond)} | ${kb(used.writeBytes, result.total)} | ${(used.writeCalls / result.total).toFixed(1)} | ${n0(cpuUs(used, result.total))} |`))
+    }
+    console.log("\ntargets (issue #34), as ratios within this run:")
+    const by = (s: string) => figures.find((f) => f.store === s)
+    if (memory !== undefined) {
+      console.log(`- memory ingest ${n0(memory.ingest.perSecond)}/s — target ≥ 4,000/s`)
+      for (const [s, target] of [["sqlite", 0.6], ["sqlite-full", 0.6], ["pg", 0.3]] as const) {
+        const f = by(s)
+        if (f !== undefined) console.log(`- ${s} ingest ${(f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× memory — target ≥ ${target}×`)
+      }
+    }
+    for (const f of figures) console.log(`- ${f.store} resolve p99 under writes ${(f.underWrites.p99 / f.idle.p99).toFixed(2)}× idle — target ≤ 2×`)
+    if (disk.length > 0) {
+      const total = disk.reduce((a, d) => a + d.used.writeBytes, 0) / disk.reduce((a, d) => a + d.result.total, 0)
+      console.log(`- SQLite disk written ${(total / 1024).toFixed(1)} KB/update over ${n0(diskUpdates)} into 100,000 messages — target ≤ 8 KB, not growing (halves: ${disk.map((d) => kb(d.used.writeBytes, d.result.total)).join(", ")})`)
+    }
+    console.log("\nThe machine is shared: absolute rates move with the other load on it; compare ratios within one run. PostgreSQL's own writes are the database server's, not in the app's write_bytes.")
+    console.log(`shipped runs took ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+  } finally {
+    for (const schema of pgSchemas) dropPgSchema(pgUrl, schema)
+  }
+  if (floorSeconds > 0) {
+    // The in-process floors, printed after (their own process; their servers their own too).
+    await new Promise<void>((resolve) => {
+      const child = spawn(process.execPath, [join(compiled, "floors.js")], {
+        stdio: ["ignore", "inherit", "inherit"],
+        env: { ...process.env, BENCH_FLOOR_SECONDS: String(floorSeconds), BENCH_STORES: stores.filter((s) => s !== "sqlite-full").join(",") }
+      })
+      child.once("exit", () => resolve())
+    })
   }
 }
 

@@ -112,6 +112,11 @@ export interface FakeBotApi {
   readonly failNext: (method: string, failure: Failure, times?: number, where?: Matcher) => void
   /** Holds calls of `method` matching `where` unanswered until released. */
   readonly hang: (method: string, where?: Matcher) => Hang
+  /**
+   * When `getUpdates` first handed out the update with this id (`performance.now()`), if it
+   * has: where a latency "from the update's arrival at the bot" starts.
+   */
+  readonly servedAt: (updateId: number) => number | undefined
   /** Queues updates for getUpdates. */
   readonly pushUpdates: (...updates: ReadonlyArray<unknown>) => void
   /** Sets a user's status in a chat (`creator`, `administrator`, `member`, `left`…); `member` otherwise. */
@@ -171,6 +176,7 @@ export const make = (
     const failures = new Map<string, Array<{ failure: Failure; where: Matcher | undefined }>>()
     const hangs = new Map<string, Array<{ where: Matcher | undefined; held: Array<() => void>; released: boolean }>>()
     let queue: Array<unknown> = []
+    const firstServed = new Map<number, number>()
     const listeners = new Set<() => void>()
     const pollWaiters = new Set<() => void>()
     const members = new Map<string, string>()
@@ -368,6 +374,10 @@ export const make = (
           const serve = () => {
             queue = queue.filter((u) => !Predicate.isRecord(u) || typeof u["update_id"] !== "number" || u["update_id"] >= offset)
             const batch = queue.slice(0, limit)
+            const now = performance.now()
+            for (const u of batch) {
+              if (Predicate.isRecord(u) && typeof u["update_id"] === "number" && !firstServed.has(u["update_id"])) firstServed.set(u["update_id"], now)
+            }
             // Updates without a numeric id can never be confirmed: they are served once.
             const served = new Set(batch)
             queue = queue.filter((u) => !served.has(u) || (Predicate.isRecord(u) && typeof u["update_id"] === "number"))
@@ -461,6 +471,7 @@ export const make = (
           held: () => entry.held.length
         }
       },
+      servedAt: (updateId) => firstServed.get(updateId),
       pushUpdates: (...updates) => {
         queue.push(...updates)
         for (const wake of [...pollWaiters]) wake()

@@ -22,6 +22,23 @@ describe("@deixis/telegraf/testing: the fake Bot API", () => {
       assert.deepStrictEqual(woken._tag === "Success" ? woken.value.body.result : null, [{ update_id: 3 }])
     }))
 
+  it.scoped("servedAt is when getUpdates first handed an update out, unchanged when it is handed out again", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make()
+      api.pushUpdates({ update_id: 1 }, { update_id: 2 })
+      assert.strictEqual(api.servedAt(1), undefined)
+      const before = performance.now()
+      yield* call(api, "getUpdates", { offset: 0, limit: 1 })
+      const first = api.servedAt(1)
+      assert.isDefined(first)
+      assert.isAtLeast(first!, before)
+      assert.strictEqual(api.servedAt(2), undefined)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      yield* call(api, "getUpdates", { offset: 0 })
+      assert.strictEqual(api.servedAt(1), first)
+      assert.isAbove(api.servedAt(2)!, first!)
+    }))
+
   it.scoped("409 Conflict while a webhook is set, and for a poll replaced by a newer one", () =>
     Effect.gen(function*() {
       const api = yield* FakeBotApi.make({ longPollMillis: 5_000 })
