@@ -3,8 +3,8 @@
  * (memory store, seeded), beside a bare node:http server answering a constant JSON body and a
  * bare node:http server doing the same work with nothing of the service around it (`bareCore.ts`);
  * then the service and the bare server at a fixed 1,000 requests/s; then, for comparison,
- * the same route with the fast path off (the Effect HTTP stack alone) and with logging at Info
- * (the service's default level: a line per tool call, to a pipe); then the service on a
+ * the same route with logging at Info (the service's default level: a line per tool call, to a
+ * pipe); then the service on a
  * SQLite file and on PostgreSQL (DEIXIS_TEST_PG_URL; BENCH_STORES=memory skips both), each seeded
  * with the same 10,000-message chat; and on each store, a bot's most frequent call, POST /v1/events
  * with one new message per request. Each server runs in its own process; beside each run, the
@@ -103,7 +103,6 @@ const main = async () => {
   const bare = await start("bare.js")
   const bareCore = await start("bareCore.js")
   const service = await start("server.js", { DEIXIS_STORE: "memory" })
-  const effectOnly = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_HTTP_FAST_PATH: "false" })
   const logging = await start("server.js", { DEIXIS_STORE: "memory", DEIXIS_LOG_LEVEL: "Info" })
   const sqliteDir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
   const pgSchema = `deixis_http_bench_${Date.now().toString(36)}`
@@ -115,7 +114,6 @@ const main = async () => {
   try {
     await seed(bareCore.url)
     await seed(service.url)
-    await seed(effectOnly.url)
     await seed(logging.url)
     await cannon(service.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const baseline = await measure(bare, request)
@@ -125,8 +123,6 @@ const main = async () => {
     const paced = await measure(service, request, { rate: 1000 })
     // The same pacing against the bare server: what this machine and autocannon's pacing add.
     const barePaced = await measure(bare, request, { rate: 1000 })
-    await cannon(effectOnly.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
-    const stack = await measure(effectOnly, request)
     await cannon(logging.url + "/v1/tools/resolve_reference_target", request, { seconds: 3 }) // warm-up
     const logged = await measure(logging, request)
     const ingested = await ingest(service)
@@ -160,7 +156,6 @@ const main = async () => {
     row("deixis resolve_reference_target, max rate", deixis)
     row("deixis resolve_reference_target, 1,000 req/s", paced)
     row("bare node:http, 1,000 req/s", barePaced)
-    row("deixis resolve_reference_target, Effect stack only (no fast path), max rate", stack)
     row("deixis resolve_reference_target, logging at Info (the default), max rate", logged)
     for (const d of durable) row(`deixis resolve_reference_target, ${d.name}, max rate`, d.result)
     row("deixis POST /v1/events, one new message per request, memory store, max rate", ingested)
@@ -182,7 +177,6 @@ const main = async () => {
     bare.child.kill("SIGTERM")
     bareCore.child.kill("SIGTERM")
     service.child.kill("SIGTERM")
-    effectOnly.child.kill("SIGTERM")
     logging.child.kill("SIGTERM")
     for (const child of others) child.kill("SIGTERM")
     rmSync(sqliteDir, { recursive: true, force: true })

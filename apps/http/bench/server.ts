@@ -1,6 +1,5 @@
 /**
- * The service for the benchmark (port from PORT; DEIXIS_HTTP_FAST_PATH is no longer read: every
- * endpoint has its executor) on the store DEIXIS_STORE names — `memory` (the default here), `sqlite:<file>` or
+ * The service for the benchmark (port from PORT) on the store DEIXIS_STORE names — `memory` (the default here), `sqlite:<file>` or
  * a postgres:// URL (with DEIXIS_PG_SCHEMA) — through the same parser the service uses.
  */
 import { NodeRuntime } from "@effect/platform-node"
