@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as TestClock from "effect/TestClock"
 import { connect, type Socket } from "node:net"
 import { Composer } from "telegraf"
@@ -37,6 +38,7 @@ import {
   message,
   now,
   setup,
+  type Services,
   sleeperIn,
   texts,
   withMemory,
@@ -563,9 +565,13 @@ describe("apps/telegram: operations", () => {
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let healthy = true
-      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: () => true, healthy: () => healthy })
       const running = yield* launch(bot, api.apiRoot)
-      Metrics.setProbes({ queue: () => running.dispatcher.depth(), reminders: () => Promise.resolve({ pending: 2, due: 1 }) })
+      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: SubscriptionRef.get(running.ready), healthy: Effect.sync(() => healthy) })
+      const registry = yield* Metrics.Registry
+      yield* registry.probe({
+        queue: () => ({ queued: running.intakeService.queued(), chats: running.dispatcher.depth().chats, deepest: 0 }),
+        reminders: () => Promise.resolve({ pending: 2, due: 1 })
+      })
       api.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" })
       api.pushUpdates(message("/help"), message("/help"))
       yield* eventually("both updates handled", () => api.callsOf("sendMessage").length === 2)
@@ -580,9 +586,10 @@ describe("apps/telegram: operations", () => {
       assert.match(metrics, /deixis_bot_send_failures_total\{method="sendMessage",code="400"\} [1-9]/)
       assert.match(metrics, /deixis_bot_queued_updates 0/)
       assert.match(metrics, /deixis_bot_reminders_pending\{state="due"\} 1/)
+      // No label names a chat.
+      assert.notMatch(metrics, /chat="/)
       healthy = false
       assert.strictEqual((yield* get("/healthz")).status, 503)
-      Metrics.setProbes(null)
     }).pipe(withMemory))
 })
 
@@ -612,7 +619,7 @@ const faultyHistory = () => {
   return {
     down,
     failures: () => failures,
-    provide: <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+    provide: <A, E, R extends Services>(effect: Effect.Effect<A, E, R>) =>
       Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(stores)))
   }
 }
@@ -629,10 +636,7 @@ const capturedLogs = () => {
   return { logs, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
-const updatesCounted = (outcome: string) =>
-  Effect.promise(() => Metrics.updates.get()).pipe(
-    Effect.map((metric) => metric.values.find((v) => v.labels["outcome"] === outcome)?.value ?? 0)
-  )
+const updatesCounted = (outcome: Metrics.UpdateOutcome) => Effect.sync(() => Metrics.updatesCounted(outcome))
 
 /**
  * The updates the inbox still holds unfinished. It claims them all for a year: the last look
