@@ -9,6 +9,8 @@
  *
  * @since 0.1.0
  */
+import { StoreMetrics } from "@deixis/store-sql"
+import * as UrlReader from "@deixis/tools/UrlReader"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -189,22 +191,27 @@ type PairState = {
   readonly sum?: number
 }
 
-// An Effect metric's type as Prometheus sees it (frequencies and summaries are not used here).
+// An Effect metric's type as Prometheus sees it (frequencies and summaries are not used here):
+// a counter that may go down (not `incremental`, as Effect's own `effect_fiber_active`) is a gauge.
 const typeOf = (pair: MetricPair.MetricPair.Untyped): "counter" | "gauge" | "histogram" | undefined => {
   const state = pair.metricState as object
-  return "buckets" in state ? "histogram" : "count" in state ? "counter" : "value" in state ? "gauge" : undefined
+  if ("buckets" in state) return "histogram"
+  if ("count" in state) return (pair.metricKey.keyType as { readonly incremental?: boolean }).incremental === true ? "counter" : "gauge"
+  return "value" in state ? "gauge" : undefined
 }
+
+// The name Prometheus shows: a counter's ends in `_total` (the exposition format's convention).
+const exposedName = (name: string, type: string) => (type === "counter" && !name.endsWith("_total") ? `${name}_total` : name)
 
 const labelsOf = (pair: MetricPair.MetricPair.Untyped): Record<string, string> =>
   Object.fromEntries(pair.metricKey.tags.map((t) => [t.key, t.value]))
 
 // An Effect metric as a prom-client metric: read from the latest snapshot at each scrape.
-const bridged = (name: string, latest: () => ReadonlyArray<MetricPair.MetricPair.Untyped>) => ({
-  name,
+const bridged = (name: string, type: "counter" | "gauge" | "histogram", latest: () => ReadonlyArray<MetricPair.MetricPair.Untyped>) => ({
+  name: exposedName(name, type),
   get: async () => {
     const pairs = latest().filter((p) => p.metricKey.name === name)
     const first = pairs[0]
-    const type = first === undefined ? "gauge" : typeOf(first) ?? "gauge"
     const help = first !== undefined && first.metricKey.description._tag === "Some" ? first.metricKey.description.value : name
     const values: Array<{ readonly metricName?: string; readonly labels: Record<string, string | number>; readonly value: number }> = []
     for (const pair of pairs) {
@@ -219,9 +226,9 @@ const bridged = (name: string, latest: () => ReadonlyArray<MetricPair.MetricPair
         if (!infinite) values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: s.count ?? 0 })
         values.push({ metricName: `${name}_sum`, labels, value: s.sum ?? 0 })
         values.push({ metricName: `${name}_count`, labels, value: s.count ?? 0 })
-      } else values.push({ labels, value: (type === "counter" ? s.count : s.value) ?? 0 })
+      } else values.push({ labels, value: ("count" in s ? s.count : s.value) ?? 0 })
     }
-    return { name, help, type, values, aggregator: "sum" as const }
+    return { name: exposedName(name, type), help, type, values, aggregator: "sum" as const }
   }
 })
 
@@ -234,7 +241,13 @@ const bridged = (name: string, latest: () => ReadonlyArray<MetricPair.MetricPair
  */
 export const layer: Layer.Layer<Registry> = Layer.sync(Registry, () => {
   const registry = new Prometheus.Registry()
-  Prometheus.collectDefaultMetrics({ register: registry, prefix: "deixis_bot_" })
+  // Node's process metrics, but for three gauges prom-client names `…_total` (a counter's
+  // suffix: promtool refuses it); their labelled twins (`…_active_handles{type}`) stay.
+  const defaults = new Prometheus.Registry()
+  Prometheus.collectDefaultMetrics({ register: defaults, prefix: "deixis_bot_" })
+  for (const metric of defaults.getMetricsAsArray() as unknown as ReadonlyArray<Prometheus.Metric & { readonly name: string; readonly type: string }>) {
+    if (metric.type === "counter" || !metric.name.endsWith("_total")) registry.registerMetric(metric)
+  }
   let probes: Probes | null = null
   new Prometheus.Gauge({
     name: "deixis_bot_queued_updates",
@@ -273,11 +286,16 @@ export const layer: Layer.Layer<Registry> = Layer.sync(Registry, () => {
       }
     }
   })
-  // The bot's own counters are shown from the start (at 0), not only once first counted.
+  // Everything the process measures is shown from the start (at 0), not only once first
+  // counted: the bot's counters, the store's, the URL reader's.
   countUpdates("handled", 0)
   remindersClaimed.inc(0)
   remindersSent.inc(0)
   remindersDropped.inc(0)
+  for (const metric of StoreMetrics.all) metric.unsafeValue(noLabels)
+  UrlReader.reads.unsafeValue(noLabels)
+  UrlReader.bytesRead.unsafeValue(noLabels)
+  UrlReader.readSeconds.unsafeValue(noLabels)
   let latest: ReadonlyArray<MetricPair.MetricPair.Untyped> = []
   const known = new Set<string>()
   return {
@@ -286,9 +304,10 @@ export const layer: Layer.Layer<Registry> = Layer.sync(Registry, () => {
         latest = pairs
         for (const pair of pairs) {
           const name = pair.metricKey.name
-          if (known.has(name) || typeOf(pair) === undefined) continue
+          const type = typeOf(pair)
+          if (known.has(name) || type === undefined) continue
           known.add(name)
-          registry.registerMetric(bridged(name, () => latest) as unknown as Prometheus.Metric)
+          registry.registerMetric(bridged(name, type, () => latest) as unknown as Prometheus.Metric)
         }
         return { contentType: registry.contentType, body: await registry.metrics() }
       })),
