@@ -69,9 +69,17 @@ export const layer: Layer.Layer<Supervisor> = Layer.effect(
  * @category models
  */
 export type Policy =
-  | { readonly _tag: "Restart"; readonly limit: number; readonly healthyAfter: Duration.Duration; readonly delay: Duration.Duration; readonly maxDelay: Duration.Duration }
+  | { readonly _tag: "Restart"; readonly limit: number; /** Real time. */ readonly healthyAfter: Duration.Duration; readonly delay: Duration.Duration; readonly maxDelay: Duration.Duration }
   | { readonly _tag: "Restart forever"; readonly delay: Duration.Duration; readonly maxDelay: Duration.Duration }
   | { readonly _tag: "Stop" }
+
+/**
+ * The policy of {@link restartForever}.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type RestartForever = Extract<Policy, { readonly _tag: "Restart forever" }>
 
 /**
  * Restarts up to `limit` times in a row (100 ms back-off, doubled each time up to 2 s; a run of
@@ -96,7 +104,7 @@ export const restart = (options: { readonly limit?: number; readonly healthyAfte
  * @since 0.3.0
  * @category policies
  */
-export const restartForever = (options: { readonly delay?: Duration.DurationInput; readonly maxDelay?: Duration.DurationInput } = {}): Policy => ({
+export const restartForever = (options: { readonly delay?: Duration.DurationInput; readonly maxDelay?: Duration.DurationInput } = {}): RestartForever => ({
   _tag: "Restart forever",
   delay: Duration.decode(options.delay ?? "1 second"),
   maxDelay: Duration.decode(options.maxDelay ?? "1 minute")
@@ -149,7 +157,7 @@ export const fork = <E, R>(
 export const forkRestarting = <E, R>(
   name: string,
   effect: Effect.Effect<unknown, E, R>,
-  policy: Extract<Policy, { readonly _tag: "Restart forever" }> = restartForever() as Extract<Policy, { readonly _tag: "Restart forever" }>,
+  policy: RestartForever = restartForever(),
   hooks: Hooks = {}
 ): Effect.Effect<Fiber.RuntimeFiber<void>, never, R | Scope.Scope> =>
   Effect.forkScoped(run(name, effect, policy, hooks) as Effect.Effect<void, never, R>)
@@ -158,13 +166,14 @@ const run = <E, R>(name: string, effect: Effect.Effect<unknown, E, R>, policy: P
   Effect.gen(function*() {
     let restarts = 0
     for (;;) {
-      const started = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      // Real time, not the Clock: the supervisor must not depend on what it supervises.
+      const started = performance.now()
       if (hooks.onUp !== undefined) yield* hooks.onUp
       const exit = yield* Effect.exit(effect)
       if (exit._tag === "Success" || Cause.isInterruptedOnly(exit.cause)) return
       const cause = exit.cause
       if (hooks.onDown !== undefined) yield* hooks.onDown(cause)
-      const ended = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      const ended = performance.now()
       if (policy._tag === "Restart" && ended - started >= Duration.toMillis(policy.healthyAfter)) restarts = 0
       if (policy._tag === "Stop" || (policy._tag === "Restart" && restarts >= policy.limit)) {
         const supervisor = yield* Supervisor

@@ -7,6 +7,9 @@ import * as Logger from "effect/Logger"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as TestClock from "effect/TestClock"
+import * as Clock from "effect/Clock"
+import * as Layer from "effect/Layer"
+import * as ContextStoreModule from "../src/ContextStore.js"
 import * as Supervisor from "../src/Supervisor.js"
 
 const captured = () => {
@@ -66,4 +69,26 @@ describe("Supervisor", () => {
       const exit = yield* Effect.exit(supervisor.failed)
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("the inbox writer failed"))
     }).pipe(Effect.provide(Supervisor.layer)))
+
+  it.live("a defect in the memory context store's sweep (a clock that fails once, injected through the layer) restarts it with a line at Error, and it sweeps again", () => {
+    const logs = captured()
+    let reads = 0
+    const real = Clock.make()
+    // The sweep reads the time first: the first read is a defect.
+    const faulty: Clock.Clock = {
+      [Clock.ClockTypeId]: Clock.ClockTypeId,
+      unsafeCurrentTimeMillis: () => real.unsafeCurrentTimeMillis(),
+      unsafeCurrentTimeNanos: () => real.unsafeCurrentTimeNanos(),
+      currentTimeNanos: real.currentTimeNanos,
+      sleep: (duration) => real.sleep(duration),
+      currentTimeMillis: Effect.suspend(() => (++reads === 1 ? Effect.dieMessage("injected defect in the clock") : real.currentTimeMillis))
+    }
+    return Effect.gen(function*() {
+      yield* Effect.withClock(Layer.build(ContextStoreModule.layerMemory({ sweep_interval: 5 })), faulty)
+      for (let i = 0; i < 2000 && reads < 3; i++) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      const line = logs.lines.find((l) => l.message === "the memory context store sweep failed; restarting it")
+      assert.strictEqual(line?.level, "ERROR", `reads ${reads}`)
+      assert.isAtLeast(reads, 3)
+    }).pipe(Effect.scoped, Effect.provide(logs.layer))
+  })
 })
