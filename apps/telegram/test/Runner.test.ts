@@ -277,6 +277,37 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.deepStrictEqual(done, ["earlier update", "answer", "recording 1", "recording 2"])
     }))
 
+  it.scoped("saturated: while an answer waits for a worker, other chats' recording starts nothing — it yields to the answer, then runs in order", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const recording = yield* Effect.makeLatch(false)
+      const answering = yield* Effect.makeLatch(false)
+      // Opened before the dispatcher's shutdown, so a failed assertion fails, not hangs.
+      yield* Effect.addFinalizer(() => Effect.zipRight(recording.open, answering.open))
+      const done: Array<string> = []
+      const started: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      const submit = (key: string, task: Effect.Effect<void>, options?: { readonly urgent: boolean }) =>
+        dispatcher.submit(key, Effect.zipRight(Effect.sync(() => void started.push(key)), task), options)
+      // Both lanes saturated: a recording holds the recording worker, with two more ready; an
+      // answer holds the answer worker, with another chat's answer waiting for it.
+      yield* submit("-200", Effect.zipRight(recording.await, mark("recording 1")))
+      yield* submit("-300", mark("recording 2"))
+      yield* submit("-400", mark("recording 3"))
+      yield* eventually("recording 1 runs", () => started.includes("-200"))
+      yield* submit("-100", Effect.zipRight(answering.await, mark("answer A")), { urgent: true })
+      yield* eventually("answer A runs", () => started.includes("-100"))
+      yield* submit("-101", mark("answer B"), { urgent: true })
+      // The recording worker is free again while answer B still waits: it starts nothing.
+      yield* recording.open
+      yield* eventually("the running recording ends", () => done.includes("recording 1"))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      assert.deepStrictEqual(done, ["recording 1"])
+      yield* answering.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["recording 1", "answer A", "answer B", "recording 2", "recording 3"])
+    }))
+
   it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second", holdMillis: 60_000 })
