@@ -46,7 +46,7 @@ export const serve = (
       }
       if (path === "/readyz") {
         const ok = now(state.ready)
-        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "starting\n")
+        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "not ready\n")
       }
       if (path === "/metrics") {
         return void Runtime.runPromise(runtime)(metrics.render).then(

@@ -18,6 +18,7 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as TestClock from "effect/TestClock"
 import { join } from "node:path"
 import * as App from "../src/App.js"
+import * as Ops from "../src/Ops.js"
 import { eventually, eventuallyEffect, F, launch, message, now, type Services, setup, sleeperIn, texts } from "./utils/harness.js"
 
 const captured = () => {
@@ -74,12 +75,16 @@ describe("apps/telegram: supervised fibers", () => {
     return Effect.gen(function*() {
       const { api, bot } = yield* setup()
       const running = yield* launch(bot, api.apiRoot)
+      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: SubscriptionRef.get(running.ready), healthy: Effect.succeed(true) })
+      const readyz = Effect.promise(() => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status))
       yield* eventuallyEffect("intake is ready", SubscriptionRef.get(running.ready))
+      assert.strictEqual(yield* readyz, 200)
       api.pushUpdates(message("/remind in 5 minutes task 1"))
       // Answered, then its settlement dies in the writer.
       yield* eventually("the first update is answered", () => texts(api).length === 1)
       yield* eventually("the writer's defect is logged", () => logs.lines.some((l) => l.message === "the inbox writer failed; restarting it"))
       assert.isFalse(yield* SubscriptionRef.get(running.ready))
+      assert.strictEqual(yield* readyz, 503)
       const line = logs.lines.find((l) => l.message === "the inbox writer failed; restarting it")!
       assert.strictEqual(line.level, "ERROR")
       assert.strictEqual(line.annotations["restart"], 1)
@@ -87,6 +92,7 @@ describe("apps/telegram: supervised fibers", () => {
       yield* sleeperIn("100 millis")
       yield* TestClock.adjust("100 millis")
       yield* eventuallyEffect("intake is ready again", SubscriptionRef.get(running.ready))
+      assert.strictEqual(yield* readyz, 200)
       api.pushUpdates(message("/remind in 6 minutes task 2"))
       yield* eventually("the next update is answered", () => texts(api).length === 2)
       yield* running.dispatcher.idle
