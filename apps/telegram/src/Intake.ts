@@ -293,46 +293,61 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         )
         apply(next)
         let deferred = false
-        for (const [i, item] of handed.entries()) {
-          const decision = decisions[i]!
-          if (typeof item === "number" || decision === "unreadable") continue
-          if (decision === "abandoned") {
-            // Handled (and failed) as often as allowed: given up, never handed out again.
-            Metrics.countUpdates("abandoned", 1)
-            yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
-              Effect.annotateLogs({ update_id: item.update_id, attempts: item.attempts - 1 })
-            )
-            continue
+        // Admitted, not yet in a task: if queueing dies half-way (a bug), they are not left in
+        // flight for ever — their chats stall, and they are handed out again when the claim ends.
+        let queuedUpTo = 0
+        const unqueued = Effect.sync(() => {
+          for (let i = queuedUpTo; i < handed.length; i++) {
+            const item = handed[i]!
+            if (typeof item !== "number" && decisions[i] === "queued") {
+              apply(Ledger.finish(ledger, { chat: item.chat, key: item.key, ids: [item.update_id] }, "stalled"))
+            }
           }
-          if (decision === "deferred") {
-            // Over its chat's share: given back, handed over again once the chat's queued
-            // updates are done.
-            deferred = true
-            Metrics.countUpdates("deferred", 1)
-            continue
+        })
+        yield* Effect.onExit(Effect.gen(function*() {
+          for (const [i, item] of handed.entries()) {
+            queuedUpTo = i
+            const decision = decisions[i]!
+            if (typeof item === "number" || decision === "unreadable") continue
+            if (decision === "abandoned") {
+              // Handled (and failed) as often as allowed: given up, never handed out again.
+              Metrics.countUpdates("abandoned", 1)
+              yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
+                Effect.annotateLogs({ update_id: item.update_id, attempts: item.attempts - 1 })
+              )
+              continue
+            }
+            if (decision === "deferred") {
+              // Over its chat's share: given back, handed over again once the chat's queued
+              // updates are done.
+              deferred = true
+              Metrics.countUpdates("deferred", 1)
+              continue
+            }
+            const { chat, key } = item
+            // A chat-wide update comes after every earlier one of its chat, and before the later
+            // ones: the open runs on either side of it take no more.
+            if (key.endsWith("/*")) {
+              for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
+            } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
+            // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
+            yield* bot.preempt(item)
+            const answer = bot.needsAnswer(item)
+            const run = open.get(key)
+            if (!answer && run !== undefined && run.items.length < maxRun) {
+              run.items.push(item)
+              run.arrived.push(arrived)
+              continue
+            }
+            const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
+            // Updates after an answer come after it.
+            if (answer) open.delete(key)
+            else open.set(key, next)
+            // Never waits: the ledger admits no more updates than the dispatcher has room for.
+            yield* dispatcher.submit(key, task(next), { urgent: answer })
           }
-          const { chat, key } = item
-          // A chat-wide update comes after every earlier one of its chat, and before the later
-          // ones: the open runs on either side of it take no more.
-          if (key.endsWith("/*")) {
-            for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
-          } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
-          // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-          yield* bot.preempt(item)
-          const answer = bot.needsAnswer(item)
-          const run = open.get(key)
-          if (!answer && run !== undefined && run.items.length < maxRun) {
-            run.items.push(item)
-            run.arrived.push(arrived)
-            continue
-          }
-          const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
-          // Updates after an answer come after it.
-          if (answer) open.delete(key)
-          else open.set(key, next)
-          // Never waits: the ledger admits no more updates than the dispatcher has room for.
-          yield* dispatcher.submit(key, task(next), { urgent: answer })
-        }
+          queuedUpTo = handed.length
+        }), (exit) => (Exit.isSuccess(exit) ? Effect.void : unqueued))
         if (deferred || decisions.some((d) => d === "unreadable" || d === "abandoned")) yield* owe
       })
 

@@ -10,6 +10,7 @@ import { StoreConfig } from "@deixis/store-sql"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { assert, describe, it } from "@effect/vitest"
 import { type Running, start } from "deixis-test-support/process"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
@@ -18,8 +19,13 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as TestClock from "effect/TestClock"
 import { join } from "node:path"
 import * as App from "../src/App.js"
+import * as Bot from "../src/Bot.js"
+import * as BotApi from "../src/BotApi.js"
+import * as Llm from "../src/Llm.js"
 import * as Ops from "../src/Ops.js"
-import { eventually, eventuallyEffect, F, launch, message, now, type Services, setup, sleeperIn, texts } from "./utils/harness.js"
+import { config, eventually, eventuallyEffect, F, launch, message, now, type Services, setup, sleeperIn, texts } from "./utils/harness.js"
+
+const fault = () => faulty("none")
 
 const captured = () => {
   const lines: Array<{ readonly level: string; readonly message: string; readonly annotations: Record<string, unknown> }> = []
@@ -37,7 +43,7 @@ const captured = () => {
  * The memory stores with one defect to inject: `fault` names the call of the update inbox or
  * the reminder store that dies the next `times` times it is made.
  */
-const faulty = (fault: "settle" | "sweep" | "nextDueAt", times = 1) => {
+const faulty = (fault: "settle" | "sweep" | "nextDueAt" | "none", times = 1) => {
   let left = times
   let calls = 0
   const die = <A, E>(call: Effect.Effect<A, E>) =>
@@ -105,6 +111,41 @@ describe("apps/telegram: supervised fibers", () => {
       )
       assert.strictEqual(texts(api).filter((t) => t.includes("task 1")).length, 1)
     }).pipe(fault.provide, Effect.provide(logs.layer))
+  })
+
+  it.scoped("a defect while the writer queues updates (in the LLM turns' preempt) leaves nothing in flight: the update is handed out again when its claim ends and answered once", () => {
+    const logs = captured()
+    let left = 1
+    const turns: Llm.Turns = {
+      enabled: true,
+      addresses: () => false,
+      preempt: () => Effect.suspend(() => (left-- > 0 ? Effect.dieMessage("injected defect in preempt") : Effect.void)),
+      answer: () => Effect.void
+    }
+    return Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const settings = config(api.apiRoot, { updateLease: Duration.seconds(12) })
+      const bot = yield* Bot.build().pipe(Effect.provide(Layer.merge(BotApi.layer(settings), Layer.succeed(Llm.LlmTurns, turns))))
+      const running = yield* launch(bot, api.apiRoot, { updateLease: Duration.seconds(12) })
+      api.pushUpdates(message("/help"))
+      yield* eventually("the writer's defect is logged", () => logs.lines.some((l) => l.message === "the inbox writer failed; restarting it"))
+      yield* sleeperIn("100 millis")
+      yield* TestClock.adjust("100 millis")
+      yield* eventuallyEffect("intake is ready again", SubscriptionRef.get(running.ready))
+      // Not left in flight: nothing queued here, and not answered yet.
+      yield* running.dispatcher.idle
+      assert.strictEqual(running.intakeService.queued(), 0)
+      assert.strictEqual(api.callsOf("sendMessage").length, 0)
+      // Its chat stalled: the claim loop (every 6 s) hands it out again once the claim has ended.
+      for (let i = 0; i < 8 && api.callsOf("sendMessage").length === 0; i++) {
+        yield* TestClock.adjust("3 seconds")
+        yield* running.dispatcher.idle
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 50)))
+      }
+      yield* eventually("it is answered", () => api.delivered().length === 1)
+      yield* running.dispatcher.idle
+      assert.strictEqual(api.callsOf("sendMessage").length, 1)
+    }).pipe(fault().provide, Effect.provide(logs.layer))
   })
 
   it.scoped("a defect in the update inbox sweep restarts it with a line at Error, and it sweeps again", () => {
