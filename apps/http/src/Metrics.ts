@@ -1,10 +1,14 @@
 /**
- * Prometheus metrics: request counts and latency histograms (Effect metrics), and the
- * stores' sizes and evictions read at scrape time.
+ * Prometheus metrics. The process's one registry is Effect's: request counts and latency
+ * histograms, the SQL store's cache counters (`StoreMetrics`) and the URL reader's metrics,
+ * all listed from the start; the stores' sizes (gauges) and evictions (counters) are read at
+ * scrape time. Counters are exposed as counters; no label carries a chat or user id.
  */
 import { HttpServerResponse } from "@effect/platform"
 import { ContextStore } from "@deixis/core"
 import { HistoryStore } from "@deixis/chathistory"
+import { StoreMetrics } from "@deixis/store-sql"
+import * as UrlReader from "@deixis/tools/UrlReader"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
@@ -100,9 +104,13 @@ export const renderRegistry = (pairs: ReadonlyArray<MetricPair.MetricPair.Untype
     const first = list[0]!
     const description = first.metricKey.description._tag === "Some" ? first.metricKey.description.value : name
     const state = first.metricState as { readonly _tag?: unknown }
-    const type = "buckets" in state ? "histogram" : "count" in state ? "counter" : "value" in state ? "gauge" : undefined
+    // A counter that may go down (not `incremental`, as Effect's own `effect_fiber_active`) is
+    // a gauge; a counter's name ends in `_total`.
+    const incremental = (first.metricKey.keyType as { readonly incremental?: boolean }).incremental === true
+    const type = "buckets" in state ? "histogram" : "count" in state ? (incremental ? "counter" : "gauge") : "value" in state ? "gauge" : undefined
     if (type === undefined) continue
-    out += `# HELP ${name} ${description}\n# TYPE ${name} ${type}\n`
+    const exposed = type === "counter" && !name.endsWith("_total") ? `${name}_total` : name
+    out += `# HELP ${exposed} ${description}\n# TYPE ${exposed} ${type}\n`
     for (const pair of list) {
       const tags = pair.metricKey.tags
       const s = pair.metricState as unknown as {
@@ -120,7 +128,7 @@ export const renderRegistry = (pairs: ReadonlyArray<MetricPair.MetricPair.Untype
         }
         out += `${name}_sum${labels(tags)} ${s.sum ?? 0}\n${name}_count${labels(tags)} ${s.count ?? 0}\n`
       } else {
-        out += `${name}${labels(tags)} ${type === "counter" ? s.count : s.value}\n`
+        out += `${exposed}${labels(tags)} ${"count" in s ? s.count : s.value}\n`
       }
     }
   }
@@ -128,9 +136,23 @@ export const renderRegistry = (pairs: ReadonlyArray<MetricPair.MetricPair.Untype
 }
 
 const gauge = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}\n`
+const counter = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`
+
+// Everything the process measures is listed from the start (at 0), not only once first
+// counted: the store's cache counters and the URL reader's metrics.
+let registered = false
+const registerAll = () => {
+  if (registered) return
+  registered = true
+  for (const metric of StoreMetrics.all) metric.unsafeValue(noLabels)
+  UrlReader.reads.unsafeValue(noLabels)
+  UrlReader.bytesRead.unsafeValue(noLabels)
+  UrlReader.readSeconds.unsafeValue(noLabels)
+}
 
 /** GET /metrics. */
 export const handler = Effect.gen(function*() {
+  registerAll()
   const context = yield* ContextStore.ContextStore
   const history = yield* HistoryStore.HistoryStore
   const [cs, hs, pairs] = yield* Effect.all([context.stats, history.stats, Metric.snapshot])
@@ -138,13 +160,13 @@ export const handler = Effect.gen(function*() {
   body += gauge("deixis_context_chats", "Chats in the context store", cs.chats)
   body += gauge("deixis_context_messages", "Messages in the context store", cs.messages)
   body += gauge("deixis_context_objects", "Objects in the context store", cs.objects)
-  body += gauge("deixis_context_evicted_chats_total", "Chats evicted from the context store", cs.evicted_chats)
-  body += gauge("deixis_context_evicted_messages_total", "Messages evicted from the context store", cs.evicted_messages)
-  body += gauge("deixis_context_evicted_objects_total", "Objects evicted from the context store", cs.evicted_objects)
-  body += gauge("deixis_context_swept_objects_total", "Objects swept from the context store", cs.swept_objects)
+  body += counter("deixis_context_evicted_chats_total", "Chats evicted from the context store", cs.evicted_chats)
+  body += counter("deixis_context_evicted_messages_total", "Messages evicted from the context store", cs.evicted_messages)
+  body += counter("deixis_context_evicted_objects_total", "Objects evicted from the context store", cs.evicted_objects)
+  body += counter("deixis_context_swept_objects_total", "Objects swept from the context store", cs.swept_objects)
   body += gauge("deixis_history_chats", "Chats in the history store", hs.chats)
   body += gauge("deixis_history_items", "Items in the history store", hs.items)
-  body += gauge("deixis_history_evicted_chats_total", "Chats evicted from the history store", hs.evicted_chats)
-  body += gauge("deixis_history_evicted_items_total", "Items evicted from the history store", hs.evicted_items)
+  body += counter("deixis_history_evicted_chats_total", "Chats evicted from the history store", hs.evicted_chats)
+  body += counter("deixis_history_evicted_items_total", "Items evicted from the history store", hs.evicted_items)
   return HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
 })

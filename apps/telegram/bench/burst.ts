@@ -127,7 +127,19 @@ const scenario = (label: string, choice: unknown) =>
       const latencies = api.callsOf("sendMessage").slice(before).map((c: { at: number }) => c.at - t0).sort((a: number, b: number) => a - b)
       results.push({ rate: updates.length / seconds, cpu: cpu / updates.length, gc: (gcPauseMs - gc0) / updates.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) })
     }
+    // One answer with its record, the process otherwise idle: 100 `/context`, each pushed once the
+    // previous is answered; the process's CPU per answer (the fake Bot API's share included).
+    const answers = 100
+    const cpuBefore = cpuMs()
+    for (let i = 0; i < answers; i++) {
+      const before = api.callsOf("sendMessage").length
+      api.pushUpdates(context(i))
+      yield* api.waitFor("sendMessage", undefined, before + 1)
+    }
+    yield* running.dispatcher.idle
+    const perAnswer = (cpuMs() - cpuBefore) / answers
     const best = results.sort((a, b) => b.rate - a.rate)[0]!
+    console.log(`${label.padEnd(8)} one answer with its record, idle: ${perAnswer.toFixed(2)} ms CPU (the fake Bot API's share included)`)
     console.log(
       `${label.padEnd(8)} burst ${Math.round(best.rate).toLocaleString("en-US")} updates/s, ${best.cpu.toFixed(2)} ms CPU/update (${best.gc.toFixed(3)} in GC pauses)` +
         ` | /context answered p50 ${best.p50.toFixed(0)} ms, p99 ${best.p99.toFixed(0)} ms after the push (best of 3)`

@@ -12,6 +12,7 @@ import { StoreConfig } from "@deixis/store-sql"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import * as ConfigKeys from "@deixis/core/ConfigKeys"
 import * as Lifecycle from "@deixis/core/Lifecycle"
+import * as Supervisor from "@deixis/core/Supervisor"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as ConfigError from "effect/ConfigError"
@@ -22,6 +23,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as crypto from "node:crypto"
 import * as os from "node:os"
 import * as Bot from "./Bot.js"
@@ -34,13 +37,14 @@ import * as Runner from "./Runner.js"
 /**
  * The bot's services over the given stores (one store instance feeds all of them), configured
  * from the core's `DEIXIS_*` keys: chathistory's `DeixisServices.layerConfig`, the composition
- * every entrance uses — and the reminder sender's wake-up call (`Reminders.layerWakeup`).
+ * every entrance uses — the reminder sender's wake-up call (`Reminders.layerWakeup`), the
+ * process's supervisor (`Supervisor.layer`) and its metrics registry (`Metrics.layer`).
  *
  * @since 0.1.0
  * @category layers
  */
 export const services = <E, R>(stores: Layer.Layer<DeixisServices.Stores, E, R>) =>
-  Layer.merge(DeixisServices.layerConfig(stores), Reminders.layerWakeup)
+  Layer.mergeAll(DeixisServices.layerConfig(stores), Reminders.layerWakeup, Supervisor.layer, Metrics.layer)
 
 /**
  * The bot's version, from its package.json, as its start line reports it (core's
@@ -101,28 +105,53 @@ export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> 
  * @category running
  */
 export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice, padded: ReadonlyArray<string> = []) =>
+  runWith(config, StoreConfig.layer(choice), { store: StoreConfig.describeChoice(choice), secrets: secretsOf(config, choice), padded })
+
+/**
+ * {@link run} over the given stores (`run` builds them from the configuration): for a test that
+ * runs the whole bot in a process of its own over stores it made (a fault injected in one).
+ *
+ * @since 0.3.0
+ * @category running
+ */
+export const runWith = <E, R>(
+  config: BotConfig.BotConfig,
+  stores: Layer.Layer<DeixisServices.Stores, E, R>,
+  about: { readonly store: string; readonly secrets: ReadonlyArray<Redacted.Redacted<string>>; readonly padded?: ReadonlyArray<string> }
+) =>
   Effect.scoped(Effect.gen(function*() {
-    yield* Effect.forEach(padded, (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`))
+    yield* Effect.forEach(about.padded ?? [], (key) => Effect.logWarning(`${key} had leading or trailing whitespace, which was ignored; remove it from the configuration`))
     const bot = yield* Bot.make(config)
+    const supervisor = yield* Supervisor.Supervisor
+    // Ready once connected, and while intake can progress.
+    const ready = yield* SubscriptionRef.make(false)
     let running: Runner.Running | undefined
-    const opsPort = yield* Ops.serve(config.ops, { ready: () => running !== undefined, healthy: () => running?.healthy() ?? true })
+    const opsPort = yield* Ops.serve(config.ops, {
+      ready: SubscriptionRef.get(ready),
+      healthy: Effect.sync(() => running?.healthy() ?? true)
+    })
     running = yield* Runner.launch(bot, {
       ...config,
       shutdownTimeout: Duration.millis(Lifecycle.drainBudget(Duration.toMillis(config.shutdownTimeout))),
       owner: processOwner()
     })
     const live = running
+    // Readiness follows the intake's from now on (false the moment its writer is down).
+    yield* live.ready.changes.pipe(Stream.runForEach((up) => SubscriptionRef.set(ready, up)), Effect.forkScoped)
     const reminders = yield* ReminderStore
     const runtime = yield* Effect.runtime<never>()
-    Metrics.setProbes({
-      queue: () => live.dispatcher.depth(),
+    const metrics = yield* Metrics.Registry
+    yield* metrics.probe({
+      queue: () => {
+        const depth = live.dispatcher.depth()
+        return { queued: live.intakeService.queued(), chats: depth.chats, deepest: depth.deepest[0]?.[1] ?? 0 }
+      },
       // Read at scrape time; a failing store shows as no value rather than failing the scrape.
       reminders: () =>
         Runtime.runPromise(runtime)(
           Clock.currentTimeMillis.pipe(Effect.flatMap(reminders.stats), Effect.orElseSucceed(() => null))
         )
     })
-    yield* Effect.addFinalizer(() => Effect.sync(() => Metrics.setProbes(null)))
     yield* Effect.logInfo("bot started").pipe(Effect.annotateLogs({
       version,
       username: `@${live.me.username}`,
@@ -130,20 +159,21 @@ export const run = (config: BotConfig.BotConfig, choice: StoreConfig.StoreChoice
         ? "off (sees every group message)"
         : "on (in groups sees commands, mentions and replies to it only)",
       transport: config.transport._tag === "polling" ? "long polling" : `webhook ${config.transport.url} on port ${live.port}`,
-      store: StoreConfig.describeChoice(choice),
+      store: about.store,
       llm: Option.match(config.llm, { onNone: () => "off", onSome: (llm) => `on (${llm.model})` }),
       health: `:${opsPort}/healthz, /metrics`,
       concurrency: config.concurrency,
       default_time_zone: config.timeZone
     }))
     yield* Lifecycle.starts
-    return yield* live.wait
+    // Runs until polling cannot go on, or a supervised fiber fails for good.
+    return yield* Effect.raceFirst(live.wait, supervisor.failed)
   })).pipe(
-    Effect.provide(services(StoreConfig.layer(choice))),
+    Effect.provide(services(stores)),
     Effect.tapErrorCause(reportFailure),
     // Watched from before the bot starts; its line comes after everything above is closed.
     (self) => Effect.scoped(Effect.zipRight(Lifecycle.watch("bot", Duration.toMillis(config.shutdownTimeout)), self)),
-    Effect.provide(Logging.layer({ ...config.logging, secrets: secretsOf(config, choice) }))
+    Effect.provide(Logging.layer({ ...config.logging, secrets: about.secrets }))
   )
 
 /**

@@ -97,7 +97,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // Wakes an idle worker for each ready key, or starts one while the lane has fewer than
     // `concurrency` (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
     const pump = (lane: Lane) => {
-      if (held && lane === normal) return
+      if (lane === normal && (held || answersWaiting())) return
       for (let ready = lane.ready.length - lane.head; ready > 0; ready--) {
         const idle = lane.idle.pop()
         if (idle !== undefined) idle()
@@ -143,8 +143,12 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         })
       }
     })
+    // Recording yields to waiting answers: while a key with an answer waits in the urgent lane
+    // for a worker, the other lane starts nothing (its running tasks go on). A priority, not only
+    // a separate lane: under saturation, two lanes would otherwise share the CPU evenly.
+    const answersWaiting = () => urgent.ready.length - urgent.head > 0
     const next = (lane: Lane): Key | undefined => {
-      if (held && lane === normal) return undefined
+      if (lane === normal && (held || answersWaiting())) return undefined
       while (lane.head < lane.ready.length) {
         const k = lane.ready[lane.head]!
         lane.ready[lane.head++] = undefined as unknown as Key
@@ -154,6 +158,8 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         }
         if (k.queuedIn === lane) {
           k.queuedIn = undefined
+          // The last waiting answer taken: recording may start again.
+          if (lane === urgent && !answersWaiting()) pump(normal)
           return k
         }
       }

@@ -10,20 +10,25 @@
  *
  * @since 0.3.0
  */
+import * as Supervisor from "@deixis/core/Supervisor"
 import { type Handed, UpdateInbox } from "@deixis/core/UpdateInbox"
 import type { UpdateMapper } from "@deixis/telegraf"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type * as Bot from "./Bot.js"
 import type { BotConfig } from "./BotConfig.js"
 import * as Dispatcher from "./Dispatcher.js"
+import * as Ledger from "./Ledger.js"
 import * as Metrics from "./Metrics.js"
 
 /**
@@ -50,7 +55,17 @@ export type IntakeOptions = Pick<
 }
 
 /**
- * A running intake.
+ * A batch of updates as a transport hands it to intake.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Items = ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>
+
+/**
+ * A running intake: the sink the transports hand updates to. A transport takes no more than
+ * `room` says (as grammY runner's supplier asks its sink for capacity): polling asks for at
+ * most that many updates; the webhook answers 503 when there is none.
  *
  * @since 0.3.0
  * @category models
@@ -58,92 +73,125 @@ export type IntakeOptions = Pick<
 export interface Intake {
   readonly dispatcher: Dispatcher.Dispatcher
   /** Records a batch of updates (a getUpdates page, webhook requests together) and queues them. */
-  readonly intakeAll: (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) => Effect.Effect<ReadonlyArray<IntakeResult>>
+  readonly intakeAll: (items: Items) => Effect.Effect<ReadonlyArray<IntakeResult>>
   /** Records one update and queues it. */
   readonly intake: (update: unknown, raw?: string) => Effect.Effect<IntakeResult>
-  /** Updates queued or running here (the dispatcher's, and those waiting in an open run). */
+  /** Updates queued or running here. */
   readonly queued: () => number
+  /** Waits until the queue has room, and says how much (at least 1). */
+  readonly room: Effect.Effect<number>
+  /** Whether intake can progress: false while the inbox writer is down (failed, restarting). */
+  readonly ready: SubscriptionRef.SubscriptionRef<boolean>
+  /** The ledger now (for tests and metrics). */
+  readonly ledger: () => Ledger.Ledger
 }
 
 /**
+ * @since 0.3.0
+ * @category tags
+ */
+export class IntakeService extends Context.Tag("@deixis/telegram-bot/Intake")<IntakeService, Intake>() {}
+
+/**
+ * The intake as a layer, for the lifetime of the layer's scope (see {@link make}).
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer = (bot: Bot.Bot, options: IntakeOptions): Layer.Layer<IntakeService, never, UpdateInbox | Supervisor.Supervisor> =>
+  Layer.scoped(IntakeService, make(bot, options))
+
+/**
  * Starts the intake for the lifetime of the scope: its dispatcher, the inbox writer, the claim
- * of stale chats and the inbox sweep. Closing the scope drains the dispatcher (bounded), then
- * writes the last settlement.
+ * of stale chats and the inbox sweep, each supervised (`Supervisor`). Closing the scope drains
+ * the dispatcher (bounded), then writes the last settlement — also one whose write the
+ * shutdown interrupted — bounded by `shutdownTimeout`.
  *
  * @since 0.3.0
  * @category constructors
  */
-export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake, never, Scope.Scope | UpdateInbox> =>
+export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake, never, Scope.Scope | UpdateInbox | Supervisor.Supervisor> =>
   Effect.gen(function*() {
     const inbox = yield* UpdateInbox
     const source = options.source
     const lease = Duration.toMillis(options.updateLease)
+    const capacity = options.queueCapacity
+    // One chat (or topic) holds at most a quarter of the queue: a chat whose calls hang or
+    // are throttled, flooded with updates, must not fill it and stall every other chat.
+    const limits: Ledger.Limits = { perKey: Math.max(1, Math.floor(capacity / 4)), maxAttempts: options.updateMaxAttempts }
+    const ready = yield* SubscriptionRef.make(false)
+
+    // The one ledger, changed only by its pure transitions. Whoever waits for room is woken
+    // when a change makes some.
+    let ledger = Ledger.empty
+    let roomWaiters: Array<() => void> = []
+    const apply = (next: Ledger.Ledger) => {
+      const before = ledger.total
+      ledger = next
+      if (next.total < before && roomWaiters.length > 0 && Ledger.room(next, capacity) > 0) {
+        const waiting = roomWaiters
+        roomWaiters = []
+        for (const wake of waiting) wake()
+      }
+    }
+    const room: Effect.Effect<number> = Effect.suspend(() => {
+      const free = Ledger.room(ledger, capacity)
+      return free > 0 ? Effect.succeed(free) : Effect.zipRight(
+        Effect.async<void>((resume) => {
+          const wake = () => resume(Effect.void)
+          roomWaiters.push(wake)
+          return Effect.sync(() => {
+            roomWaiters = roomWaiters.filter((w) => w !== wake)
+          })
+        }),
+        room
+      )
+    })
+
+    // The settlement. Only the inbox writer (below) writes to the inbox, one call at a time, so
+    // a chat is never released while an update of it is being handed here. What it carries
+    // stays in the ledger until the write is known to be done: failed or interrupted, it is
+    // owed again.
+    const settleNow: Effect.Effect<void> = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const [next, taken] = Ledger.take(ledger, now, lease)
+      apply(next)
+      if (taken === undefined) return
+      const handed = yield* inbox.settle({ source, owner: options.owner, ...taken }).pipe(
+        Effect.onExit((exit) => Effect.sync(() => apply(Exit.isSuccess(exit) ? Ledger.written(ledger) : Ledger.unwritten(ledger)))),
+        Effect.either
+      )
+      if (handed._tag === "Left") {
+        // Written with the next settlement (an id not written when the process dies is handled again).
+        return yield* Effect.logWarning("updates not settled in the inbox; trying again", handed.left)
+      }
+      yield* queue(handed.right.map(fromStore), performance.now(), now)
+    })
 
     // Acquired before the dispatcher (and the transports, which come after the intake), so it is
     // released after them: on shutdown the transports stop taking updates first, then the
-    // dispatcher drains (bounded), then the last settlement is written.
-    yield* Effect.addFinalizer(() => settleNow)
+    // dispatcher drains (bounded), then the last settlement is written — whatever the writer
+    // fiber was doing when it was interrupted (a settlement it was writing is owed again).
+    yield* Effect.addFinalizer(() =>
+      Effect.interruptible(Effect.whileLoop({
+        while: () => Ledger.owesAnything(ledger),
+        // A failed write is tried again (a store back within the bound still gets it).
+        body: () => settleNow.pipe(Effect.zipRight(Effect.suspend(() => (Ledger.owesAnything(ledger) ? Effect.sleep(Duration.millis(100)) : Effect.void)))),
+        step: () => undefined
+      })).pipe(
+        Effect.timeout(options.shutdownTimeout),
+        Effect.catchAll(() => Effect.logError("the last settlement was not written within the shutdown timeout; its updates are handled again after the next start")),
+        Effect.annotateLogs({ component: "intake" })
+      )
+    )
     const dispatcher = yield* Dispatcher.make({
       concurrency: options.concurrency,
-      capacity: options.queueCapacity,
+      // The reminder sender's tasks (at most `reminderRoom`) share the dispatcher, never the
+      // updates' room: the ledger admits at most `capacity` updates, so `submit` never waits.
+      capacity: capacity + reminderRoom,
       shutdownTimeout: options.shutdownTimeout
     })
-    // One chat (or topic) holds at most a quarter of the queue: a chat whose calls hang or
-    // are throttled, flooded with updates, must not fill it and stall every other chat.
-    const perKey = Math.max(1, Math.floor(options.queueCapacity / 4))
-
-    // What this process owes the inbox, written in one settlement by the inbox writer: a
-    // settlement is written while the next one gathers, so under load each covers many updates.
-    const owed = { done: [] as Array<number>, returned: [] as Array<number>, stall: new Set<string>(), release: new Set<string>() }
-    // Updates queued here, by claimed chat; a chat with none left is released.
-    const inFlight = new Map<string, number>()
-    // Chats held here and when their claim was last extended.
-    const heldSince = new Map<string, number>()
-    // Chats whose recording failed: their updates still queued here are given back, not handled.
-    const stalled = new Set<string>()
     const wake = yield* Queue.sliding<void>(1)
-
-    const finished = (chat: string, n: number) => {
-      const left = (inFlight.get(chat) ?? 0) - n
-      if (left > 0) return void inFlight.set(chat, left)
-      inFlight.delete(chat)
-      stalled.delete(chat)
-      owed.release.add(chat)
-    }
-
-    // The settlement. Only the inbox writer (below) writes to the inbox, one call at a time, so
-    // a chat is never released while an update of it is being handed here.
-    const settleNow: Effect.Effect<void> = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const release = [...owed.release].filter((chat) => !inFlight.has(chat))
-      const hold = [...inFlight.keys()].filter((chat) => now - (heldSince.get(chat) ?? 0) >= lease / 8)
-      const settlement = {
-        source,
-        owner: options.owner,
-        now,
-        lease,
-        done: owed.done.splice(0),
-        returned: owed.returned.splice(0),
-        hold,
-        release,
-        stall: [...owed.stall]
-      }
-      owed.release.clear()
-      owed.stall.clear()
-      if (settlement.done.length + settlement.returned.length + hold.length + release.length + settlement.stall.length === 0) return
-      const handed = yield* inbox.settle(settlement).pipe(Effect.either)
-      if (handed._tag === "Left") {
-        // Written with the next settlement (an id not written when the process dies is handled again).
-        owed.done.push(...settlement.done)
-        owed.returned.push(...settlement.returned)
-        for (const chat of release) owed.release.add(chat)
-        for (const chat of settlement.stall) owed.stall.add(chat)
-        return yield* Effect.logWarning("updates not settled in the inbox; trying again", handed.left)
-      }
-      for (const chat of release) heldSince.delete(chat)
-      for (const chat of hold) heldSince.set(chat, now)
-      yield* queue(handed.right.map(fromStore), performance.now(), now)
-    })
     const owe = Queue.offer(wake, undefined)
 
     interface Work extends Bot.Arrival {
@@ -183,6 +231,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // that needs an answer, recorded then answered. A run waiting in the dispatcher is open:
     // later updates of its key that need no answer join it (at most `maxRun`) until it starts,
     // so a backlog is recorded in few, large units of work rather than one per getUpdates page.
+    // (Open runs are the dispatcher's side of things; what is in flight and owed is the ledger's.)
     interface Run {
       readonly key: string
       readonly chat: string
@@ -193,19 +242,6 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     }
     const maxRun = 32
     const open = new Map<string, Run>()
-    // Updates queued per key (a key's share of the queue), and those queued in another's task
-    // (they hold no place of their own in the dispatcher, but count against its capacity).
-    const queuedOf = new Map<string, number>()
-    let joined = 0
-    const queuedNow = () => dispatcher.depth().queued + joined
-    const settled = (run: Run) => {
-      const n = run.items.length
-      joined -= n - 1
-      const left = (queuedOf.get(run.key) ?? 0) - n
-      if (left > 0) queuedOf.set(run.key, left)
-      else queuedOf.delete(run.key)
-      finished(run.chat, n)
-    }
 
     const task = (run: Run) =>
       Effect.suspend(() => {
@@ -213,45 +249,34 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         if (open.get(run.key) === run) open.delete(run.key)
         const { chat, items } = run
         const ids = items.map((w) => w.update_id)
-        if (stalled.has(chat)) {
-          owed.returned.push(...ids)
-          settled(run)
-          return owe
-        }
+        const end = (outcome: Ledger.Outcome) =>
+          Effect.suspend(() => {
+            apply(Ledger.finish(ledger, { chat, key: run.key, ids }, outcome))
+            return Effect.asVoid(owe)
+          })
+        if (Ledger.isStalled(ledger, chat)) return end("returned")
         // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
         // updates are handed out again (to whichever process claims it first) when its claim ends.
-        const stall = Effect.sync(() => {
-          stalled.add(chat)
-          owed.stall.add(chat)
-        })
         return bot.record(items.map((w) => w.mapped)).pipe(
           Effect.matchEffect({
             onFailure: (error) =>
-              Effect.zipRight(
-                stall,
-                Effect.logWarning("updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error)
-                  .pipe(Effect.annotateLogs({ update_id: ids.join(","), chat }))
-              ).pipe(Effect.zipRight(Effect.sync(() => Metrics.updates.inc({ outcome: "unrecorded" }, items.length)))),
+              Effect.logWarning("updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error).pipe(
+                Effect.annotateLogs({ update_id: ids.join(","), chat }),
+                Effect.zipRight(Effect.sync(() => Metrics.countUpdates("unrecorded", items.length))),
+                Effect.as<Ledger.Outcome>("stalled")
+              ),
             onSuccess: () =>
               Effect.zipRight(
                 run.answer ? bot.answer(items[0]!.update, items[0]!.mapped) : Effect.void,
-                Effect.sync(() => {
-                  owed.done.push(...ids)
-                  Metrics.updates.inc({ outcome: "handled" }, items.length)
+                Effect.sync((): Ledger.Outcome => {
+                  Metrics.countUpdates("handled", items.length)
                   const end = performance.now()
-                  for (const at of run.arrived) Metrics.updateSeconds.observe((end - at) / 1000)
+                  for (const at of run.arrived) Metrics.observeLatency((end - at) / 1000)
+                  return "done"
                 })
               )
           }),
-          Effect.onExit((exit) =>
-            Effect.zipRight(
-              Exit.isInterrupted(exit) ? stall : Effect.void,
-              Effect.suspend(() => {
-                settled(run)
-                return owe
-              })
-            )
-          )
+          Effect.onExit((exit) => end(Exit.isSuccess(exit) ? exit.value : "stalled"))
         )
       })
 
@@ -260,59 +285,73 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // own (the dispatcher runs it, and its key's earlier tasks, in the urgent lane).
     const queue = (handed: ReadonlyArray<Work | number>, arrived: number, now: number) =>
       Effect.gen(function*() {
-        const full = new Set<string>()
-        for (const item of handed) {
-          if (typeof item === "number") {
-            // Unreadable in the store: nothing to handle.
-            owed.done.push(item)
-            continue
+        const [next, decisions] = Ledger.admit(
+          ledger,
+          handed.map((item) => typeof item === "number" ? { update_id: item, unreadable: true } as const : item),
+          now,
+          limits
+        )
+        apply(next)
+        let deferred = false
+        // Admitted, not yet in a task: if queueing dies half-way (a bug), they are not left in
+        // flight for ever — their chats stall, and they are handed out again when the claim ends.
+        let queuedUpTo = 0
+        const unqueued = Effect.sync(() => {
+          for (let i = queuedUpTo; i < handed.length; i++) {
+            const item = handed[i]!
+            if (typeof item !== "number" && decisions[i] === "queued") {
+              apply(Ledger.finish(ledger, { chat: item.chat, key: item.key, ids: [item.update_id] }, "stalled"))
+            }
           }
-          if (item.attempts > options.updateMaxAttempts) {
-            // Handled (and failed) as often as allowed: given up, never handed out again.
-            owed.done.push(item.update_id)
-            Metrics.updates.inc({ outcome: "abandoned" })
-            yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
-              Effect.annotateLogs({ update_id: item.update_id, attempts: item.attempts - 1 })
-            )
-            continue
+        })
+        yield* Effect.onExit(Effect.gen(function*() {
+          for (const [i, item] of handed.entries()) {
+            queuedUpTo = i
+            const decision = decisions[i]!
+            if (typeof item === "number" || decision === "unreadable") continue
+            if (decision === "abandoned") {
+              // Handled (and failed) as often as allowed: given up, never handed out again.
+              Metrics.countUpdates("abandoned", 1)
+              yield* Effect.logError("update given up after BOT_UPDATE_MAX_ATTEMPTS attempts; it is not handled").pipe(
+                Effect.annotateLogs({ update_id: item.update_id, attempts: item.attempts - 1 })
+              )
+              continue
+            }
+            if (decision === "deferred") {
+              // Over its chat's share: given back, handed over again once the chat's queued
+              // updates are done.
+              deferred = true
+              Metrics.countUpdates("deferred", 1)
+              continue
+            }
+            const { chat, key } = item
+            // A chat-wide update comes after every earlier one of its chat, and before the later
+            // ones: the open runs on either side of it take no more.
+            if (key.endsWith("/*")) {
+              for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
+            } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
+            // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
+            yield* bot.preempt(item)
+            const answer = bot.needsAnswer(item)
+            const run = open.get(key)
+            if (!answer && run !== undefined && run.items.length < maxRun) {
+              run.items.push(item)
+              run.arrived.push(arrived)
+              continue
+            }
+            const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
+            // Updates after an answer come after it.
+            if (answer) open.delete(key)
+            else open.set(key, next)
+            // Never waits: the ledger admits no more updates than the dispatcher has room for.
+            yield* dispatcher.submit(key, task(next), { urgent: answer })
           }
-          const { chat, key } = item
-          // Over its chat's share (and every later update of that chat): given back, to be handed
-          // over again once the chat's queued updates are done.
-          if (full.has(chat) || (queuedOf.get(key) ?? 0) >= perKey) {
-            full.add(chat)
-            owed.returned.push(item.update_id)
-            Metrics.updates.inc({ outcome: "deferred" })
-            continue
-          }
-          if (!heldSince.has(chat)) heldSince.set(chat, now)
-          inFlight.set(chat, (inFlight.get(chat) ?? 0) + 1)
-          queuedOf.set(key, (queuedOf.get(key) ?? 0) + 1)
-          // A chat-wide update comes after every earlier one of its chat, and before the later
-          // ones: the open runs on either side of it take no more.
-          if (key.endsWith("/*")) {
-            for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
-          } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
-          // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-          yield* bot.preempt(item)
-          const answer = bot.needsAnswer(item)
-          const run = open.get(key)
-          if (!answer && run !== undefined && run.items.length < maxRun) {
-            run.items.push(item)
-            run.arrived.push(arrived)
-            joined++
-            continue
-          }
-          const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
-          // Updates after an answer come after it.
-          if (answer) open.delete(key)
-          else open.set(key, next)
-          yield* dispatcher.submit(key, task(next), { urgent: answer })
-        }
-        if (full.size > 0) yield* owe
+          queuedUpTo = handed.length
+        }), (exit) => (Exit.isSuccess(exit) ? Effect.void : unqueued))
+        if (deferred || decisions.some((d) => d === "unreadable" || d === "abandoned")) yield* owe
       })
 
-    const receive = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+    const receive = (items: Items) =>
       Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
@@ -320,7 +359,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         for (const [index, { raw, update }] of items.entries()) {
           const payload = Predicate.isRecord(update) && Number.isSafeInteger(update["update_id"]) ? raw ?? serialise(update) : undefined
           if (payload === undefined || !Predicate.isRecord(update)) {
-            Metrics.updates.inc({ outcome: "malformed" })
+            Metrics.countUpdates("malformed", 1)
             yield* Effect.logWarning("malformed update ignored")
             results[index] = "malformed"
             continue
@@ -329,7 +368,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
           valid.push({ index, payload, work: work(update["update_id"] as number, claimChat(key), 1, update) })
         }
         if (valid.length === 0) return results
-        if (queuedNow() + valid.length > options.queueCapacity) {
+        if (ledger.total + valid.length > capacity) {
           for (const v of valid) results[v.index] = "busy"
           return results
         }
@@ -355,7 +394,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
             mine.set(v.work.update_id, v.work)
             continue
           }
-          Metrics.updates.inc({ outcome: "duplicate" })
+          Metrics.countUpdates("duplicate", 1)
           results[v.index] = "duplicate"
         }
         // The batch's own updates as mapped above; earlier ones of their chats from the store.
@@ -385,11 +424,15 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
     // arriving together, or a polled page) in one receive — so none of them waits behind the
     // others for long, and under load each call covers many updates.
-    const inbound = yield* Queue.unbounded<{
-      readonly items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>
+    interface Entry {
+      readonly items: Items
       readonly result: Deferred.Deferred<ReadonlyArray<IntakeResult>>
-    }>()
+    }
+    const inbound = yield* Queue.unbounded<Entry>()
     let claimDue: Deferred.Deferred<void> | undefined
+    // The entries the writer took and has not answered yet: answered "unrecorded" when it dies
+    // (the transport does not confirm them; Telegram sends them again).
+    let taking: ReadonlyArray<Entry> = []
     const writeAll: Effect.Effect<void> = Effect.gen(function*() {
       for (;;) {
         yield* settleNow
@@ -398,7 +441,9 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         if (claim !== undefined) yield* Effect.ensuring(claimStale, Deferred.succeed(claim, undefined))
         const entries = [...(yield* Queue.takeUpTo(inbound, 100))]
         if (entries.length === 0) return
+        taking = entries
         const results = yield* receive(entries.flatMap((e) => e.items))
+        taking = []
         let at = 0
         for (const entry of entries) {
           yield* Deferred.succeed(entry.result, results.slice(at, at + entry.items.length))
@@ -408,37 +453,62 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     })
     // Woken by every arrival and finished task, and now and then to extend long-running claims
     // (a waker of its own: a race per wake-up would fork two fibers and a timer each time).
-    yield* Queue.take(wake).pipe(
-      Effect.zipRight(Effect.yieldNow()),
-      Effect.zipRight(writeAll),
-      Effect.forever,
-      Effect.forkScoped
-    )
-    yield* owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever, Effect.forkScoped)
-    const intakeAll = (items: ReadonlyArray<{ readonly update: unknown; readonly raw?: string | undefined }>) =>
+    // Supervised: a defect restarts it (logged); one that keeps coming stops the process.
+    yield* Supervisor.fork(
+      "the inbox writer",
+      Queue.take(wake).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(writeAll), Effect.forever),
+      Supervisor.restart(),
+      {
+        onUp: Effect.zipRight(SubscriptionRef.set(ready, true), owe),
+        onDown: () =>
+          Effect.gen(function*() {
+            yield* SubscriptionRef.set(ready, false)
+            const lost = taking
+            taking = []
+            for (const entry of lost) yield* Deferred.succeed(entry.result, entry.items.map(() => "unrecorded" as const))
+            if (claimDue !== undefined) yield* Deferred.succeed(claimDue, undefined)
+            claimDue = undefined
+          })
+      }
+    ).pipe(Effect.annotateLogs({ component: "intake" }))
+    yield* Supervisor.forkRestarting("the claim extender", owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever))
+    const intakeAll = (items: Items) =>
       Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
         Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
     const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
       Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
 
-    yield* Effect.flatMap(Deferred.make<void>(), (done) =>
-      Effect.sync(() => (claimDue = done)).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(done)))).pipe(
-        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2)))),
-        Effect.forkScoped
-      )
-
-    // Handled ids are remembered for the retention, then forgotten in batches.
-    yield* Effect.gen(function*() {
-      const before = (yield* Clock.currentTimeMillis) - Duration.toMillis(options.updateRetention)
-      while ((yield* inbox.sweep(before, 1000)) === 1000) yield* Effect.yieldNow()
-    }).pipe(
-      Effect.catchAll((error) => Effect.logWarning("update inbox sweep failed", error)),
-      Effect.repeat(Schedule.spaced(Duration.minutes(10))),
-      Effect.forkScoped
+    yield* Supervisor.forkRestarting(
+      "the stale claim loop",
+      Effect.flatMap(Deferred.make<void>(), (done) =>
+        Effect.sync(() => (claimDue = done)).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(done)))).pipe(
+          Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1000, lease / 2))))
+        )
     )
 
-    return { dispatcher, intake, intakeAll, queued: queuedNow }
+    // Handled ids are remembered for the retention, then forgotten in batches.
+    yield* Supervisor.forkRestarting(
+      "the update inbox sweep",
+      Effect.gen(function*() {
+        const before = (yield* Clock.currentTimeMillis) - Duration.toMillis(options.updateRetention)
+        while ((yield* inbox.sweep(before, 1000)) === 1000) yield* Effect.yieldNow()
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("update inbox sweep failed", error)),
+        Effect.repeat(Schedule.spaced(Duration.minutes(10)))
+      )
+    )
+
+    return { dispatcher, intake, intakeAll, queued: () => ledger.total, room, ready, ledger: () => ledger }
   })
+
+/**
+ * Room the dispatcher keeps for the reminder sender's tasks beside the updates' (`Runner`
+ * starts the sender with this many in flight at most).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const reminderRoom = 256
 
 // The chat an update is claimed by across processes: its dispatcher key's chat (a topic's
 // updates are ordered within their chat's claim).

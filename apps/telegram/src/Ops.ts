@@ -1,7 +1,8 @@
 /**
  * The operations server: `GET /healthz` (200 while the bot works; 503 while polling is stuck in
- * a conflict or failing), `GET /readyz` (200 once the bot is connected), `GET /metrics`
- * (Prometheus).
+ * a conflict or failing), `GET /readyz` (200 while intake can progress: the bot is connected
+ * and its inbox writer runs), `GET /metrics` (Prometheus, the process's one registry,
+ * `Metrics.Registry`).
  *
  * @since 0.1.0
  */
@@ -29,23 +30,26 @@ export class OpsServerError extends Error {
  */
 export const serve = (
   options: { readonly port: number; readonly host: string },
-  state: { readonly ready: () => boolean; readonly healthy: () => boolean }
-): Effect.Effect<number, OpsServerError, Scope.Scope> =>
+  state: { readonly ready: Effect.Effect<boolean>; readonly healthy: Effect.Effect<boolean> }
+): Effect.Effect<number, OpsServerError, Scope.Scope | Metrics.Registry> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
+    const metrics = yield* Metrics.Registry
+    // Reads of in-memory values (a `SubscriptionRef`, a flag): synchronous.
+    const now = (value: Effect.Effect<boolean>) => Runtime.runSync(runtime)(value)
     const server = http.createServer((req, res) => {
       const path = (req.url ?? "").split("?")[0]
       if (req.method !== "GET") return void res.writeHead(405).end()
       if (path === "/healthz") {
-        const ok = state.healthy()
+        const ok = now(state.healthy)
         return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ok\n" : "unhealthy\n")
       }
       if (path === "/readyz") {
-        const ok = state.ready()
-        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "starting\n")
+        const ok = now(state.ready)
+        return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "not ready\n")
       }
       if (path === "/metrics") {
-        return void Runtime.runPromise(runtime)(Metrics.render).then(
+        return void Runtime.runPromise(runtime)(metrics.render).then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(body),
           () => res.writeHead(500).end()
         )

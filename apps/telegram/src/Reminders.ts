@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import type { ClaimedReminder } from "@deixis/core/ReminderStore"
+import * as Supervisor from "@deixis/core/Supervisor"
 import { ReminderStore } from "@deixis/core/ReminderStore"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -112,7 +113,7 @@ export const wake: Effect.Effect<void, never, Wakeup> = Effect.flatMap(Wakeup, (
 export const start = (
   dispatcher: Dispatcher.Dispatcher,
   options: SenderOptions
-): Effect.Effect<Sender, never, ReminderStore | Wakeup | Scope.Scope> =>
+): Effect.Effect<Sender, never, ReminderStore | Wakeup | Scope.Scope | Supervisor.Supervisor> =>
   Effect.gen(function*() {
     const store = yield* ReminderStore
     const wakeup = yield* Wakeup
@@ -191,7 +192,8 @@ export const start = (
       yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(wait, inFlight.size > 0 && wait === 0 ? 50 : 0))), wakeup.woken)
     })
 
-    yield* Effect.gen(function*() {
+    // Supervised: a defect outside a round (a bug while it naps) restarts it, logged.
+    yield* Supervisor.fork("the reminder sender", Effect.gen(function*() {
       while (true) {
         const more = yield* round.pipe(
           // A failure, or a bug, costs one round, never the sender.
@@ -203,7 +205,7 @@ export const start = (
         )
         if (!more) yield* nap
       }
-    }).pipe(Effect.annotateLogs({ component: "reminders" }), Effect.forkScoped)
+    }), Supervisor.restart()).pipe(Effect.annotateLogs({ component: "reminders" }))
 
     return { wake: wakeup.wake, inFlight: () => inFlight.size }
   })

@@ -14,17 +14,21 @@
  *
  * @since 0.1.0
  */
+import type * as Supervisor from "@deixis/core/Supervisor"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import type * as SubscriptionRef from "effect/SubscriptionRef"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import type { UserFromGetMe } from "telegraf/types"
@@ -64,6 +68,10 @@ export interface Running {
   readonly wait: Effect.Effect<never, PollingStopped>
   /** Whether the bot is healthy now (polling not stuck in a conflict, not too far behind). */
   readonly healthy: () => boolean
+  /** Whether intake can progress (false while its inbox writer is down). */
+  readonly ready: SubscriptionRef.SubscriptionRef<boolean>
+  /** The intake (the sink the transports hand updates to). */
+  readonly intakeService: Intake.Intake
   /** Records an update and queues it (what both transports do); for tests and the bench. */
   readonly intake: (update: unknown, raw?: string) => Effect.Effect<IntakeResult>
 }
@@ -113,7 +121,7 @@ export type LaunchOptions = Pick<
 export const launch = (
   bot: Bot.Bot,
   options: LaunchOptions
-): Effect.Effect<Running, TelegramSend.SendError, Scope.Scope | Bot.Services> =>
+): Effect.Effect<Running, TelegramSend.SendError, Scope.Scope | Bot.Services | Supervisor.Supervisor> =>
   Effect.gen(function*() {
     const me = yield* bot.api.identify
 
@@ -123,14 +131,18 @@ export const launch = (
       { discard: true }
     ).pipe(Effect.catchAll((error) => Effect.logWarning("commands not registered", error)))
 
-    const { dispatcher, intake, intakeAll, queued } = yield* Intake.make(bot, { ...options, source: String(me.id) })
+    const intakeService = Context.get(
+      yield* Layer.build(Intake.layer(bot, { ...options, source: String(me.id) })),
+      Intake.IntakeService
+    )
+    const { dispatcher, intake, ready } = intakeService
 
     const sender = yield* Reminders.start(dispatcher, {
       owner: options.owner,
       lease: options.reminderLease,
       retryDelay: options.reminderRetryDelay,
       pollInterval: options.reminderPollInterval,
-      maxInFlight: 256,
+      maxInFlight: Intake.reminderRoom,
       keyOf: (r) => (r.topic_id === null ? r.chat_id : `${r.chat_id}/${r.topic_id}`),
       send: bot.fireReminder
     })
@@ -140,7 +152,7 @@ export const launch = (
 
     if (options.transport._tag === "polling") {
       yield* bot.api.call("deleteWebhook", { drop_pending_updates: false })
-      const loop = poll(bot, options, intakeAll, queued, dispatcher.hold, (h) => (healthy = h)).pipe(
+      const loop = poll(bot, options, intakeService, dispatcher.hold, (h) => (healthy = h)).pipe(
         // Whatever ends the loop but shutdown — a failure or a bug — ends `wait` too: never a
         // process that stays up without polling.
         Effect.catchAllCause((cause) =>
@@ -150,21 +162,20 @@ export const launch = (
         )
       )
       yield* Effect.forkScoped(loop)
-      return { me, port: null, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
+      return { me, port: null, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake, ready, intakeService }
     }
 
     const transport = options.transport
     const secret = Option.match(transport.secret, { onNone: () => crypto.randomBytes(32).toString("hex"), onSome: Redacted.value })
     const port = yield* webhookServer(intake, new URL(transport.url).pathname, secret, transport.port, transport.host)
     yield* bot.api.call("setWebhook", { url: transport.url, secret_token: secret, allowed_updates: [...Bot.allowedUpdates] })
-    return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake }
+    return { me, port, dispatcher, sender, wait: Deferred.await(stopped), healthy: () => healthy, intake, ready, intakeService }
   })
 
 const poll = (
   bot: Bot.Bot,
   options: LaunchOptions,
-  intakeAll: (items: ReadonlyArray<{ readonly update: unknown }>) => Effect.Effect<ReadonlyArray<IntakeResult>>,
-  queued: () => number,
+  intake: Intake.Intake,
   hold: (held: boolean) => void,
   setHealthy: (healthy: boolean) => void
 ): Effect.Effect<never, PollingStopped> =>
@@ -173,11 +184,14 @@ const poll = (
     let failures = 0
     let conflictSince: number | null = null
     const timeout = Math.max(0, Math.round(Duration.toSeconds(options.polling.timeout)))
-    // A batch always fits in an empty dispatcher.
-    const limit = Math.max(1, Math.min(100, options.queueCapacity))
+    // Telegram's largest page.
+    const maxPage = 100
     // The HTTP call may take the long poll's timeout, plus the usual per-call limit.
     const policy = { ...options.send, maxAttempts: 1, timeout: Duration.sum(options.polling.timeout, options.send.timeout) }
     while (true) {
+      // The source pulls what its sink has room for (grammY runner's supplier and sink): a page
+      // never holds more updates than intake can queue now, and with no room it waits for some.
+      const limit = Math.min(maxPage, yield* intake.room)
       const result = yield* bot.api.call<unknown>(
         "getUpdates",
         { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] },
@@ -190,7 +204,7 @@ const poll = (
       // three quarters of the queue are taken: under sustained load (the queue stays near full),
       // recording must not idle through every getUpdates round trip.
       const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
-      hold(page > 0 && queued() < options.queueCapacity * 0.75)
+      hold(page > 0 && intake.queued() < options.queueCapacity * 0.75)
       if (result._tag === "Left") {
         const error = result.left
         failures++
@@ -229,12 +243,7 @@ const poll = (
         hold(false)
         continue
       }
-      // Full: wait for room rather than drop anything (the offset is not moved past the batch).
-      while (queued() + updates.length > options.queueCapacity) {
-        hold(false)
-        yield* Effect.sleep(Duration.millis(50))
-      }
-      const outcomes = yield* intakeAll(updates.map((update) => ({ update })))
+      const outcomes = yield* intake.intakeAll(updates.map((update) => ({ update })))
       if (page < limit) hold(false)
       if (outcomes.some((o) => o === "unrecorded" || o === "busy")) {
         hold(false)

@@ -1,9 +1,12 @@
 /**
  * Bot API calls with a timeout on every attempt and bounded retries: a 429 waits the
  * `retry_after` Telegram asked for, a 5xx or a network error backs off exponentially, anything
- * else fails at once. A call that times out is aborted; it is retried only when repeating it
- * cannot post twice (not `sendMessage` / `sendPoll`). Delays are `Effect.sleep`, so they run
- * on the Clock (and on `TestClock` in tests). Every failure is counted by method and code.
+ * else fails at once. A method that posts (`sendMessage`, `sendPoll`, … — see
+ * {@link isPosting}) is retried only on 429 or when the request provably never reached
+ * Telegram ({@link SendError}'s `unsent`: connection refused, a name that did not resolve, a
+ * TLS handshake that failed): after a reset, a timeout or a 5xx it may have been posted, and a
+ * second post would be a second message. Delays are `Effect.sleep`, so they run on the Clock
+ * (and on `TestClock` in tests). Every failure is counted by method and code.
  *
  * @since 0.1.0
  */
@@ -29,6 +32,8 @@ export class SendError extends Data.TaggedError("SendError")<{
   /** A supergroup's new id (`parameters.migrate_to_chat_id`), when the chat was upgraded. */
   readonly migrate_to_chat_id?: number | null
   readonly timed_out?: boolean
+  /** The request provably never reached Telegram (see {@link neverSent}). */
+  readonly unsent?: boolean
 }> {
   override get message() {
     return `${this.method} failed: ${this.code ?? (this.timed_out === true ? "timeout" : "network")} ${this.description}`
@@ -68,7 +73,44 @@ export const classify = (method: string, error: unknown): SendError => {
     : error instanceof Error
     ? error.message
     : String(error)
-  return new SendError({ method, code, description: scrub(description), retry_after: retryAfter, migrate_to_chat_id: migrate })
+  return new SendError({ method, code, description: scrub(description), retry_after: retryAfter, migrate_to_chat_id: migrate, unsent: code === null && neverSent(error) })
+}
+
+/**
+ * Node's error codes for a connection that never carried the request: refused, unreachable, a
+ * name that did not resolve, a TLS certificate or handshake refused before anything was sent.
+ * A reset, a hang-up or a timeout is not among them: they can come after Telegram got it.
+ */
+const unsentCodes = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "CERT_HAS_EXPIRED",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "ERR_TLS_CERT_ALTNAME_INVALID"
+])
+
+/**
+ * Whether a client error proves the request never reached the server: its code (or its
+ * cause's, as fetch wraps it) is one of a connection never made ({@link unsentCodes}, or a
+ * TLS handshake error, `ERR_SSL_*`).
+ *
+ * @since 0.3.0
+ * @category retrying
+ */
+export const neverSent = (error: unknown): boolean => {
+  for (let e: unknown = error, depth = 0; isRecord(e) && depth < 3; e = e["cause"], depth++) {
+    const code = e["code"]
+    if (typeof code === "string" && (unsentCodes.has(code) || code.startsWith("ERR_SSL_"))) return true
+  }
+  return false
 }
 
 /**
@@ -79,8 +121,16 @@ export const classify = (method: string, error: unknown): SendError => {
  */
 export const isRetryable = (error: SendError): boolean => error.code === null || error.code === 429 || error.code >= 500
 
-/** Methods that post something: a timed-out attempt may have posted, so it is not repeated. */
-const posting = new Set(["sendMessage", "sendPoll", "sendPhoto", "sendDocument", "forwardMessage", "copyMessage"])
+/**
+ * Whether a method posts something (a message, a poll, a file; a forward or a copy): repeating
+ * one that may have reached Telegram could post twice. `sendChatAction` (a typing indicator)
+ * posts nothing.
+ *
+ * @since 0.3.0
+ * @category retrying
+ */
+export const isPosting = (method: string): boolean =>
+  (method.startsWith("send") && method !== "sendChatAction") || method.startsWith("forwardMessage") || method.startsWith("copyMessage")
 
 /**
  * The wait before attempt `attempt + 1` (attempt counts from 0), or none to give up.
@@ -90,7 +140,9 @@ const posting = new Set(["sendMessage", "sendPoll", "sendPhoto", "sendDocument",
  */
 export const retryDelay = (error: SendError, attempt: number, policy: SendPolicy): Option.Option<Duration.Duration> => {
   if (!isRetryable(error) || attempt + 1 >= policy.maxAttempts) return Option.none()
-  if (error.timed_out === true && posting.has(error.method)) return Option.none()
+  // grammY's auto-retry retries every method on 429, 5xx and any network error (unless told to
+  // rethrow them); here a posting method is retried only when it provably did not post.
+  if (isPosting(error.method) && error.code !== 429 && error.unsent !== true) return Option.none()
   const wanted = error.code === 429 && error.retry_after !== null
     ? Duration.seconds(Math.max(0, error.retry_after))
     : Duration.times(policy.baseDelay, 2 ** attempt)

@@ -22,6 +22,8 @@ export * as Commands from "./Commands.js"
 export * as Dispatcher from "./Dispatcher.js"
 /** @since 0.3.0 */
 export * as Intake from "./Intake.js"
+/** @since 0.3.0 */
+export * as Ledger from "./Ledger.js"
 /** @since 0.1.0 */
 export * as Llm from "./Llm.js"
 export * as LlmClient from "./LlmClient.js"

@@ -3,6 +3,7 @@
  * extended right before its send, or — when another process took it over meanwhile — not
  * sent here at all; a claim this process takes again while it is still queued is queued once.
  */
+import * as Supervisor from "@deixis/core/Supervisor"
 import * as ReminderStore from "@deixis/core/ReminderStore"
 import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -47,7 +48,7 @@ const setup = (maxInFlight: number) =>
           Effect.sync(() => sent.push(r.text)),
           Effect.as(r.text === "r-1" ? Deferred.await(release) : Effect.void, { _tag: "sent" } as const)
         )
-    }).pipe(Effect.provideService(ReminderStore.ReminderStore, store), Effect.provide(Reminders.layerWakeup))
+    }).pipe(Effect.provideService(ReminderStore.ReminderStore, store), Effect.provide(Reminders.layerWakeup), Effect.provide(Supervisor.layer))
     yield* eventually("the first send is under way and the second queued", () => sent.length === 1 && sender.inFlight() === 2)
     return { store, release, sent, sender }
   })

@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as TestClock from "effect/TestClock"
 import { connect, type Socket } from "node:net"
 import { Composer } from "telegraf"
@@ -37,6 +38,7 @@ import {
   message,
   now,
   setup,
+  type Services,
   sleeperIn,
   texts,
   withMemory,
@@ -301,6 +303,37 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       yield* gate.open
       yield* dispatcher.idle
       assert.deepStrictEqual(done, ["earlier update", "answer", "recording 1", "recording 2"])
+    }))
+
+  it.scoped("saturated: while an answer waits for a worker, other chats' recording starts nothing — it yields to the answer, then runs in order", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const recording = yield* Effect.makeLatch(false)
+      const answering = yield* Effect.makeLatch(false)
+      // Opened before the dispatcher's shutdown, so a failed assertion fails, not hangs.
+      yield* Effect.addFinalizer(() => Effect.zipRight(recording.open, answering.open))
+      const done: Array<string> = []
+      const started: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      const submit = (key: string, task: Effect.Effect<void>, options?: { readonly urgent: boolean }) =>
+        dispatcher.submit(key, Effect.zipRight(Effect.sync(() => void started.push(key)), task), options)
+      // Both lanes saturated: a recording holds the recording worker, with two more ready; an
+      // answer holds the answer worker, with another chat's answer waiting for it.
+      yield* submit("-200", Effect.zipRight(recording.await, mark("recording 1")))
+      yield* submit("-300", mark("recording 2"))
+      yield* submit("-400", mark("recording 3"))
+      yield* eventually("recording 1 runs", () => started.includes("-200"))
+      yield* submit("-100", Effect.zipRight(answering.await, mark("answer A")), { urgent: true })
+      yield* eventually("answer A runs", () => started.includes("-100"))
+      yield* submit("-101", mark("answer B"), { urgent: true })
+      // The recording worker is free again while answer B still waits: it starts nothing.
+      yield* recording.open
+      yield* eventually("the running recording ends", () => done.includes("recording 1"))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      assert.deepStrictEqual(done, ["recording 1"])
+      yield* answering.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["recording 1", "answer A", "answer B", "recording 2", "recording 3"])
     }))
 
   it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
@@ -591,9 +624,13 @@ describe("apps/telegram: operations", () => {
     Effect.gen(function*() {
       const { api, bot } = yield* setup()
       let healthy = true
-      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: () => true, healthy: () => healthy })
       const running = yield* launch(bot, api.apiRoot)
-      Metrics.setProbes({ queue: () => running.dispatcher.depth(), reminders: () => Promise.resolve({ pending: 2, due: 1 }) })
+      const port = yield* Ops.serve({ port: 0, host: "127.0.0.1" }, { ready: SubscriptionRef.get(running.ready), healthy: Effect.sync(() => healthy) })
+      const registry = yield* Metrics.Registry
+      yield* registry.probe({
+        queue: () => ({ queued: running.intakeService.queued(), chats: running.dispatcher.depth().chats, deepest: 0 }),
+        reminders: () => Promise.resolve({ pending: 2, due: 1 })
+      })
       api.failNext("sendMessage", { error_code: 400, description: "Bad Request: chat not found" })
       api.pushUpdates(message("/help"), message("/help"))
       yield* eventually("both updates handled", () => api.callsOf("sendMessage").length === 2)
@@ -608,9 +645,10 @@ describe("apps/telegram: operations", () => {
       assert.match(metrics, /deixis_bot_send_failures_total\{method="sendMessage",code="400"\} [1-9]/)
       assert.match(metrics, /deixis_bot_queued_updates 0/)
       assert.match(metrics, /deixis_bot_reminders_pending\{state="due"\} 1/)
+      // No label names a chat.
+      assert.notMatch(metrics, /chat="/)
       healthy = false
       assert.strictEqual((yield* get("/healthz")).status, 503)
-      Metrics.setProbes(null)
     }).pipe(withMemory))
 })
 
@@ -640,7 +678,7 @@ const faultyHistory = () => {
   return {
     down,
     failures: () => failures,
-    provide: <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+    provide: <A, E, R extends Services>(effect: Effect.Effect<A, E, R>) =>
       Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(stores)))
   }
 }
@@ -657,10 +695,7 @@ const capturedLogs = () => {
   return { logs, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
-const updatesCounted = (outcome: string) =>
-  Effect.promise(() => Metrics.updates.get()).pipe(
-    Effect.map((metric) => metric.values.find((v) => v.labels["outcome"] === outcome)?.value ?? 0)
-  )
+const updatesCounted = (outcome: Metrics.UpdateOutcome) => Effect.sync(() => Metrics.updatesCounted(outcome))
 
 /**
  * The updates the inbox still holds unfinished. It claims them all for a year: the last look

@@ -158,3 +158,77 @@ describe("the bot as an operator runs it", () => {
       assert.deepStrictEqual([exit.code, exit.signal], [0, null], r.output())
     }).pipe(Effect.scoped), 180_000)
 })
+
+describe("the bot stopped in the middle of a burst", () => {
+  const remind = (i: number) => ({
+    update_id: 1000 + i,
+    message: {
+      message_id: 1000 + i,
+      from: { id: 500 + (i % 30), is_bot: false, first_name: "A" },
+      chat: { id: 500 + (i % 30), type: "private", first_name: "A" },
+      date: 1,
+      text: `/remind in ${10 + i} minutes task ${i}`,
+      entities: [{ type: "bot_command", offset: 0, length: 7 }]
+    }
+  })
+  const taskOf = (text: unknown) => /task (\d+)/.exec(String(text))?.[1]
+
+  it.live("SIGTERM mid-burst, then a restart on the same store: every update is answered, none twice", () =>
+    Effect.gen(function*() {
+      const total = 600
+      const api = yield* FakeBotApi.make({ username: "deixis_bot" })
+      const dir = mkdtempSync(join(tmpdir(), "deixis-bot-sigterm-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const env = {
+        BOT_TOKEN: `123:${secret}`,
+        BOT_API_ROOT: api.apiRoot,
+        DEIXIS_STORE: `sqlite:${join(dir, "bot.sqlite")}`,
+        // A small queue: most of the burst is still at Telegram when the signal comes.
+        BOT_QUEUE_CAPACITY: "40",
+        DEIXIS_LOG_LEVEL: "Warning"
+      }
+      const answers = () => api.callsOf("sendMessage").filter((c) => taskOf(c.payload["text"]) !== undefined)
+      const first = yield* bot(env)
+      api.pushUpdates(...Array.from({ length: total }, (_, i) => remind(i)))
+      yield* Effect.promise(() => new Promise<void>((resolve) => {
+        const check = setInterval(() => {
+          if (answers().length >= 40) {
+            clearInterval(check)
+            resolve()
+          }
+        }, 2)
+      }))
+      first.signal("SIGTERM")
+      const stopped = yield* exited(first)
+      assert.deepStrictEqual([stopped.code, stopped.signal], [0, null], first.output())
+      const beforeRestart = answers().length
+      assert.isBelow(beforeRestart, total, "the burst was over before the signal: nothing was stopped in its middle")
+
+      const second = yield* bot(env)
+      // Bounded generously (a loaded machine), so a bot that never catches up fails with its output.
+      const caughtUp = yield* Effect.promise(() => new Promise<boolean>((resolve) => {
+        const giveUp = setTimeout(() => {
+          clearInterval(check)
+          resolve(false)
+        }, 120_000)
+        const check = setInterval(() => {
+          if (new Set(answers().map((c) => taskOf(c.payload["text"]))).size >= total) {
+            clearInterval(check)
+            clearTimeout(giveUp)
+            resolve(true)
+          }
+        }, 20)
+      }))
+      assert.isTrue(caughtUp, `not every update was answered after the restart (${new Set(answers().map((c) => taskOf(c.payload["text"]))).size} of ${total}); ${second.output()}`)
+      // Whatever else the second process would send lands before counting.
+      second.signal("SIGTERM")
+      assert.strictEqual((yield* exited(second)).code, 0, second.output())
+      const counts = new Map<string, number>()
+      for (const c of answers()) {
+        const task = taskOf(c.payload["text"])!
+        counts.set(task, (counts.get(task) ?? 0) + 1)
+      }
+      assert.strictEqual(counts.size, total)
+      assert.deepStrictEqual([...counts].filter(([, n]) => n !== 1), [], `answered twice; ${first.output()}\n${second.output()}`)
+    }).pipe(Effect.scoped), 300_000)
+})

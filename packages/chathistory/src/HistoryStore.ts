@@ -23,6 +23,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Supervisor from "@deixis/core/Supervisor"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { HistoryItem } from "./HistoryItem.js"
@@ -273,7 +274,8 @@ const reportEvictions = (store: HistoryStoreShape, interval: number) =>
         ? Effect.logInfo("memory history store evicted entries").pipe(Effect.annotateLogs(evicted))
         : Effect.logDebug("memory history store evicted nothing")
     }).pipe(Effect.catchAll((e) => Effect.logWarning("memory history store report failed").pipe(Effect.annotateLogs({ error: e.message }))))
-    yield* once.pipe(Effect.delay(Duration.millis(interval)), Effect.forever, Effect.forkScoped)
+    // Supervised: a defect (a bug) restarts it, logged, rather than ending the reports quietly.
+    yield* Supervisor.forkRestarting("the memory history store report", once.pipe(Effect.delay(Duration.millis(interval)), Effect.forever))
   })
 
 /**

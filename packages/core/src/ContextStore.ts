@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import { defaultsOf, millis, positiveInt, retention } from "./internal/config.js"
 import * as Effect from "effect/Effect"
+import * as Supervisor from "./Supervisor.js"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import type * as Option from "effect/Option"
@@ -293,7 +294,8 @@ const scheduledSweep = (store: ContextStoreShape, interval: number) =>
         ? Effect.logInfo("memory context store removed entries").pipe(Effect.annotateLogs(removed))
         : Effect.logDebug("memory context store removed nothing")
     }).pipe(Effect.catchAll((e) => Effect.logWarning("memory context store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))))
-    yield* once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(interval))), Effect.forkScoped)
+    // Supervised: a defect (a bug) restarts it, logged, rather than ending the sweeps quietly.
+    yield* Supervisor.forkRestarting("the memory context store sweep", once.pipe(Effect.repeat(Schedule.spaced(Duration.millis(interval)))))
   })
 
 /**

@@ -16,3 +16,10 @@ export * as SqlStore from "./SqlStore.js"
  * @since 0.1.0
  */
 export * as StoreConfig from "./StoreConfig.js"
+
+/**
+ * What the SQL stores measure (the context cache's counters), for an app's registry.
+ *
+ * @since 0.3.0
+ */
+export * as StoreMetrics from "./StoreMetrics.js"

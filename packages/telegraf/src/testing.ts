@@ -110,6 +110,12 @@ export interface FakeBotApi {
   readonly polls: () => { readonly total: number; readonly conflicts: number }
   /** The next `times` calls of `method` (matching `where`) fail with `failure`. */
   readonly failNext: (method: string, failure: Failure, times?: number, where?: Matcher) => void
+  /**
+   * The next `times` calls of `method` (matching `where`) are received — recorded, as Telegram
+   * would have them — and then their connection is reset without an answer: what a network
+   * failure after the request was sent looks like to the client.
+   */
+  readonly resetNext: (method: string, times?: number, where?: Matcher) => void
   /** Holds calls of `method` matching `where` unanswered until released. */
   readonly hang: (method: string, where?: Matcher) => Hang
   /**
@@ -174,6 +180,7 @@ export const make = (
     const longPoll = options.longPollMillis ?? 100
     const calls: Array<MutableCall> = []
     const failures = new Map<string, Array<{ failure: Failure; where: Matcher | undefined }>>()
+    const resets = new Map<string, Array<Matcher | undefined>>()
     const hangs = new Map<string, Array<{ where: Matcher | undefined; held: Array<() => void>; released: boolean }>>()
     let queue: Array<unknown> = []
     const firstServed = new Map<number, number>()
@@ -408,6 +415,14 @@ export const make = (
         const call: MutableCall = { method, payload, token, at: performance.now(), answered: false, status: null }
         calls.push(call)
         const respond = () => {
+          const reset = resets.get(method)
+          const at = reset === undefined ? -1 : reset.findIndex((r) => r === undefined || r(call))
+          if (at >= 0) {
+            reset!.splice(at, 1)
+            res.destroy()
+            notify()
+            return
+          }
           const failing = takeFailure(method, call)
           if (failing !== undefined) {
             call.status = failing.status ?? failing.error_code
@@ -455,6 +470,11 @@ export const make = (
       callsOf: (method) => matching(method).map(snapshot),
       delivered: (method = "sendMessage") => calls.filter((c) => c.method === method && c.answered && c.status === 200).map(snapshot),
       polls: () => ({ total: pollCount, conflicts: conflictCount }),
+      resetNext: (method, times = 1, where) => {
+        const list = resets.get(method) ?? []
+        for (let i = 0; i < times; i++) list.push(where)
+        resets.set(method, list)
+      },
       failNext: (method, failure, times = 1, where) => {
         const list = failures.get(method) ?? []
         for (let i = 0; i < times; i++) list.push({ failure, where })

@@ -254,7 +254,7 @@ export class UrlReader extends Context.Tag("@deixis/tools/UrlReader")<UrlReader,
  * @since 0.3.0
  * @category metrics
  */
-export const reads = Metric.counter("deixis_fetch_total", { description: "URL reads by read_url, by outcome (ok or why not)" })
+export const reads = Metric.counter("deixis_fetch_total", { description: "URL reads by read_url, by outcome (ok or why not)", incremental: true })
 
 /**
  * Body bytes read.
@@ -262,7 +262,7 @@ export const reads = Metric.counter("deixis_fetch_total", { description: "URL re
  * @since 0.3.0
  * @category metrics
  */
-export const bytesRead = Metric.counter("deixis_fetch_bytes_total", { description: "Body bytes read by read_url" })
+export const bytesRead = Metric.counter("deixis_fetch_bytes_total", { description: "Body bytes read by read_url", incremental: true })
 
 /**
  * The time of a read, redirects included.

@@ -2,6 +2,7 @@
  * What the bot's tests share: a configuration pointing at the fake Bot API, update builders,
  * the memory stores, and waiting helpers.
  */
+import type * as Supervisor from "@deixis/core/Supervisor"
 import { StoreConfig } from "@deixis/store-sql"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { assert } from "@effect/vitest"
@@ -16,6 +17,7 @@ import * as App from "../../src/App.js"
 import * as Bot from "../../src/Bot.js"
 import { type BotConfig, defaults } from "../../src/BotConfig.js"
 import * as Dispatcher from "../../src/Dispatcher.js"
+import type * as Metrics from "../../src/Metrics.js"
 import * as Reminders from "../../src/Reminders.js"
 import * as Runner from "../../src/Runner.js"
 import * as F from "./fixtures.js"
@@ -134,13 +136,16 @@ export const lastSent = (api: FakeBotApi.FakeBotApi) => api.callsOf("sendMessage
 export const buttonsOf = (payload: Record<string, unknown>) =>
   (payload["reply_markup"] as { inline_keyboard: Array<Array<{ callback_data: string; text: string }>> }).inline_keyboard
 
+/** What a test gets from `App.services` (and its scope). */
+export type Services = Bot.Services | Supervisor.Supervisor | Metrics.Registry | Scope.Scope
+
 // The clock is set before the stores exist: the memory store sweeps every minute, and moving
 // a TestClock across 56 years would run every one of those sweeps.
-export const withMemory = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+export const withMemory = <A, E, R extends Services>(effect: Effect.Effect<A, E, R>) =>
   Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(StoreConfig.layerMemory)))
 
 /** The memory stores on the real clock (`it.live` tests). */
-export const withMemoryLive = <A, E, R extends Bot.Services | Scope.Scope>(effect: Effect.Effect<A, E, R>) =>
+export const withMemoryLive = <A, E, R extends Services>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(effect, App.services(StoreConfig.layerMemory))
 
 /** Real-time polling until `check` holds (bounded: fails the test after ~4 s). */

@@ -20,6 +20,7 @@ import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Supervisor from "@deixis/core/Supervisor"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -330,7 +331,8 @@ const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptio
         ),
         Effect.catchAll((e) => Effect.logWarning("store sweep failed").pipe(Effect.annotateLogs({ error: e.message }))),
         Effect.repeat(Schedule.spaced(Duration.millis(settings.sweep_interval))),
-        Effect.forkScoped
+        // Supervised: a defect (a bug) restarts it, logged, rather than ending the sweeps quietly.
+        (sweeping) => Supervisor.forkRestarting("the store sweep", sweeping)
       )
     ),
     Effect.asVoid
