@@ -21,7 +21,7 @@ import { join } from "node:path"
 import * as App from "../src/App.js"
 import * as Bot from "../src/Bot.js"
 import * as BotApi from "../src/BotApi.js"
-import * as Llm from "../src/Llm.js"
+import * as LlmTurns from "../src/LlmTurns.js"
 import * as Ops from "../src/Ops.js"
 import { config, eventually, eventuallyEffect, F, launch, message, now, type Services, setup, sleeperIn, texts } from "./utils/harness.js"
 
@@ -116,7 +116,7 @@ describe("apps/telegram: supervised fibers", () => {
   it.scoped("a defect while the writer queues updates (in the LLM turns' preempt) leaves nothing in flight: the update is handed out again when its claim ends and answered once", () => {
     const logs = captured()
     let left = 1
-    const turns: Llm.Turns = {
+    const turns: LlmTurns.Turns = {
       enabled: true,
       addresses: () => false,
       preempt: () => Effect.suspend(() => (left-- > 0 ? Effect.dieMessage("injected defect in preempt") : Effect.void)),
@@ -125,7 +125,7 @@ describe("apps/telegram: supervised fibers", () => {
     return Effect.gen(function*() {
       const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
       const settings = config(api.apiRoot, { updateLease: Duration.seconds(12) })
-      const bot = yield* Bot.build().pipe(Effect.provide(Layer.merge(BotApi.layer(settings), Layer.succeed(Llm.LlmTurns, turns))))
+      const bot = yield* Bot.build().pipe(Effect.provide(Layer.merge(BotApi.layer(settings), Layer.succeed(LlmTurns.LlmTurns, turns))))
       const running = yield* launch(bot, api.apiRoot, { updateLease: Duration.seconds(12) })
       api.pushUpdates(message("/help"))
       yield* eventually("the writer's defect is logged", () => logs.lines.some((l) => l.message === "the inbox writer failed; restarting it"))
