@@ -41,4 +41,16 @@ describe("README", () => {
     const listed = [...row.split(": the tools ")[1]!.split(". ")[0]!.matchAll(/`(\w+)`/g)].map((m) => m[1]!)
     expect(listed.sort()).toEqual(Object.keys(DeixisToolkit.toolkit.tools).sort())
   })
+
+  it("every relative link of the README, its docs and BENCHMARKS.md names an existing file", () => {
+    const pages = ["README.md", "BENCHMARKS.md", ...fs.readdirSync(new URL("../docs/", import.meta.url)).map((f) => `docs/${f}`)]
+    const links = pages.flatMap((page) => {
+      const base = new URL(`../${page}`, import.meta.url)
+      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
+    })
+    // The README links to each page its summaries stand for, so the check has links to check.
+    expect(links.filter((l) => l.page === "README.md").map((l) => l.target.pathname.split("/apps/http/")[1]))
+      .toEqual(expect.arrayContaining(["docs/request-path.md", "BENCHMARKS.md"]))
+    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+  })
 })

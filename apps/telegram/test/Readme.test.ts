@@ -6,6 +6,7 @@ import * as ConversationState from "@deixis/core/ConversationState"
 import * as Scoring from "@deixis/core/Scoring"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import { SqlStore } from "@deixis/store-sql"
+import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
 import { checkConfigDocumentation, undocumentedModules } from "deixis-test-support/readme"
 import * as BotConfig from "../src/BotConfig.js"
@@ -37,5 +38,17 @@ describe("README", () => {
 
   it("lists every module", () => {
     expect(undocumentedModules(readme, TelegramBot)).toEqual([])
+  })
+
+  it("every relative link of the README, its docs and BENCHMARKS.md names an existing file", () => {
+    const pages = ["README.md", "BENCHMARKS.md", ...fs.readdirSync(new URL("../docs/", import.meta.url)).map((f) => `docs/${f}`)]
+    const links = pages.flatMap((page) => {
+      const base = new URL(`../${page}`, import.meta.url)
+      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
+    })
+    // The README links to each page its summaries stand for, so the check has links to check.
+    expect(links.filter((l) => l.page === "README.md").map((l) => l.target.pathname.split("/apps/telegram/")[1]))
+      .toEqual(expect.arrayContaining(["docs/llm-mode.md", "docs/how-it-works.md", "BENCHMARKS.md"]))
+    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
   })
 })
