@@ -16,7 +16,8 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
 import { makeDb } from "../src/internal/db.js"
-import { groupCommitEnabled, lockedFiles, maxBatch } from "../src/internal/groupCommit.js"
+import { groupCommitEnabled, maxBatch } from "../src/internal/groupCommit.js"
+import { openFiles } from "../src/internal/sqliteEngine.js"
 import * as Sqlite from "../src/Sqlite.js"
 import { tempDir } from "./helpers.js"
 
@@ -42,7 +43,7 @@ class Refused {
 }
 
 describe("SQLite group commit", () => {
-  it.scoped("a file's write lock lives as long as a client of the file: two clients share it, the last one closed removes it", () =>
+  it.scoped("a file's engine (its writer thread) lives as long as a client of the file: two clients share it, the last one closed ends it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const [one, other] = [path.join(dir, "one.db"), path.join(dir, "other.db")]
@@ -52,12 +53,12 @@ describe("SQLite group commit", () => {
       yield* open(one, first)
       yield* open(one, second)
       yield* open(other, second)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
       // `one` is still open in the second scope.
       yield* Scope.close(first, Exit.void)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
       yield* Scope.close(second, Exit.void)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)), [])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)), [])
     }))
 
   it.scoped("writes of the same tick share one transaction: each sees the earlier ones, the file sees none before the COMMIT", () =>

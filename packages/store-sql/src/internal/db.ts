@@ -12,7 +12,6 @@ import * as Option from "effect/Option"
 import type { ColumnType, Dialect } from "./dialect.js"
 import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
-import { writeLock } from "./groupCommit.js"
 import { clientFor } from "./readConnection.js"
 import { compile, Fragment, type Param, type Scalar } from "./statement.js"
 import { escalate, gated, optimisticRead } from "./unitState.js"
@@ -61,9 +60,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // is shared; PostgreSQL's pool lends one).
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
   const clientOf = clientFor(sql)
-  // A write outside a transaction takes its file's write lock in this process, as transactions do (see groupCommit.ts).
-  const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) =>
-    client === sql ? writeLock(sql, sql.unsafe<Row>(text, params)) : client.unsafe<Row>(text, params)
+  const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
   const query = (statement: Fragment) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)

@@ -19,13 +19,10 @@
  * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL`
  * the batch costs one `fsync`, not one per write.
  *
- * **One writer per file in this process.** better-sqlite3 waits for another connection's write
- * lock synchronously (its busy handler sleeps, blocking the event loop), and a batch holds its
- * transaction open while its writers' fibers run: a second connection to the same file in the
- * same process (two store layers over one file) would wait on a lock whose holder it blocks.
- * Every connection to one file in this process therefore takes that file's
- * {@link writeLock} — asynchronously — for each transaction and each write outside one; SQLite's
- * own busy wait is then only ever against other processes.
+ * **One writer per file in this process.** The connection is the file's writer thread
+ * (sqliteWriter.ts), shared by every layer over the file (sqliteEngine.ts): one queue, one
+ * transaction at a time, taken through the client's connection permit; SQLite's own busy wait
+ * (in the writer thread) is only ever against other processes.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -95,51 +92,12 @@ type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A,
 /** The statements of the shared transaction, prepared once each (from the connection's statement cache). */
 const exec = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
 
-/**
- * The process's write lock of each SQLite file a client is registered for (see
- * {@link registerFile}), with how many clients hold it: the entry goes with the last of them.
- */
-const fileLocks = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
-const lockOfClient = new WeakMap<SqlClient.SqlClient, Effect.Semaphore>()
-
-/**
- * Registers `sql` as a connection to `file` (an absolute path) for the scope: it shares the
- * file's write lock with every other client of the file in this process.
- */
-export const registerFile = (sql: SqlClient.SqlClient, file: string): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      let entry = fileLocks.get(file)
-      if (entry === undefined) {
-        entry = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
-        fileLocks.set(file, entry)
-      }
-      entry.users++
-      lockOfClient.set(sql, entry.lock)
-      return entry
-    }),
-    (entry) =>
-      Effect.sync(() => {
-        lockOfClient.delete(sql)
-        if (--entry.users === 0 && fileLocks.get(file) === entry) fileLocks.delete(file)
-      })
-  )
-
-/** The files with a write lock in this process (for tests: the locks are bounded by the open clients). */
-export const lockedFiles = (): ReadonlyArray<string> => [...fileLocks.keys()]
-
-/** Runs `effect` holding the write lock of `sql`'s file in this process (none registered: as it is). */
-export const writeLock = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const lock = lockOfClient.get(sql)
-  return lock === undefined ? effect : lock.withPermits(1)(effect)
-}
-
 const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
   const queue: Array<Job> = []
   let leading = false
 
   const runBatch = (batch: ReadonlyArray<Job>): Effect.Effect<void> =>
-    writeLock(sql, Effect.gen(function*() {
+    Effect.gen(function*() {
       const scope = yield* Scope.make()
       const opened = yield* Effect.exit(Effect.tap(Scope.extend(sql.reserve, scope), (conn) => exec(conn, "BEGIN IMMEDIATE")))
       if (Exit.isFailure(opened)) {
@@ -170,7 +128,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
       if (Exit.isFailure(outcome)) yield* Effect.ignore(exec(conn, "ROLLBACK"))
       yield* Scope.close(scope, Exit.void)
       for (const job of waiting) job.committed.set(outcome)
-    })).pipe(
+    }).pipe(
       // Nothing above should fail; should it die, no writer is left waiting.
       Effect.catchAllCause((cause) =>
         Effect.sync(() => {
@@ -238,7 +196,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
         ? single(effect)
         : fiber.getFiberRef(groupCommitEnabled)
         ? grouped(effect)
-        : writeLock(sql, single(effect))
+        : single(effect)
     )
 }
 

@@ -1,0 +1,149 @@
+/**
+ * The SQLite writer thread: a `worker_threads` Worker that owns the write connection to one
+ * database file and runs, synchronously, what the main thread sends it (see sqliteWriter.ts).
+ * Every commit, fsync and WAL checkpoint runs here, never on the thread that answers reads and
+ * requests. Messages are plain data both ways (see `Request` and `Reply` in sqliteProtocol.ts).
+ *
+ * Checkpoints: SQLite's automatic checkpoint runs inside the commit that crosses
+ * `wal_autocheckpoint` pages; here the WAL is given more room and, when the thread has had
+ * nothing to do for a moment after a commit, a passive checkpoint copies the WAL back while
+ * nobody waits for it — so pages written by a burst are copied once, after it.
+ */
+import Sqlite from "better-sqlite3"
+import { parentPort, workerData } from "node:worker_threads"
+import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
+
+/** Prepared statements kept (the store's statement texts are a few hundred at most). */
+const maxPrepared = 512
+/** Idle time after a commit before the passive checkpoint, in milliseconds. */
+const idleCheckpoint = 200
+
+const options = workerData as WorkerOptions
+const port = parentPort!
+
+const db = new Sqlite(options.filename)
+if (options.memory !== true) db.pragma("journal_mode = WAL")
+db.pragma(`busy_timeout = ${options.busyTimeout}`)
+db.pragma(`synchronous = ${options.synchronous}`)
+// 64 MiB of page cache: the indexes of a million messages stay in memory.
+db.pragma("cache_size = -65536")
+db.pragma(`wal_autocheckpoint = ${options.walAutocheckpoint}`)
+
+const prepared = new Map<string, Sqlite.Statement>()
+const prepare = (text: string): Sqlite.Statement => {
+  let statement = prepared.get(text)
+  if (statement === undefined) {
+    statement = db.prepare(text)
+    if (prepared.size >= maxPrepared) prepared.delete(prepared.keys().next().value!)
+    prepared.set(text, statement)
+  }
+  return statement
+}
+
+let checkpointTimer: ReturnType<typeof setTimeout> | undefined
+const checkpointWhenIdle = () => {
+  if (options.memory === true || db.inTransaction) return
+  if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
+  checkpointTimer = setTimeout(() => {
+    checkpointTimer = undefined
+    if (db.open && !db.inTransaction) {
+      try {
+        db.pragma("wal_checkpoint(PASSIVE)")
+      } catch {
+        // A busy reader or writer elsewhere: the next idle moment or the automatic checkpoint does it.
+      }
+    }
+  }, idleCheckpoint)
+  checkpointTimer.unref()
+}
+
+const failure = (id: number, cause: unknown, prepare: boolean): Reply => ({
+  id,
+  error: {
+    message: cause instanceof Error ? cause.message : String(cause),
+    code: typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined,
+    prepare
+  }
+})
+
+/** Runs one statement: its rows (a reader), the run's result (`raw`), rows as arrays (`values`), or nothing. */
+const run = (request: Extract<Request, { op: "run" }>): Reply => {
+  let statement: Sqlite.Statement
+  try {
+    statement = request.unprepared ? db.prepare(request.text) : prepare(request.text)
+  } catch (cause) {
+    return failure(request.id, cause, true)
+  }
+  try {
+    if (statement.reader) {
+      statement.safeIntegers(request.safe)
+      if (request.mode === "values") {
+        statement.raw(true)
+        try {
+          return { id: request.id, rows: statement.all(...request.params) }
+        } finally {
+          statement.raw(false)
+        }
+      }
+      return { id: request.id, rows: statement.all(...request.params) }
+    }
+    const result = statement.run(...request.params)
+    return { id: request.id, rows: request.mode === "raw" ? result : [] }
+  } catch (cause) {
+    return failure(request.id, cause, false)
+  }
+}
+
+const handle = async (request: Request): Promise<Reply> => {
+  switch (request.op) {
+    case "run": {
+      const reply = run(request)
+      if (!db.inTransaction) checkpointWhenIdle()
+      return reply
+    }
+    case "export":
+      try {
+        return { id: request.id, rows: db.serialize() }
+      } catch (cause) {
+        return failure(request.id, cause, false)
+      }
+    case "backup":
+      try {
+        await db.backup(request.destination)
+        return { id: request.id, rows: [] }
+      } catch (cause) {
+        return failure(request.id, cause, false)
+      }
+    case "loadExtension":
+      try {
+        db.loadExtension(request.path)
+        prepared.clear()
+        return { id: request.id, rows: [] }
+      } catch (cause) {
+        return failure(request.id, cause, false)
+      }
+    case "crash":
+      return { id: request.id, rows: [] }
+    case "close":
+      if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
+      db.close()
+      return { id: request.id, rows: [] }
+  }
+}
+
+port.on("message", (request: Request) => {
+  if (request.op === "run") {
+    // The hot path stays synchronous: one message in, one out, nothing awaited.
+    const reply = run(request)
+    if (!db.inTransaction) checkpointWhenIdle()
+    port.postMessage(reply)
+    return
+  }
+  // For the supervision tests: the thread dies as a bug in it would.
+  if (request.op === "crash") throw new Error("the SQLite writer thread was told to crash")
+  void handle(request).then((reply) => {
+    port.postMessage(reply)
+    if (request.op === "close") port.close()
+  })
+})
+port.postMessage({ id: 0, rows: [] } satisfies Reply)

@@ -1,0 +1,144 @@
+/**
+ * The SQLite writer thread (internal/sqliteWriter.ts, sqliteEngine.ts): every write runs on a
+ * `worker_threads` Worker, so this thread goes on while a write runs; a read after an
+ * acknowledged write sees it; a thread that dies fails what it had not answered with a typed
+ * error, is logged and started again; one that keeps dying stops, and writes fail at once.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
+import * as path from "node:path"
+import { makeDb } from "../src/internal/db.js"
+import * as SqliteEngine from "../src/internal/sqliteEngine.js"
+import { maxRestarts, SqliteWriterStopped } from "../src/internal/sqliteWriter.js"
+import { tempDir } from "./helpers.js"
+
+const open = (synchronous = "NORMAL") =>
+  Effect.gen(function*() {
+    const filename = path.join(yield* tempDir, "writer.db")
+    const engine = yield* SqliteEngine.make({ filename, busyTimeout: 5000, synchronous })
+    const db = makeDb(engine.client)
+    yield* db.run`CREATE TABLE t (k TEXT PRIMARY KEY)`
+    return { engine, db }
+  })
+
+/** Whether `exit` failed with the writer thread's typed error. */
+const stopped = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe((e) =>
+    e._tag === "Some" && e.value instanceof SqlError && e.value.cause instanceof SqliteWriterStopped
+  )
+
+describe("SQLite writer thread", () => {
+  it.scoped("a write runs on the writer thread: this thread answers a read while a long write is still running", () =>
+    Effect.gen(function*() {
+      const { db } = yield* open("FULL")
+      yield* db.run`INSERT INTO t (k) VALUES ('before')`
+      // A write the writer thread is busy with for a while (a few million rows generated and summed).
+      const started = yield* Deferred.make<void>()
+      const long = yield* Effect.fork(db.transaction(Effect.zipRight(
+        Deferred.succeed(started, undefined),
+        db.run`INSERT INTO t (k)
+        SELECT 'long-' || sum(x) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT x FROM c)`
+      )))
+      // Once the long statement is under way (on this thread it would run to its end before anything else ran):
+      yield* Deferred.await(started)
+      // On this thread, meanwhile: the read connection answers with what was committed before.
+      const during = yield* db.run`SELECT k FROM t ORDER BY k`
+      const stillRunning = (yield* Fiber.poll(long))._tag === "None"
+      yield* Fiber.join(long)
+      assert.deepStrictEqual(during, [{ k: "before" }])
+      assert.isTrue(stillRunning, "the read was answered before the write finished")
+      assert.strictEqual((yield* db.run`SELECT count(*) AS n FROM t`)[0]?.["n"], 2)
+    }))
+
+  it.scoped("the writer's connection is another thread's: PRAGMAs say WAL, the synchronous setting asked for, the busy timeout", () =>
+    Effect.gen(function*() {
+      const { engine } = yield* open("FULL")
+      const sql = engine.client
+      assert.deepStrictEqual(yield* sql.unsafe("PRAGMA journal_mode"), [{ journal_mode: "wal" }])
+      assert.deepStrictEqual(yield* sql.unsafe("PRAGMA synchronous"), [{ synchronous: 2 }])
+      assert.deepStrictEqual(yield* sql.unsafe("PRAGMA busy_timeout"), [{ timeout: 5000 }])
+      assert.strictEqual(engine.writer.starts(), 1)
+    }))
+
+  it.scoped("every acknowledged write is seen by the next read on the read connection", () =>
+    Effect.gen(function*() {
+      const { db } = yield* open()
+      const seen = yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => `k${i}`), (k) =>
+        Effect.zipRight(
+          db.transaction(db.run`INSERT INTO t (k) VALUES (${k})`),
+          Effect.map(db.run`SELECT k FROM t WHERE k = ${k}`, (rows) => rows.length === 1)
+        ), { concurrency: 16 })
+      assert.isTrue(seen.every((s) => s))
+    }))
+
+  it.scoped("the thread dies: the transaction it held fails typed and is rolled back, a log line says so, the next write runs on a new thread", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ message }) => {
+        lines.push(String(Array.isArray(message) ? message[0] : message))
+      })
+      const { db, engine } = yield* open().pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const inside = yield* Deferred.make<void>()
+      const crashed = yield* Deferred.make<void>()
+      const held = yield* Effect.fork(Effect.exit(db.transaction(Effect.gen(function*() {
+        yield* db.run`INSERT INTO t (k) VALUES ('lost')`
+        yield* Deferred.succeed(inside, undefined)
+        yield* Deferred.await(crashed)
+        yield* db.run`INSERT INTO t (k) VALUES ('lost-too')`
+      }))))
+      yield* Deferred.await(inside)
+      yield* engine.writer.crash
+      yield* Deferred.succeed(crashed, undefined)
+      const exit = yield* Fiber.join(held)
+      assert.isTrue(stopped(exit), `typed failure, got ${String(exit)}`)
+      // A new thread, and the writes go on.
+      yield* db.transaction(db.run`INSERT INTO t (k) VALUES ('after')`)
+      assert.strictEqual(engine.writer.starts(), 2)
+      assert.deepStrictEqual(yield* db.run`SELECT k FROM t ORDER BY k`, [{ k: "after" }])
+      yield* Effect.promise(async () => {
+        while (!lines.some((l) => l.includes("started again"))) await new Promise((r) => setTimeout(r, 5))
+      })
+      assert.isTrue(lines.some((l) => l.includes("SQLite writer thread") && l.includes("died")))
+    }))
+
+  it.scoped(`a thread that dies ${maxRestarts} times within a minute is not started again: every write fails at once, typed`, () =>
+    Effect.gen(function*() {
+      const { db, engine } = yield* open().pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none)))
+      for (let i = 0; i < maxRestarts; i++) {
+        yield* engine.writer.crash
+        // Each new thread must be up (it answers) before it is crashed again.
+        if (i < maxRestarts - 1) yield* Effect.exit(engine.client.unsafe("SELECT 1"))
+      }
+      const exit = yield* Effect.exit(db.transaction(db.run`INSERT INTO t (k) VALUES ('never')`))
+      assert.isTrue(stopped(exit))
+      const outside = yield* Effect.exit(engine.client.unsafe("INSERT INTO t (k) VALUES ('never')"))
+      assert.isTrue(stopped(outside))
+      assert.strictEqual(engine.writer.starts(), maxRestarts)
+    }))
+
+  it.scoped("a database that cannot be opened fails the engine with a typed error; no thread is left running", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const exit = yield* Effect.exit(Effect.scoped(
+        SqliteEngine.make({ filename: path.join(dir, "missing", "x.db"), busyTimeout: 0, synchronous: "NORMAL" })
+      ))
+      assert.isTrue(Exit.isFailure(exit) && Cause.failureOption(exit.cause)._tag === "Some")
+      assert.deepStrictEqual(SqliteEngine.openFiles().filter((f) => f.startsWith(dir)), [])
+    }))
+
+  it.scoped("two layers over one file share its writer thread and its SqlClient", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "shared.db")
+      const one = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
+      const two = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
+      assert.strictEqual(one.writer, two.writer)
+      assert.strictEqual<SqlClient.SqlClient>(one.client, two.client)
+    }))
+})
