@@ -41,7 +41,8 @@ export const layerClient = (
         busyTimeout: Math.max(0, Math.round(options.busy_timeout ?? defaults.busy_timeout)),
         synchronous: (options.synchronous ?? defaults.synchronous).toUpperCase()
       }),
-      (engine) => Context.omit(SqliteEngine.SqliteEngine)(SqliteEngine.context(engine))
+      // The engine service (internal) goes along for the stores built over this client.
+      (engine) => SqliteEngine.context(engine) as Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient>
     )
   ).pipe(
     Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))

@@ -15,7 +15,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
-import { makeDb } from "../src/internal/db.js"
+import { dbOf } from "../src/internal/db.js"
 import { groupCommitEnabled, maxBatch } from "../src/internal/groupCommit.js"
 import { openFiles } from "../src/internal/sqliteEngine.js"
 import * as Sqlite from "../src/Sqlite.js"
@@ -24,8 +24,7 @@ import { tempDir } from "./helpers.js"
 /** A database file with a table `t(k)`: the writer's `Db`, and a second connection to read what is committed. */
 const setup = Effect.gen(function*() {
   const filename = path.join(yield* tempDir, "group.db")
-  const sql = yield* Effect.map(Layer.build(Sqlite.layerClient({ filename })), Context.get(SqlClient.SqlClient))
-  const db = makeDb(sql)
+  const db = yield* Effect.provide(dbOf, yield* Layer.build(Sqlite.layerClient({ filename })))
   yield* db.run`CREATE TABLE t (k TEXT PRIMARY KEY)`
   const reader = yield* Effect.map(Layer.build(SqliteClient.layer({ filename })), Context.get(SqlClient.SqlClient))
   /** Whether the other connection sees `k` committed. */

@@ -23,7 +23,7 @@ const open = (synchronous = "NORMAL") =>
   Effect.gen(function*() {
     const filename = path.join(yield* tempDir, "writer.db")
     const engine = yield* SqliteEngine.make({ filename, busyTimeout: 5000, synchronous })
-    const db = makeDb(engine.client)
+    const db = makeDb(engine.client, engine.engine)
     yield* db.run`CREATE TABLE t (k TEXT PRIMARY KEY)`
     return { engine, db }
   })

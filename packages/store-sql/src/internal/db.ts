@@ -12,15 +12,15 @@ import * as Option from "effect/Option"
 import type { ColumnType, Dialect } from "./dialect.js"
 import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
-import { clientFor } from "./readConnection.js"
-import { compile, Fragment, type Param, type Scalar } from "./statement.js"
+import { type EngineShape, type Procedure, SqlEngine } from "./engine.js"
+import { groupCommit } from "./groupCommit.js"
+import * as pgEngine from "./pgEngine.js"
+import { compile, Fragment, type Param, type Row, type Scalar } from "./statement.js"
 import { escalate, gated, optimisticRead } from "./unitState.js"
 
 export type { ColumnType, Dialect } from "./dialect.js"
 export { isRetryable } from "./dialect/pg.js"
-export type { Param, Scalar } from "./statement.js"
-
-export type Row = { readonly [column: string]: unknown }
+export type { Param, Row, Scalar } from "./statement.js"
 
 export interface Db {
   readonly dialect: Dialect
@@ -37,6 +37,12 @@ export interface Db {
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
   /**
+   * A write body as one call to the engine (see `EngineShape.call`), outside any transaction:
+   * true once written, false when what it read has moved. Undefined where the engine has none
+   * (a SQLite client not built by this package's layer): units of work then run locked.
+   */
+  readonly call: ((name: Procedure, argument: object) => Effect.Effect<boolean, SqlError>) | undefined
+  /**
    * Runs `statement` over `rows` passed in bulk as the table `k` (see `Dialect.rowsTables`: one
    * statement on PostgreSQL, a few on SQLite); returns every row it returns.
    */
@@ -51,7 +57,22 @@ export interface Db {
 export const dialectOf = (sql: SqlClient.SqlClient): Dialect =>
   sql.onDialectOrElse({ orElse: () => sqlite, pg: () => pg })
 
-export const makeDb = (sql: SqlClient.SqlClient): Db => {
+/**
+ * The engine of a client that came without one: PostgreSQL's is all in the client; a SQLite
+ * client built elsewhere (not by `layerClient`) gets group commit, and no read connection nor
+ * writer thread.
+ */
+const engineWithout = (sql: SqlClient.SqlClient): EngineShape =>
+  dialectOf(sql).name === "pg" ? pgEngine.make(sql) : { client: sql, transaction: groupCommit(sql), clientFor: () => sql, call: undefined }
+
+/** The `Db` over the `SqlClient` in context, with the engine its layer provided (see engine.ts). */
+export const dbOf: Effect.Effect<Db, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const engine = yield* Effect.serviceOption(SqlEngine)
+  return makeDb(sql, Option.isSome(engine) && engine.value.client === sql ? engine.value : undefined)
+})
+
+export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWithout(sql)): Db => {
   const dialect = dialectOf(sql)
   // Inside a transaction a statement runs on the transaction's connection directly: @effect/sql's
   // statement layer (a span and the connection's acquirer per statement, about four times the
@@ -59,7 +80,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
-  const clientOf = clientFor(sql)
+  const clientOf = engine.clientFor
   const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
   const query = (statement: Fragment) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
@@ -71,10 +92,11 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
       return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
     })
-  const transaction = dialect.transaction(sql)
+  const transaction = engine.transaction
   return withQuery({
     dialect,
     sql,
+    call: engine.call,
     transaction: (effect) =>
       Effect.withFiberRuntime((fiber) => {
         const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
@@ -87,7 +109,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
 
 /** A Db whose statements all run through `query` (`run` and `bulk` included). */
 export const withQuery = (
-  db: Pick<Db, "dialect" | "sql" | "transaction">,
+  db: Pick<Db, "dialect" | "sql" | "transaction" | "call">,
   query: Db["query"]
 ): Db => {
   const bulk: Db["bulk"] = (columns, rows, statement) => {
@@ -99,7 +121,7 @@ export const withQuery = (
       : Effect.map(Effect.forEach(tables, (k) => query(statement(k))), (results) => results.flat())
   }
   const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
-  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, query, run, bulk }
+  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, query, run, bulk }
 }
 
 /** A short, secret-free description of a driver failure. */

@@ -208,18 +208,35 @@ const brokenBy = (exit: Exit.Exit<void, SqlError>): Finished =>
       : new SqlError({ cause: Cause.squash(exit.cause), message: "a savepoint of the shared transaction failed" })
   }
 
-/** One queue per connection: every store over the same `SqlClient` joins the same batches. */
-const ofClient = new WeakMap<SqlClient.SqlClient, Transaction>()
+/**
+ * A write transaction that takes the write lock up front (`BEGIN IMMEDIATE`), so two processes
+ * never deadlock upgrading a read lock.
+ */
+export const immediate = (client: SqlClient.SqlClient): Transaction => {
+  const run = SqlClient.makeWithTransaction({
+    transactionTag: SqlClient.TransactionConnection,
+    spanAttributes: [["db.system.name", "sqlite"]],
+    acquireConnection: Effect.flatMap(
+      Scope.make(),
+      (scope) => Effect.map(Scope.extend(client.reserve, scope), (conn) => [scope, conn] as const)
+    ),
+    begin: (conn) => Effect.asVoid(conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined)),
+    savepoint: (conn, id) => Effect.asVoid(conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined)),
+    commit: (conn) => Effect.asVoid(conn.executeUnprepared("COMMIT", [], undefined)),
+    rollback: (conn) => Effect.asVoid(conn.executeUnprepared("ROLLBACK", [], undefined)),
+    rollbackSavepoint: (conn, id) =>
+      Effect.asVoid(conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined))
+  })
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    run(effect).pipe(
+      Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none())
+    )
+}
 
 /**
- * The write transaction of a SQLite `SqlClient` with group commit; `single` runs one write as
- * its own transaction (used inside a transaction, where it nests as a savepoint, and when
- * {@link groupCommitEnabled} is false).
+ * The write transaction of a SQLite `SqlClient` with group commit: one queue, held by the
+ * engine of the client (sqliteEngine.ts), which every store over it shares. A write inside a
+ * transaction nests as a savepoint of it; with {@link groupCommitEnabled} false each write is its
+ * own `BEGIN IMMEDIATE … COMMIT`.
  */
-export const groupCommit = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
-  const known = ofClient.get(sql)
-  if (known !== undefined) return known
-  const made = make(sql, single)
-  ofClient.set(sql, made)
-  return made
-}
+export const groupCommit = (sql: SqlClient.SqlClient): Transaction => make(sql, immediate(sql))

@@ -3,7 +3,9 @@
  * with the `SqlClient` over it, and the main thread's read-only connection
  * (readConnection.ts). One engine per file per process: layers over the same file share it
  * (the file's one write connection, so one group commit queue and one transaction at a time),
- * and it closes with the last of them.
+ * and it closes with the last of them. As an `SqlEngine` (engine.ts): group commit on the
+ * writer, reads outside transactions on the read connection, and the write bodies of units
+ * of work and context batches as one call to the writer thread (sqliteProcedures.ts).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -15,7 +17,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
-import { registerReader } from "./readConnection.js"
+import { type EngineShape, SqlEngine } from "./engine.js"
+import { groupCommit } from "./groupCommit.js"
+import { router } from "./readConnection.js"
 import * as sqliteClient from "./sqliteClient.js"
 import * as sqliteWriter from "./sqliteWriter.js"
 
@@ -41,6 +45,8 @@ export interface SqliteEngineShape {
   readonly client: SqliteClient.SqliteClient
   /** The read-only connection on this thread; none for a database in memory. */
   readonly reader: SqlClient.SqlClient | undefined
+  /** The engine the stores over `client` use. */
+  readonly engine: EngineShape
 }
 
 export class SqliteEngine extends Context.Tag("@deixis/store-sql/internal/SqliteEngine")<SqliteEngine, SqliteEngineShape>() {}
@@ -66,10 +72,15 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       yield* Effect.all([read.unsafe(`PRAGMA busy_timeout = ${options.busyTimeout}`), read.unsafe(`PRAGMA cache_size = -65536`)], {
         discard: true
       })
-      registerReader(client, read)
       reader = read
     }
-    return { filename: options.filename, writer, client, reader }
+    const engine: EngineShape = {
+      client,
+      transaction: groupCommit(client),
+      clientFor: reader === undefined ? () => client : router(client, reader),
+      call: (name, argument) => writer.call(name, JSON.stringify(argument))
+    }
+    return { filename: options.filename, writer, client, reader, engine }
   }).pipe(Effect.provide(Reactivity.layer))
 
 interface Shared {
@@ -115,8 +126,9 @@ export const make = (options: EngineOptions): Effect.Effect<SqliteEngineShape, S
 /** The engine's clients as a context: `SqlClient` and `SqliteClient` (the same write client), and the engine. */
 export const context = (
   engine: SqliteEngineShape
-): Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient | SqliteEngine> =>
+): Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient | SqliteEngine | SqlEngine> =>
   Context.make(SqliteEngine, engine).pipe(
+    Context.add(SqlEngine, engine.engine),
     Context.add(SqliteClient.SqliteClient, engine.client),
     Context.add(SqlClient.SqlClient, engine.client)
   )

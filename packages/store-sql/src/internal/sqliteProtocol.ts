@@ -28,6 +28,13 @@ export type Request =
     /** Integers as bigints (`SqlClient.SafeIntegers`). */
     readonly safe: boolean
   }
+  | {
+    /** A write body of the thread (sqliteProcedures.ts) over its JSON argument, group-committed by the thread. */
+    readonly op: "call"
+    readonly id: number
+    readonly name: "apply" | "unit"
+    readonly argument: string
+  }
   | { readonly op: "export"; readonly id: number }
   | { readonly op: "backup"; readonly id: number; readonly destination: string }
   | { readonly op: "loadExtension"; readonly id: number; readonly path: string }

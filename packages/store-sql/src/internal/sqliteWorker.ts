@@ -8,15 +8,25 @@
  * `wal_autocheckpoint` pages; here the WAL is given more room and, when the thread has had
  * nothing to do for a moment after a commit, a passive checkpoint copies the WAL back while
  * nobody waits for it — so pages written by a burst are copied once, after it.
+ *
+ * Group commit of the write bodies (`call`, sqliteProcedures.ts): the calls that arrive
+ * together — every message already queued when the thread picks up the first — run in one
+ * `BEGIN IMMEDIATE … COMMIT`, each in a savepoint of its own (a failing call fails alone), and
+ * are answered after that `COMMIT`. A statement sent by the main thread (its own transactions,
+ * `group commit` there, migrations) first commits the calls' batch; calls that arrive while the
+ * main thread holds a transaction wait for its end.
  */
 import Sqlite from "better-sqlite3"
 import { parentPort, workerData } from "node:worker_threads"
+import * as procedures from "./sqliteProcedures.js"
 import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
 
 /** Prepared statements kept (the store's statement texts are a few hundred at most). */
 const maxPrepared = 512
 /** Idle time after a commit before the passive checkpoint, in milliseconds. */
 const idleCheckpoint = 200
+/** The most calls one of the thread's transactions takes. */
+const maxCalls = 256
 
 const options = workerData as WorkerOptions
 const port = parentPort!
@@ -96,11 +106,10 @@ const run = (request: Extract<Request, { op: "run" }>): Reply => {
 
 const handle = async (request: Request): Promise<Reply> => {
   switch (request.op) {
-    case "run": {
-      const reply = run(request)
-      if (!db.inTransaction) checkpointWhenIdle()
-      return reply
-    }
+    case "run":
+    case "call":
+      // Handled as they arrive (see the message handler).
+      return { id: request.id, rows: [] }
     case "export":
       try {
         return { id: request.id, rows: db.serialize() }
@@ -131,12 +140,99 @@ const handle = async (request: Request): Promise<Reply> => {
   }
 }
 
+const call = procedures.make(db)
+const control = (text: string) => {
+  const statement = db.prepare(text)
+  return () => statement.run()
+}
+const begin = control("BEGIN IMMEDIATE")
+const commit = control("COMMIT")
+const rollback = control("ROLLBACK")
+const savepoint = control("SAVEPOINT deixis_call")
+const release = control("RELEASE deixis_call")
+const rollbackTo = control("ROLLBACK TO deixis_call")
+
+/** The calls of the thread's open transaction, answered after its COMMIT. */
+let batch: Array<Reply> | undefined
+/** Calls that arrived while the main thread held a transaction. */
+const waiting: Array<Extract<Request, { op: "call" }>> = []
+let flushing = false
+
+const flush = () => {
+  flushing = false
+  if (batch === undefined) return
+  const held = batch
+  batch = undefined
+  try {
+    commit()
+    for (const reply of held) port.postMessage(reply)
+  } catch (cause) {
+    try {
+      if (db.inTransaction) rollback()
+    } catch {
+      // The connection rolled back already.
+    }
+    for (const reply of held) port.postMessage(reply.error === undefined ? failure(reply.id, cause, false) : reply)
+  }
+  checkpointWhenIdle()
+}
+
+const runCall = (request: Extract<Request, { op: "call" }>) => {
+  if (batch === undefined && db.inTransaction) {
+    waiting.push(request)
+    return
+  }
+  try {
+    if (batch === undefined) {
+      begin()
+      batch = []
+    }
+    savepoint()
+  } catch (cause) {
+    port.postMessage(failure(request.id, cause, false))
+    return
+  }
+  try {
+    const ok = call(request.name, JSON.parse(request.argument))
+    release()
+    batch.push({ id: request.id, rows: ok })
+  } catch (cause) {
+    try {
+      rollbackTo()
+      release()
+    } catch {
+      // Handled below: the transaction is gone.
+    }
+    port.postMessage(failure(request.id, cause, false))
+    if (!db.inTransaction) {
+      // SQLite dropped the whole transaction (a full disk, an I/O error): the calls before this
+      // one went with it.
+      const lost = batch
+      batch = undefined
+      for (const reply of lost) port.postMessage(failure(reply.id, cause, false))
+      return
+    }
+  }
+  if (batch.length >= maxCalls) flush()
+  else if (!flushing) {
+    flushing = true
+    // After every message already queued: they join this transaction.
+    setImmediate(flush)
+  }
+}
+
 port.on("message", (request: Request) => {
+  if (request.op === "call") return runCall(request)
+  if (batch !== undefined) flush()
   if (request.op === "run") {
     // The hot path stays synchronous: one message in, one out, nothing awaited.
     const reply = run(request)
-    if (!db.inTransaction) checkpointWhenIdle()
     port.postMessage(reply)
+    if (!db.inTransaction) {
+      checkpointWhenIdle()
+      // The main thread's transaction is over: the calls that waited for it run now.
+      if (waiting.length > 0) for (const waited of waiting.splice(0)) runCall(waited)
+    }
     return
   }
   // For the supervision tests: the thread dies as a bug in it would.

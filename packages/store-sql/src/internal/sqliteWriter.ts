@@ -83,6 +83,12 @@ interface Thread {
 
 /** The writer thread of one database, as a connection. */
 export interface Writer extends SqliteConnection {
+  /**
+   * Runs a write body of the thread (sqliteProcedures.ts) over `argument` (JSON text), in the
+   * thread's own group commit: true once committed, false when what it checks had moved
+   * (nothing written).
+   */
+  readonly call: (name: "apply" | "unit", argument: string) => Effect.Effect<boolean, SqlError>
   /** Kills the thread as a bug in it would (tests of the supervision). */
   readonly crash: Effect.Effect<void>
   /** How many times the thread was started (1 until it dies). */
@@ -255,6 +261,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       export: Effect.map(send((id) => ({ op: "export", id })), (bytes) => bytes as Uint8Array),
       backup: (destination: string) => Effect.asVoid(send((id) => ({ op: "backup", id, destination }))),
       loadExtension: (path: string) => Effect.asVoid(send((id) => ({ op: "loadExtension", id, path }))),
+      call: (name, argument) => Effect.map(send((id) => ({ op: "call", id, name, argument })), (ok) => ok === true),
       crash: Effect.asVoid(Effect.either(send((id) => ({ op: "crash", id })))),
       starts: () => generation
     }

@@ -11,6 +11,9 @@
 /** A scalar bound to a placeholder. */
 export type Scalar = string | number | null
 
+/** A row as the drivers return it. */
+export type Row = { readonly [column: string]: unknown }
+
 /** A value bound to a placeholder: what both drivers accept (arrays on PostgreSQL only). */
 export type Param = Scalar | ReadonlyArray<Scalar>
 
