@@ -32,10 +32,10 @@ export interface EngineOptions {
 }
 
 /**
- * WAL pages before SQLite checkpoints inside a commit (its default is 1,000): the writer thread
- * checkpoints when idle (sqliteWorker.ts), so a burst's pages are copied back once, after it.
+ * WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts; SQLite's
+ * automatic checkpoint defaults to 1,000 and then runs after every commit): 16 MiB of 4 KiB pages.
  */
-export const walAutocheckpoint = 4000
+export const checkpointFrames = 4000
 
 /** The engine of one file (internal: tests reach the writer thread through it). */
 export interface SqliteEngineShape {
@@ -62,7 +62,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       memory,
       busyTimeout: options.busyTimeout,
       synchronous: options.synchronous,
-      walAutocheckpoint
+      checkpointFrames
     })
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined

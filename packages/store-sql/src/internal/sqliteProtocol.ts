@@ -11,8 +11,8 @@ export interface WorkerOptions {
   readonly busyTimeout: number
   /** `NORMAL` or `FULL`. */
   readonly synchronous: string
-  /** `PRAGMA wal_autocheckpoint`, in pages. */
-  readonly walAutocheckpoint: number
+  /** WAL frames written between two of the thread's checkpoints (see sqliteWorker.ts). */
+  readonly checkpointFrames: number
 }
 
 export type Request =

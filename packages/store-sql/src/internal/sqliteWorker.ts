@@ -4,10 +4,15 @@
  * Every commit, fsync and WAL checkpoint runs here, never on the thread that answers reads and
  * requests. Messages are plain data both ways (see `Request` and `Reply` in sqliteProtocol.ts).
  *
- * Checkpoints: SQLite's automatic checkpoint runs inside the commit that crosses
- * `wal_autocheckpoint` pages; here the WAL is given more room and, when the thread has had
- * nothing to do for a moment after a commit, a passive checkpoint copies the WAL back while
- * nobody waits for it — so pages written by a burst are copied once, after it.
+ * Checkpoints are the thread's own (SQLite's automatic one is off). SQLite's runs after every
+ * commit once the WAL holds `wal_autocheckpoint` frames, and while the main thread reads — it
+ * always does — it cannot finish and reset the WAL, so from then on every commit's pages were
+ * copied to the database at once: each page written twice. Here a passive checkpoint runs once
+ * every `checkpointFrames` frames written (read from the WAL index header in the `-shm` file),
+ * and when the thread has had nothing to do for a moment after a commit — so a page a burst
+ * writes over and over is copied back once. A WAL that grows to four times that because
+ * checkpoints keep meeting readers is checkpointed with RESTART (waiting for the readers of the
+ * moment, on this thread) so it never grows without bound.
  *
  * Group commit of the write bodies (`call`, sqliteProcedures.ts): the calls that arrive
  * together — every message already queued when the thread picks up the first — run in one
@@ -17,6 +22,7 @@
  * main thread holds a transaction wait for its end.
  */
 import Sqlite from "better-sqlite3"
+import * as fs from "node:fs"
 import { parentPort, workerData } from "node:worker_threads"
 import * as procedures from "./sqliteProcedures.js"
 import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
@@ -37,7 +43,11 @@ db.pragma(`busy_timeout = ${options.busyTimeout}`)
 db.pragma(`synchronous = ${options.synchronous}`)
 // 64 MiB of page cache: the indexes of a million messages stay in memory.
 db.pragma("cache_size = -65536")
-db.pragma(`wal_autocheckpoint = ${options.walAutocheckpoint}`)
+// Savepoints (one per write of a group commit) journal the pages they change for their rollback:
+// in memory, not in a temporary file that wrote every changed page a second time.
+db.pragma("temp_store = MEMORY")
+const ownCheckpoints = options.memory !== true
+db.pragma(`wal_autocheckpoint = ${ownCheckpoints ? 0 : options.checkpointFrames}`)
 
 const prepared = new Map<string, Sqlite.Statement>()
 const prepare = (text: string): Sqlite.Statement => {
@@ -50,21 +60,51 @@ const prepare = (text: string): Sqlite.Statement => {
   return statement
 }
 
+/** The WAL's frame count (`mxFrame` of the wal-index header, native byte order), or undefined when it cannot be read. */
+let shm: number | undefined
+const header = Buffer.alloc(20)
+const walFrames = (): number | undefined => {
+  try {
+    shm ??= fs.openSync(`${options.filename}-shm`, "r")
+    if (fs.readSync(shm, header, 0, 20, 0) !== 20 || header[12] === 0) return undefined
+    return header.readUInt32LE(16)
+  } catch {
+    return undefined
+  }
+}
+let checkpointedAt = 0
+
+const checkpoint = (mode: "PASSIVE" | "RESTART") => {
+  try {
+    db.pragma(`wal_checkpoint(${mode})`)
+  } catch {
+    // A reader or a writer elsewhere: the next one does it.
+  }
+  checkpointedAt = walFrames() ?? 0
+}
+
 let checkpointTimer: ReturnType<typeof setTimeout> | undefined
 const checkpointWhenIdle = () => {
   if (options.memory === true || db.inTransaction) return
   if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
   checkpointTimer = setTimeout(() => {
     checkpointTimer = undefined
-    if (db.open && !db.inTransaction) {
-      try {
-        db.pragma("wal_checkpoint(PASSIVE)")
-      } catch {
-        // A busy reader or writer elsewhere: the next idle moment or the automatic checkpoint does it.
-      }
-    }
+    if (db.open && !db.inTransaction) checkpoint("PASSIVE")
   }, idleCheckpoint)
   checkpointTimer.unref()
+}
+
+/** After a commit (or any statement outside a transaction): a checkpoint when the WAL has grown enough, else one when idle. */
+const afterCommit = () => {
+  if (!ownCheckpoints || db.inTransaction) return
+  const frames = walFrames()
+  if (frames !== undefined) {
+    // A WAL that was reset counts from 0 again.
+    const written = frames >= checkpointedAt ? frames - checkpointedAt : frames
+    if (frames >= 4 * options.checkpointFrames) return checkpoint("RESTART")
+    if (written >= options.checkpointFrames) return checkpoint("PASSIVE")
+  }
+  checkpointWhenIdle()
 }
 
 const failure = (id: number, cause: unknown, prepare: boolean): Reply => ({
@@ -135,6 +175,7 @@ const handle = async (request: Request): Promise<Reply> => {
       return { id: request.id, rows: [] }
     case "close":
       if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
+      if (shm !== undefined) fs.closeSync(shm)
       db.close()
       return { id: request.id, rows: [] }
   }
@@ -174,7 +215,7 @@ const flush = () => {
     }
     for (const reply of held) port.postMessage(reply.error === undefined ? failure(reply.id, cause, false) : reply)
   }
-  checkpointWhenIdle()
+  afterCommit()
 }
 
 const runCall = (request: Extract<Request, { op: "call" }>) => {
@@ -229,7 +270,7 @@ port.on("message", (request: Request) => {
     const reply = run(request)
     port.postMessage(reply)
     if (!db.inTransaction) {
-      checkpointWhenIdle()
+      afterCommit()
       // The main thread's transaction is over: the calls that waited for it run now.
       if (waiting.length > 0) for (const waited of waiting.splice(0)) runCall(waited)
     }
