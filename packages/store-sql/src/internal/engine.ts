@@ -10,6 +10,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type { Bodies, InboxBody } from "./inbox.js"
 
 /** A write transaction (see `Db.transaction`). */
 export type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -30,6 +31,12 @@ export interface EngineShape {
    * it read has moved (nothing written). Undefined: the engine cannot, units run locked.
    */
   readonly call: ((name: Procedure, argument: object) => Effect.Effect<boolean, SqlError>) | undefined
+  /**
+   * Runs a write body of the update inbox (inbox.ts) whole, in a transaction of its own (SQLite:
+   * in the writer thread, one message there and back). Undefined: the main thread drives it
+   * statement by statement in a transaction (PostgreSQL).
+   */
+  readonly body: (<N extends InboxBody>(name: N, argument: Bodies[N]["argument"]) => Effect.Effect<Bodies[N]["result"], SqlError>) | undefined
 }
 
 /** The engine of the `SqlClient` in context (internal: provided by the engines' client layers). */

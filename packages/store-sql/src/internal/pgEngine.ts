@@ -28,7 +28,8 @@ export const make = (client: SqlClient.SqlClient): EngineShape => ({
     client.unsafe<{ readonly ok: unknown }>(`SELECT deixis_${name}(CAST($1 AS jsonb)) AS ok`, [JSON.stringify(argument)]).pipe(
       Effect.retry(retry),
       Effect.map((rows) => rows[0]?.ok === true || rows[0]?.ok === "t")
-    )
+    ),
+  body: undefined
 })
 
 /** The engine of the `SqlClient` in context, as a layer. */

@@ -78,7 +78,8 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       client,
       transaction: groupCommit(client),
       clientFor: reader === undefined ? () => client : router(client, reader),
-      call: (name, argument) => writer.call(name, JSON.stringify(argument))
+      call: (name, argument) => Effect.map(writer.call(name, JSON.stringify(argument)), (ok) => ok === true),
+      body: (name, argument) => writer.call(name, JSON.stringify(argument)) as Effect.Effect<any, SqlError>
     }
     return { filename: options.filename, writer, client, reader, engine }
   }).pipe(Effect.provide(Reactivity.layer))

@@ -5,9 +5,13 @@
  * (plain data, built by contextWrite.ts and historyStore.ts from what the main thread read on
  * its read connection and reduced): each first checks that what was read has not moved — a
  * chat's revision, a history counter — and then writes, or writes nothing and answers false
- * (the caller reads and reduces again).
+ * (the caller reads and reduces again). The update inbox's bodies (inbox.ts) run here whole,
+ * each statement they yield on the thread's prepared statements.
  */
 import type Sqlite from "better-sqlite3"
+import { sqlite } from "./dialect/sqlite.js"
+import { type Body, bodies, type InboxBody } from "./inbox.js"
+import { compile, type Row } from "./statement.js"
 
 type Rows = ReadonlyArray<Record<string, unknown>>
 
@@ -41,10 +45,16 @@ export interface UnitArgument {
 }
 
 /** The procedures a caller may name. */
-export type Procedure = "apply" | "unit"
+export type Procedure = "apply" | "unit" | InboxBody
 
-/** The procedures over `db`, their statements prepared on first use (the tables exist once migrated). */
-export const make = (db: Sqlite.Database): ((name: Procedure, argument: unknown) => boolean) => {
+/**
+ * The procedures over `db`, their statements prepared on first use (the tables exist once
+ * migrated); `prepared` gives the thread's cached statement of a text.
+ */
+export const make = (
+  db: Sqlite.Database,
+  prepared: (text: string) => Sqlite.Statement
+): ((name: Procedure, argument: unknown) => unknown) => {
   let s: ReturnType<typeof prepare> | undefined
   const prepare = () => ({
     chat: db.prepare("INSERT INTO deixis_chats (chat_id, next_seq, created_at) VALUES (?, 1, ?) ON CONFLICT (chat_id) DO NOTHING"),
@@ -145,5 +155,28 @@ export const make = (db: Sqlite.Database): ((name: Procedure, argument: unknown)
     return true
   }
 
-  return (name, argument) => (name === "apply" ? apply(argument as ApplyArgument) : unit(argument as UnitArgument))
+  /** A body run to its end: each statement it yields run here, its rows given back. */
+  const runBody = <A>(body: Body<A>): A => {
+    let next = body.next()
+    while (!next.done) {
+      const { params, text } = compile(sqlite, next.value)
+      const statement = prepared(text)
+      let rows: ReadonlyArray<Row> = []
+      if (statement.reader) rows = statement.all(...params) as ReadonlyArray<Row>
+      else statement.run(...params)
+      next = body.next(rows)
+    }
+    return next.value
+  }
+
+  return (name, argument) => {
+    switch (name) {
+      case "apply":
+        return apply(argument as ApplyArgument)
+      case "unit":
+        return unit(argument as UnitArgument)
+      default:
+        return runBody<unknown>(bodies[name](sqlite, argument))
+    }
+  }
 }

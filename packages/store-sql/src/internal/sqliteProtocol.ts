@@ -3,6 +3,8 @@
  * data, copied by `postMessage`, answered in the order sent.
  */
 
+import type { Procedure } from "./sqliteProcedures.js"
+
 /** What the writer thread is started with. */
 export interface WorkerOptions {
   readonly filename: string
@@ -32,7 +34,7 @@ export type Request =
     /** A write body of the thread (sqliteProcedures.ts) over its JSON argument, group-committed by the thread. */
     readonly op: "call"
     readonly id: number
-    readonly name: "apply" | "unit"
+    readonly name: Procedure
     readonly argument: string
   }
   | { readonly op: "export"; readonly id: number }

@@ -181,7 +181,7 @@ const handle = async (request: Request): Promise<Reply> => {
   }
 }
 
-const call = procedures.make(db)
+const call = procedures.make(db, prepare)
 const control = (text: string) => {
   const statement = db.prepare(text)
   return () => statement.run()

@@ -26,6 +26,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import type { SqliteConnection } from "./sqliteClient.js"
+import type * as procedures from "./sqliteProcedures.js"
 import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
 
 export type { WorkerOptions } from "./sqliteProtocol.js"
@@ -85,10 +86,10 @@ interface Thread {
 export interface Writer extends SqliteConnection {
   /**
    * Runs a write body of the thread (sqliteProcedures.ts) over `argument` (JSON text), in the
-   * thread's own group commit: true once committed, false when what it checks had moved
-   * (nothing written).
+   * thread's own group commit: its result once committed (`apply`, `unit`: false when what it
+   * checks had moved, nothing written).
    */
-  readonly call: (name: "apply" | "unit", argument: string) => Effect.Effect<boolean, SqlError>
+  readonly call: (name: procedures.Procedure, argument: string) => Effect.Effect<unknown, SqlError>
   /** Kills the thread as a bug in it would (tests of the supervision). */
   readonly crash: Effect.Effect<void>
   /** How many times the thread was started (1 until it dies). */
@@ -261,7 +262,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       export: Effect.map(send((id) => ({ op: "export", id })), (bytes) => bytes as Uint8Array),
       backup: (destination: string) => Effect.asVoid(send((id) => ({ op: "backup", id, destination }))),
       loadExtension: (path: string) => Effect.asVoid(send((id) => ({ op: "loadExtension", id, path }))),
-      call: (name, argument) => Effect.map(send((id) => ({ op: "call", id, name, argument })), (ok) => ok === true),
+      call: (name, argument) => send((id) => ({ op: "call", id, name, argument })),
       crash: Effect.asVoid(Effect.either(send((id) => ({ op: "crash", id })))),
       starts: () => generation
     }
