@@ -14,7 +14,15 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as path from "node:path"
+import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import { UnitOfWork } from "@deixis/core/UnitOfWork"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { makeDb } from "../src/internal/db.js"
+import * as Sqlite from "../src/Sqlite.js"
+import * as SqlStore from "../src/SqlStore.js"
 import * as SqliteEngine from "../src/internal/sqliteEngine.js"
 import { maxRestarts, SqliteWriterStopped } from "../src/internal/sqliteWriter.js"
 import { tempDir } from "./helpers.js"
@@ -33,6 +41,22 @@ const stopped = (exit: Exit.Exit<unknown, unknown>): boolean =>
   Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe((e) =>
     e._tag === "Some" && e.value instanceof SqlError && e.value.cause instanceof SqliteWriterStopped
   )
+
+const item = (chat: string, id: number): HistoryItem => ({
+  channel: "telegram",
+  kind: "inbound_user",
+  chat_id: chat,
+  topic_id: null,
+  chat_type: "supergroup",
+  message_id: String(id),
+  reply_to_message_id: null,
+  bot_response_id: null,
+  sent_at: 1_764_000_000_000 + id,
+  sender: { user_id: "1", username: "a", nickname: "A", is_bot: false, display_ref: "A" },
+  text: `message ${id}`,
+  quote: null,
+  attachments: []
+})
 
 describe("SQLite writer thread", () => {
   it.scoped("a write runs on the writer thread: this thread answers a read while a long write is still running", () =>
@@ -140,5 +164,36 @@ describe("SQLite writer thread", () => {
       const two = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
       assert.strictEqual(one.writer, two.writer)
       assert.strictEqual<SqlClient.SqlClient>(one.client, two.client)
+    }))
+
+  it.scoped("units of work in flight when the thread dies: each either fails with the typed error or is committed, none acknowledged and lost", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "units.db")
+      const context = yield* Layer.build(
+        SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provideMerge(Sqlite.layerClient({ filename }))).pipe(
+          Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))
+        )
+      )
+      // The engine goes along with the client layer (internal, not in its type).
+      const engine = Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
+      const units = yield* UnitOfWork.pipe(Effect.provide(context))
+      const history = yield* HistoryStore.pipe(Effect.provide(context))
+      const ids = Array.from({ length: 40 }, (_, i) => i + 1)
+      const running = yield* Effect.fork(Effect.forEach(ids, (id) =>
+        Effect.exit(units.run(history.appendAll([item(`c${id % 5}`, id)]))), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow()
+      yield* engine.writer.crash
+      const exits = yield* Fiber.join(running)
+      for (const [i, exit] of exits.entries()) {
+        const found = yield* history.lookup({ chat_id: `c${ids[i]! % 5}`, topic_id: null }, String(ids[i]))
+        if (Exit.isSuccess(exit)) assert.isTrue(Option.isSome(found), `unit ${ids[i]} acknowledged but not stored`)
+        else {
+          assert.include(String(Cause.squash(exit.cause)), "writer thread stopped")
+          assert.isTrue(Option.isNone(found), `unit ${ids[i]} failed but stored`)
+        }
+      }
+      // And the writes go on, on a new thread.
+      yield* units.run(history.appendAll([item("c0", 1000)]))
+      assert.strictEqual(engine.writer.starts(), 2)
     }))
 })
