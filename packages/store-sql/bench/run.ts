@@ -6,7 +6,8 @@
  * table (Markdown) for the README.
  *
  * Then the write suites (bench/writes.ts): concurrent one-event writers, and resolve latency
- * with and without writes in other chats, per store. BENCH_SUITES picks (default reads,writes).
+ * with and without writes in other chats, per store. BENCH_SUITES picks (default reads,writes);
+ * `disk` adds bench/disk.ts (SQLite: disk written and CPU per recorded update, from the OS).
  *
  * Environment: BENCH_MESSAGES (default 100000), BENCH_CALLS (default 2000 per tool and engine),
  * BENCH_ENGINES (default memory,sqlite,pg), DEIXIS_TEST_PG_URL (default
@@ -33,6 +34,7 @@ import { fileURLToPath } from "node:url"
 import { cacheHits, cacheMisses } from "../src/internal/contextCache.js"
 import * as SqlStore from "../src/SqlStore.js"
 import * as child from "./child.js"
+import { diskSuite } from "./disk.js"
 import { writesSuite } from "./writes.js"
 
 const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 100_000)
@@ -295,7 +297,11 @@ const main = Effect.gen(function*() {
     return
   }
   if (process.env["BENCH_WRITES_CHILD"] !== undefined) return
-  if (!SUITES.includes("reads")) return yield* writesSuite
+  if (!SUITES.includes("reads")) {
+    if (SUITES.includes("writes")) yield* writesSuite
+    if (SUITES.includes("disk")) console.log(yield* Effect.promise(diskSuite))
+    return
+  }
   const results: Array<Result> = []
   for (const engine of ENGINES) results.push(yield* inChild(engine))
   console.log(`\n@deixis/store-sql benchmark — ${SIZE.toLocaleString("en-US")} messages in one chat over ${TOPICS} topics, ` +
@@ -321,6 +327,7 @@ const main = Effect.gen(function*() {
   }
   console.log("\nTargets at 100k messages: p99 <= 1 ms (SQLite) and <= 3 ms (PostgreSQL) for both tools; ingest >= 20,000 events/s (SQLite) and >= 5,000 events/s (PostgreSQL).")
   if (SUITES.includes("writes")) yield* writesSuite
+  if (SUITES.includes("disk")) console.log(yield* Effect.promise(diskSuite))
 })
 
 Effect.runPromise(main).catch((error: unknown) => {

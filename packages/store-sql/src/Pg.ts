@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { describe } from "./internal/db.js"
 import { isIdentifier } from "./internal/migrations.js"
+import * as pgEngine from "./internal/pgEngine.js"
 import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(pgConfig)
@@ -45,11 +46,12 @@ export const layerClient = (
       try: () => urlFor(options),
       catch: () => new SqlStoreError({ message: "invalid PostgreSQL URL" })
     })
-    return PgClient.layer({
+    // The engine (its transaction, its one-call writes: internal/pgEngine.ts) goes along for the stores.
+    return Layer.provideMerge(pgEngine.layer, PgClient.layer({
       url,
       maxConnections: options.max_connections ?? defaults.max_connections,
       applicationName: "deixis"
-    }).pipe(
+    })).pipe(
       // The message names the failure, never the URL (it may hold a password).
       Layer.mapError((e) => new SqlStoreError({ message: `cannot connect to PostgreSQL: ${describe(e)}` }))
     )

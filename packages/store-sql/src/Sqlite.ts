@@ -7,65 +7,46 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import * as Reactivity from "@effect/experimental/Reactivity"
 import { defaultsOf } from "@deixis/core/ConfigKeys"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as path from "node:path"
+import * as Context from "effect/Context"
 import { describe } from "./internal/db.js"
-import { registerFile } from "./internal/groupCommit.js"
-import { registerReader } from "./internal/readConnection.js"
-import * as sqliteClient from "./internal/sqliteClient.js"
+import * as SqliteEngine from "./internal/sqliteEngine.js"
 import { layerStores, sqliteConfig, type SqliteOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(sqliteConfig)
 
 /**
  * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
- * and a 64 MiB page cache applied before anything else runs; the stores built over it read
- * outside their transactions on a second, read-only connection to the file, which never
- * waits for a write transaction. Both connections are `@effect/sql-sqlite-node`'s client with
- * a one-step statement path (see internal/sqliteClient.ts); the `SqliteClient` tag is provided
- * as that package provides it.
+ * and a 64 MiB page cache applied before anything else runs. Its statements run on a writer
+ * thread of its own (a `worker_threads` Worker holding the write connection, see
+ * internal/sqliteWriter.ts), so no commit, `fsync` or checkpoint blocks this thread; the
+ * stores built over it read outside their transactions on a second, read-only connection in
+ * this thread, which never waits for a write transaction. Layers over the same file in one
+ * process share its writer thread and read connection. The `SqliteClient` tag is provided as
+ * `@effect/sql-sqlite-node` provides it.
  *
  * @since 0.2.0
  * @category layers
  */
 export const layerClient = (
   options: SqliteOptions
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, SqlStoreError> => {
-  const busy = Math.max(0, Math.round(options.busy_timeout ?? defaults.busy_timeout))
-  const synchronous = (options.synchronous ?? defaults.synchronous).toUpperCase()
-  const tuned = Layer.effectDiscard(
-    Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      Effect.all([
-        sql.unsafe(`PRAGMA busy_timeout = ${busy}`),
-        sql.unsafe(`PRAGMA synchronous = ${synchronous}`),
-        // 64 MiB of page cache: the indexes of a million messages stay in memory.
-        sql.unsafe(`PRAGMA cache_size = -65536`),
-        sql.unsafe(`PRAGMA journal_mode = WAL`)
-      ], { discard: true }))
-  )
-  // The read connection (see internal/readConnection.ts), opened once the file is in WAL mode,
-  // and the file's write lock in this process (see internal/groupCommit.ts).
-  const reader = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (writer) => {
-    const file = options.filename
-    if (file === "" || file === ":memory:" || file.startsWith("file:")) return Effect.void
-    return registerFile(writer, path.resolve(file)).pipe(
-      Effect.zipRight(sqliteClient.make({ filename: file, readonly: true, disableWAL: true })),
-      Effect.tap((client) =>
-        Effect.all([client.unsafe(`PRAGMA busy_timeout = ${busy}`), client.unsafe(`PRAGMA cache_size = -65536`)], { discard: true })
-      ),
-      Effect.map((client) => registerReader(writer, client)),
-      Effect.provide(Reactivity.layer)
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, SqlStoreError> =>
+  Layer.scopedContext(
+    Effect.map(
+      SqliteEngine.make({
+        filename: options.filename,
+        busyTimeout: Math.max(0, Math.round(options.busy_timeout ?? defaults.busy_timeout)),
+        synchronous: (options.synchronous ?? defaults.synchronous).toUpperCase()
+      }),
+      // The engine service (internal) goes along for the stores built over this client.
+      (engine) => SqliteEngine.context(engine) as Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient>
     )
-  }))
-  return Layer.provideMerge(reader, tuned).pipe(
-    Layer.provideMerge(sqliteClient.layer({ filename: options.filename })),
+  ).pipe(
     Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
   )
-}
 
 /**
  * Every store in a SQLite file: `ContextStore`, `HistoryStore`, `ConversationStateStore`,

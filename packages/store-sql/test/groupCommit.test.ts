@@ -15,16 +15,16 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
-import { makeDb } from "../src/internal/db.js"
-import { groupCommitEnabled, lockedFiles, maxBatch } from "../src/internal/groupCommit.js"
+import { dbOf } from "../src/internal/db.js"
+import { groupCommitEnabled, maxBatch } from "../src/internal/groupCommit.js"
+import { openFiles } from "../src/internal/sqliteEngine.js"
 import * as Sqlite from "../src/Sqlite.js"
 import { tempDir } from "./helpers.js"
 
 /** A database file with a table `t(k)`: the writer's `Db`, and a second connection to read what is committed. */
 const setup = Effect.gen(function*() {
   const filename = path.join(yield* tempDir, "group.db")
-  const sql = yield* Effect.map(Layer.build(Sqlite.layerClient({ filename })), Context.get(SqlClient.SqlClient))
-  const db = makeDb(sql)
+  const db = yield* Effect.provide(dbOf, yield* Layer.build(Sqlite.layerClient({ filename })))
   yield* db.run`CREATE TABLE t (k TEXT PRIMARY KEY)`
   const reader = yield* Effect.map(Layer.build(SqliteClient.layer({ filename })), Context.get(SqlClient.SqlClient))
   /** Whether the other connection sees `k` committed. */
@@ -42,7 +42,7 @@ class Refused {
 }
 
 describe("SQLite group commit", () => {
-  it.scoped("a file's write lock lives as long as a client of the file: two clients share it, the last one closed removes it", () =>
+  it.scoped("a file's engine (its writer thread) lives as long as a client of the file: two clients share it, the last one closed ends it", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const [one, other] = [path.join(dir, "one.db"), path.join(dir, "other.db")]
@@ -52,12 +52,12 @@ describe("SQLite group commit", () => {
       yield* open(one, first)
       yield* open(one, second)
       yield* open(other, second)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
       // `one` is still open in the second scope.
       yield* Scope.close(first, Exit.void)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)).sort(), [one, other])
       yield* Scope.close(second, Exit.void)
-      assert.deepStrictEqual(lockedFiles().filter((f) => f.startsWith(dir)), [])
+      assert.deepStrictEqual(openFiles().filter((f) => f.startsWith(dir)), [])
     }))
 
   it.scoped("writes of the same tick share one transaction: each sees the earlier ones, the file sees none before the COMMIT", () =>

@@ -164,6 +164,12 @@ describe("the default retention keeps what was recorded, however old", () => {
   })
 })
 
+/** Waits, in real time, until `done()` holds. */
+const until = (done: () => boolean): Effect.Effect<void> =>
+  Effect.promise(async () => {
+    while (!done()) await new Promise((resolve) => setTimeout(resolve, 5))
+  })
+
 describe("the scheduled sweep's log", () => {
   it.scoped("the retention in force at start, then each sweep that removed rows, per table, at Info; only a Debug line when nothing went", () =>
     Effect.gen(function*() {
@@ -181,8 +187,12 @@ describe("the scheduled sweep's log", () => {
           history_retention: 30 * day
         }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, capture)))
       ))
-      yield* TestClock.adjust("1 second")
       const info = () => lines.filter((l) => l.level === "INFO")
+      const debug = () => lines.filter((l) => l.level === "DEBUG")
+      // A sweep's statements run on the writer thread: the test clock starts it, real time ends it.
+      const sweeps = (n: number) => until(() => info().length + debug().length >= n + 1)
+      yield* TestClock.adjust("1 second")
+      yield* sweeps(1)
       // The first sweep ran and removed nothing: said at Debug only.
       assert.deepStrictEqual(lines.filter((l) => l.level === "DEBUG").map((l) => l.message), [["store sweep removed nothing"]])
       assert.deepStrictEqual(info(), [{
@@ -193,6 +203,7 @@ describe("the scheduled sweep's log", () => {
       // A year-old import into a store that keeps 30 days of messages: the next sweep removes them.
       yield* yearOld("logged", T0).pipe(Effect.provide(stores))
       yield* TestClock.adjust("60 seconds")
+      yield* sweeps(2)
       assert.deepStrictEqual(info().slice(1), [{
         level: "INFO",
         message: ["store sweep removed rows"],
@@ -201,6 +212,7 @@ describe("the scheduled sweep's log", () => {
       // The objects stay (their retention is off), and a sweep that removes nothing says nothing.
       assert.isAbove((yield* Effect.flatMap(ContextStore, (s) => s.snapshot("logged")).pipe(Effect.provide(stores))).objects.length, 0)
       yield* TestClock.adjust("60 seconds")
+      yield* sweeps(3)
       assert.strictEqual(info().length, 2)
       assert.strictEqual(lines.filter((l) => l.level === "DEBUG").length, 2)
     }))

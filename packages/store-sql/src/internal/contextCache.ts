@@ -22,7 +22,7 @@
  */
 import type { MessageMeta } from "@deixis/core/ContextObject"
 import * as Metric from "effect/Metric"
-import type { Row } from "./db.js"
+import type { Row } from "./statement.js"
 
 /** Lookups served from memory (pool scopes and message metadata). */
 export const cacheHits = Metric.counter("deixis_store_cache_hits_total", {

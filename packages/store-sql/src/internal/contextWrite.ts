@@ -16,8 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
-import { bool, chunks, isRetryable, num, type Scalar, str, topicKey } from "./db.js"
+import { chunks, num, type Scalar, str, topicKey } from "./db.js"
 import { join, list, raw, sql } from "./statement.js"
 import { type Changes, type Loaded, makeLoad, nothingLoaded, Wanted } from "./contextLoad.js"
 import {
@@ -441,9 +440,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
         const { changes, chats, loaded, results } = yield* reduceAll(group, false)
         if (writesNothing(changes)) return results
         const p = plan(changes, loaded)
-        const rows = yield* db.query(sql`SELECT deixis_apply(CAST(${JSON.stringify(applyArgument(changes, loaded, p, chats, now))} AS jsonb)) AS ok`)
-          .pipe(Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }))
-        if (bool(rows[0]?.["ok"])) {
+        if (yield* db.call!("apply", applyArgument(changes, loaded, p, chats, now))) {
           for (const [chatId, touched] of p.changed) cache.wrote(chatId, loaded.revisions.get(chatId) ?? 0, touched)
           return results
         }
@@ -515,7 +512,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       const unit = outside ? optimisticOf(fiber.currentContext, db.sql) : undefined
       const applied = unit !== undefined
         ? Effect.map(unit.group!.submit(unit, "context", cache, { events, options }, processGroup), (result) => ({ result, written: [] }))
-        : outside && d.applyFunction
+        : outside && db.call !== undefined
         ? Effect.flatMap(inLane(events, options), (result) =>
           result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
         : applyLocked(events, options)

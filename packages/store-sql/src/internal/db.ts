@@ -12,16 +12,16 @@ import * as Option from "effect/Option"
 import type { ColumnType, Dialect } from "./dialect.js"
 import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
-import { writeLock } from "./groupCommit.js"
-import { clientFor } from "./readConnection.js"
-import { compile, Fragment, type Param, type Scalar } from "./statement.js"
+import { type EngineShape, type Procedure, SqlEngine } from "./engine.js"
+import { groupCommit } from "./groupCommit.js"
+import { type Bodies, bodies, type Body, type InboxBody } from "./inbox.js"
+import * as pgEngine from "./pgEngine.js"
+import { compile, Fragment, type Param, type Row, type Scalar } from "./statement.js"
 import { escalate, gated, optimisticRead } from "./unitState.js"
 
 export type { ColumnType, Dialect } from "./dialect.js"
 export { isRetryable } from "./dialect/pg.js"
-export type { Param, Scalar } from "./statement.js"
-
-export type Row = { readonly [column: string]: unknown }
+export type { Param, Row, Scalar } from "./statement.js"
 
 export interface Db {
   readonly dialect: Dialect
@@ -38,6 +38,18 @@ export interface Db {
    */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
   /**
+   * A write body as one call to the engine (see `EngineShape.call`), outside any transaction:
+   * true once written, false when what it read has moved. Undefined where the engine has none
+   * (a SQLite client not built by this package's layer): units of work then run locked.
+   */
+  readonly call: ((name: Procedure, argument: object) => Effect.Effect<boolean, SqlError>) | undefined
+  /**
+   * Runs a write body of the update inbox (inbox.ts) in a transaction: whole in the engine where
+   * it can (SQLite's writer thread), else driven statement by statement here; inside a caller's
+   * transaction, as a savepoint of it.
+   */
+  readonly body: <N extends InboxBody>(name: N, argument: Bodies[N]["argument"]) => Effect.Effect<Bodies[N]["result"], SqlError>
+  /**
    * Runs `statement` over `rows` passed in bulk as the table `k` (see `Dialect.rowsTables`: one
    * statement on PostgreSQL, a few on SQLite); returns every row it returns.
    */
@@ -52,7 +64,24 @@ export interface Db {
 export const dialectOf = (sql: SqlClient.SqlClient): Dialect =>
   sql.onDialectOrElse({ orElse: () => sqlite, pg: () => pg })
 
-export const makeDb = (sql: SqlClient.SqlClient): Db => {
+/**
+ * The engine of a client that came without one: PostgreSQL's is all in the client; a SQLite
+ * client built elsewhere (not by `layerClient`) gets group commit, and no read connection nor
+ * writer thread.
+ */
+const engineWithout = (sql: SqlClient.SqlClient): EngineShape =>
+  dialectOf(sql).name === "pg"
+    ? pgEngine.make(sql)
+    : { client: sql, transaction: groupCommit(sql), clientFor: () => sql, call: undefined, body: undefined }
+
+/** The `Db` over the `SqlClient` in context, with the engine its layer provided (see engine.ts). */
+export const dbOf: Effect.Effect<Db, never, SqlClient.SqlClient> = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const engine = yield* Effect.serviceOption(SqlEngine)
+  return makeDb(sql, Option.isSome(engine) && engine.value.client === sql ? engine.value : undefined)
+})
+
+export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWithout(sql)): Db => {
   const dialect = dialectOf(sql)
   // Inside a transaction a statement runs on the transaction's connection directly: @effect/sql's
   // statement layer (a span and the connection's acquirer per statement, about four times the
@@ -60,10 +89,8 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
-  const clientOf = clientFor(sql)
-  // A write outside a transaction takes its file's write lock in this process, as transactions do (see groupCommit.ts).
-  const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) =>
-    client === sql ? writeLock(sql, sql.unsafe<Row>(text, params)) : client.unsafe<Row>(text, params)
+  const clientOf = engine.clientFor
+  const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
   const query = (statement: Fragment) =>
     Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)
@@ -74,23 +101,39 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
       return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
     })
-  const transaction = dialect.transaction(sql)
-  return withQuery({
-    dialect,
-    sql,
-    transaction: (effect) =>
-      Effect.withFiberRuntime((fiber) => {
-        const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-          ? gated(fiber.currentContext, sql, false)
-          : undefined
-        return unit === undefined ? transaction(effect) : escalate(unit, "a transaction in an optimistic unit")
-      })
-  }, query)
+  const transaction = engine.transaction
+  const inTransaction: Db["transaction"] = (effect) =>
+    Effect.withFiberRuntime((fiber) => {
+      const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+        ? gated(fiber.currentContext, sql, false)
+        : undefined
+      return unit === undefined ? transaction(effect) : escalate(unit, "a transaction in an optimistic unit")
+    })
+  /** A body driven here: each statement it yields run in turn, its rows given back (a fresh generator per attempt). */
+  const drive = <A>(make: () => Body<A>): Effect.Effect<A, SqlError> =>
+    Effect.suspend(() => {
+      const body = make()
+      const step = (rows: ReadonlyArray<Row> | undefined): Effect.Effect<A, SqlError> => {
+        const next = rows === undefined ? body.next() : body.next(rows)
+        return next.done ? Effect.succeed(next.value) : Effect.flatMap(query(next.value), step)
+      }
+      return step(undefined)
+    })
+  const whole = engine.body
+  const body: Db["body"] = (name, argument) =>
+    Effect.withFiberRuntime((fiber) => {
+      const alone = whole !== undefined && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
+        gated(fiber.currentContext, sql, false) === undefined
+      return alone
+        ? whole(name, argument)
+        : inTransaction(drive(() => bodies[name](dialect, argument) as Body<Bodies[typeof name]["result"]>))
+    })
+  return withQuery({ dialect, sql, call: engine.call, body, transaction: inTransaction }, query)
 }
 
 /** A Db whose statements all run through `query` (`run` and `bulk` included). */
 export const withQuery = (
-  db: Pick<Db, "dialect" | "sql" | "transaction">,
+  db: Pick<Db, "dialect" | "sql" | "transaction" | "call" | "body">,
   query: Db["query"]
 ): Db => {
   const bulk: Db["bulk"] = (columns, rows, statement) => {
@@ -102,7 +145,7 @@ export const withQuery = (
       : Effect.map(Effect.forEach(tables, (k) => query(statement(k))), (results) => results.flat())
   }
   const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
-  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, query, run, bulk }
+  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk }
 }
 
 /** A short, secret-free description of a driver failure. */
@@ -116,33 +159,5 @@ export const describe = (error: unknown): string => {
   return error instanceof Error ? error.message : String(error)
 }
 
-// -----------------------------------------------------------------------------
-// Row readers: drivers differ (PostgreSQL returns BIGINT as a string, SQLite has no booleans).
-// -----------------------------------------------------------------------------
-
-export const num = (value: unknown): number =>
-  typeof value === "number" ? value : typeof value === "string" || typeof value === "bigint" ? Number(value) : Number.NaN
-
-export const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : num(value))
-
-export const str = (value: unknown): string => (typeof value === "string" ? value : String(value))
-
-export const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : str(value))
-
-export const bool = (value: unknown): boolean => value === true || value === 1 || value === "1" || value === "t"
-
-/** The topic column: '' stands for "no topic" (ids are never empty), so it can be indexed and compared. */
-export const topicKey = (topic: string | null): string => topic ?? ""
-
-export const topicOf = (key: unknown): string | null => {
-  const s = str(key)
-  return s === "" ? null : s
-}
-
-/** Splits `items` into chunks whose placeholders stay well under both engines' limits. */
-export const chunks = <A>(items: ReadonlyArray<A>, width: number): ReadonlyArray<ReadonlyArray<A>> => {
-  const size = Math.max(1, Math.floor(4000 / width))
-  const out: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
-}
+// Row readers and chunks live with the statement builder (a leaf module the writer thread imports too).
+export { bool, chunks, num, numOrNull, str, strOrNull, topicKey, topicOf } from "./statement.js"

@@ -3,9 +3,6 @@
  * module (`dialect/sqlite.ts`, `dialect/pg.ts`), and the stores write their statements once
  * with the builder (`statement.ts`), splicing in these fragments where the engines differ.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
-import type * as Effect from "effect/Effect"
 import type { Fragment, Placeholders, Scalar } from "./statement.js"
 
 /** The SQL type of a column of rows passed in bulk (see {@link Dialect.rowsTables}). */
@@ -61,8 +58,6 @@ export interface Dialect extends Placeholders {
    * column `r0`, `r1`, … of its one row; `undefined` where reads run in the process (SQLite).
    */
   readonly readTogether: ((reads: ReadonlyArray<Fragment>) => Fragment) | undefined
-  /** Whether a write batch outside a caller's transaction is one `deixis_apply` call (PostgreSQL, see migration 14). */
-  readonly applyFunction: boolean
   /**
    * Whether the pool is read through the `deixis_pool` server function (PostgreSQL) instead of one
    * UNION statement; a pool the cache lacks the scope of then reads the chat's revision in the
@@ -81,8 +76,4 @@ export interface Dialect extends Placeholders {
   }
   /** `statements` where they apply: PostgreSQL only (its functions, its collations and indexes). */
   readonly pgOnly: (statements: ReadonlyArray<string>) => ReadonlyArray<string>
-  /** The engine's write transaction (see `Db.transaction`). */
-  readonly transaction: (
-    sql: SqlClient.SqlClient
-  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 }

@@ -19,13 +19,10 @@
  * commit's outcome (each hand-off a one-shot callback, see `Cell`). With `synchronous=FULL`
  * the batch costs one `fsync`, not one per write.
  *
- * **One writer per file in this process.** better-sqlite3 waits for another connection's write
- * lock synchronously (its busy handler sleeps, blocking the event loop), and a batch holds its
- * transaction open while its writers' fibers run: a second connection to the same file in the
- * same process (two store layers over one file) would wait on a lock whose holder it blocks.
- * Every connection to one file in this process therefore takes that file's
- * {@link writeLock} — asynchronously — for each transaction and each write outside one; SQLite's
- * own busy wait is then only ever against other processes.
+ * **One writer per file in this process.** The connection is the file's writer thread
+ * (sqliteWriter.ts), shared by every layer over the file (sqliteEngine.ts): one queue, one
+ * transaction at a time, taken through the client's connection permit; SQLite's own busy wait
+ * (in the writer thread) is only ever against other processes.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -95,51 +92,12 @@ type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A,
 /** The statements of the shared transaction, prepared once each (from the connection's statement cache). */
 const exec = (conn: Connection, text: string) => Effect.asVoid(conn.execute(text, [], undefined))
 
-/**
- * The process's write lock of each SQLite file a client is registered for (see
- * {@link registerFile}), with how many clients hold it: the entry goes with the last of them.
- */
-const fileLocks = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
-const lockOfClient = new WeakMap<SqlClient.SqlClient, Effect.Semaphore>()
-
-/**
- * Registers `sql` as a connection to `file` (an absolute path) for the scope: it shares the
- * file's write lock with every other client of the file in this process.
- */
-export const registerFile = (sql: SqlClient.SqlClient, file: string): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      let entry = fileLocks.get(file)
-      if (entry === undefined) {
-        entry = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
-        fileLocks.set(file, entry)
-      }
-      entry.users++
-      lockOfClient.set(sql, entry.lock)
-      return entry
-    }),
-    (entry) =>
-      Effect.sync(() => {
-        lockOfClient.delete(sql)
-        if (--entry.users === 0 && fileLocks.get(file) === entry) fileLocks.delete(file)
-      })
-  )
-
-/** The files with a write lock in this process (for tests: the locks are bounded by the open clients). */
-export const lockedFiles = (): ReadonlyArray<string> => [...fileLocks.keys()]
-
-/** Runs `effect` holding the write lock of `sql`'s file in this process (none registered: as it is). */
-export const writeLock = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const lock = lockOfClient.get(sql)
-  return lock === undefined ? effect : lock.withPermits(1)(effect)
-}
-
 const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
   const queue: Array<Job> = []
   let leading = false
 
   const runBatch = (batch: ReadonlyArray<Job>): Effect.Effect<void> =>
-    writeLock(sql, Effect.gen(function*() {
+    Effect.gen(function*() {
       const scope = yield* Scope.make()
       const opened = yield* Effect.exit(Effect.tap(Scope.extend(sql.reserve, scope), (conn) => exec(conn, "BEGIN IMMEDIATE")))
       if (Exit.isFailure(opened)) {
@@ -170,7 +128,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
       if (Exit.isFailure(outcome)) yield* Effect.ignore(exec(conn, "ROLLBACK"))
       yield* Scope.close(scope, Exit.void)
       for (const job of waiting) job.committed.set(outcome)
-    })).pipe(
+    }).pipe(
       // Nothing above should fail; should it die, no writer is left waiting.
       Effect.catchAllCause((cause) =>
         Effect.sync(() => {
@@ -238,7 +196,7 @@ const make = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
         ? single(effect)
         : fiber.getFiberRef(groupCommitEnabled)
         ? grouped(effect)
-        : writeLock(sql, single(effect))
+        : single(effect)
     )
 }
 
@@ -250,18 +208,35 @@ const brokenBy = (exit: Exit.Exit<void, SqlError>): Finished =>
       : new SqlError({ cause: Cause.squash(exit.cause), message: "a savepoint of the shared transaction failed" })
   }
 
-/** One queue per connection: every store over the same `SqlClient` joins the same batches. */
-const ofClient = new WeakMap<SqlClient.SqlClient, Transaction>()
+/**
+ * A write transaction that takes the write lock up front (`BEGIN IMMEDIATE`), so two processes
+ * never deadlock upgrading a read lock.
+ */
+export const immediate = (client: SqlClient.SqlClient): Transaction => {
+  const run = SqlClient.makeWithTransaction({
+    transactionTag: SqlClient.TransactionConnection,
+    spanAttributes: [["db.system.name", "sqlite"]],
+    acquireConnection: Effect.flatMap(
+      Scope.make(),
+      (scope) => Effect.map(Scope.extend(client.reserve, scope), (conn) => [scope, conn] as const)
+    ),
+    begin: (conn) => Effect.asVoid(conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined)),
+    savepoint: (conn, id) => Effect.asVoid(conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined)),
+    commit: (conn) => Effect.asVoid(conn.executeUnprepared("COMMIT", [], undefined)),
+    rollback: (conn) => Effect.asVoid(conn.executeUnprepared("ROLLBACK", [], undefined)),
+    rollbackSavepoint: (conn, id) =>
+      Effect.asVoid(conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined))
+  })
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    run(effect).pipe(
+      Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none())
+    )
+}
 
 /**
- * The write transaction of a SQLite `SqlClient` with group commit; `single` runs one write as
- * its own transaction (used inside a transaction, where it nests as a savepoint, and when
- * {@link groupCommitEnabled} is false).
+ * The write transaction of a SQLite `SqlClient` with group commit: one queue, held by the
+ * engine of the client (sqliteEngine.ts), which every store over it shares. A write inside a
+ * transaction nests as a savepoint of it; with {@link groupCommitEnabled} false each write is its
+ * own `BEGIN IMMEDIATE … COMMIT`.
  */
-export const groupCommit = (sql: SqlClient.SqlClient, single: Transaction): Transaction => {
-  const known = ofClient.get(sql)
-  if (known !== undefined) return known
-  const made = make(sql, single)
-  ofClient.set(sql, made)
-  return made
-}
+export const groupCommit = (sql: SqlClient.SqlClient): Transaction => make(sql, immediate(sql))

@@ -312,6 +312,19 @@ export const migrations: ReadonlyArray<Migration> = [
     // the history store's appends, read without locks, written by one call that first checks
     // what they read (see unit.ts).
     statements: (dialect) => dialect.pgOnly([unitFunction])
+  },
+  {
+    version: 17,
+    name: "history_partial_indexes",
+    // Most items answer nothing and reply to nothing: only those that do are indexed, so a
+    // recorded message writes two index pages fewer (lookups by a response or a reply name one,
+    // which the partial index serves).
+    statements: () => [
+      `DROP INDEX deixis_history_response`,
+      `CREATE INDEX deixis_history_response ON deixis_history (chat_id, response_id) WHERE response_id IS NOT NULL`,
+      `DROP INDEX deixis_history_replies`,
+      `CREATE INDEX deixis_history_replies ON deixis_history (chat_id, reply_to, topic) WHERE reply_to IS NOT NULL`
+    ]
   }
 ]
 

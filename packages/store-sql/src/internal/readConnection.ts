@@ -6,17 +6,10 @@
  * whole length), and it sees every transaction committed before it started — this process's
  * acknowledged writes included, since a write is acknowledged after its `COMMIT`.
  *
- * Registered per write client by the SQLite engine's `layerClient`; a database in memory has
- * none (a second connection would open another database).
+ * Held by the SQLite engine of the file (sqliteEngine.ts); a database in memory has none (a
+ * second connection would open another database).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-
-const readers = new WeakMap<SqlClient.SqlClient, SqlClient.SqlClient>()
-
-/** Registers `reader` as the read connection of `writer`. */
-export const registerReader = (writer: SqlClient.SqlClient, reader: SqlClient.SqlClient): void => {
-  readers.set(writer, reader)
-}
 
 /** Whether a statement only reads: a `SELECT`, or a `WITH` that names no write. Anything else runs on the writer. */
 const readsOnly = (text: string): boolean =>
@@ -24,16 +17,17 @@ const readsOnly = (text: string): boolean =>
 
 /**
  * Which client runs a statement outside a transaction: a statement that only reads runs on
- * `sql`'s read connection when it has one, anything else on `sql` (decided once per text).
+ * `reader`, anything else on `writer` (decided once per text).
  */
-export const clientFor = (sql: SqlClient.SqlClient): (text: string) => SqlClient.SqlClient => {
-  const reader = readers.get(sql)
-  if (reader === undefined) return () => sql
+export const router = (
+  writer: SqlClient.SqlClient,
+  reader: SqlClient.SqlClient
+): (text: string) => SqlClient.SqlClient => {
   const known = new Map<string, SqlClient.SqlClient>()
   return (text) => {
     let client = known.get(text)
     if (client === undefined) {
-      client = readsOnly(text) ? reader : sql
+      client = readsOnly(text) ? reader : writer
       if (known.size < 10_000) known.set(text, client)
     }
     return client

@@ -29,7 +29,7 @@ export interface Options {
 
 const failed = (cause: unknown, message: string) => new SqlError({ cause, message })
 
-const makeConnection = (options: Options) =>
+const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never, Scope.Scope> =>
   Effect.gen(function*() {
     const db = new Sqlite(options.filename, { readonly: options.readonly ?? false })
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
@@ -127,8 +127,22 @@ export const layer = (options: Options): Layer.Layer<SqliteClient.SqliteClient |
 export const make = (
   options: Options
 ): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.flatMap(makeConnection(options), (conn) => fromConnection(conn, options))
+
+/** What a `SqliteClient` runs on: a connection, and the database-wide operations of its tag. */
+export interface SqliteConnection {
+  readonly connection: Connection
+  readonly export: Effect.Effect<Uint8Array, SqlError>
+  readonly backup: (destination: string) => Effect.Effect<void, SqlError>
+  readonly loadExtension: (path: string) => Effect.Effect<void, SqlError>
+}
+
+/** A `SqliteClient` over one connection (in this thread, or the writer thread's, see sqliteWriter.ts). */
+export const fromConnection = (
+  conn: SqliteConnection,
+  options: Options
+): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
-    const conn = yield* makeConnection(options)
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(conn.connection))
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>

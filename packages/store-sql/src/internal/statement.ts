@@ -11,6 +11,9 @@
 /** A scalar bound to a placeholder. */
 export type Scalar = string | number | null
 
+/** A row as the drivers return it. */
+export type Row = { readonly [column: string]: unknown }
+
 /** A value bound to a placeholder: what both drivers accept (arrays on PostgreSQL only). */
 export type Param = Scalar | ReadonlyArray<Scalar>
 
@@ -105,4 +108,35 @@ export const compile = (p: Placeholders, f: Fragment): Compiled => {
   }
   const text = append(f)
   return { text, params }
+}
+
+// -----------------------------------------------------------------------------
+// Row readers: drivers differ (PostgreSQL returns BIGINT as a string, SQLite has no booleans).
+// -----------------------------------------------------------------------------
+
+export const num = (value: unknown): number =>
+  typeof value === "number" ? value : typeof value === "string" || typeof value === "bigint" ? Number(value) : Number.NaN
+
+export const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : num(value))
+
+export const str = (value: unknown): string => (typeof value === "string" ? value : String(value))
+
+export const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : str(value))
+
+export const bool = (value: unknown): boolean => value === true || value === 1 || value === "1" || value === "t"
+
+/** The topic column: '' stands for "no topic" (ids are never empty), so it can be indexed and compared. */
+export const topicKey = (topic: string | null): string => topic ?? ""
+
+export const topicOf = (key: unknown): string | null => {
+  const s = str(key)
+  return s === "" ? null : s
+}
+
+/** Splits `items` into chunks whose placeholders stay well under both engines' limits. */
+export const chunks = <A>(items: ReadonlyArray<A>, width: number): ReadonlyArray<ReadonlyArray<A>> => {
+  const size = Math.max(1, Math.floor(4000 / width))
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
 }

@@ -29,7 +29,7 @@ import * as Schema from "effect/Schema"
 import { makeSqlReminderStore, makeSqlUpdateInbox } from "./botStores.js"
 import { sqliteChanges } from "./changes.js"
 import { makeSqlContextStore } from "./contextStore.js"
-import { describe, makeDb } from "./db.js"
+import { dbOf, describe } from "./db.js"
 import { makeSqlHistoryStore } from "./historyStore.js"
 import { isIdentifier, migrate, migrations } from "./migrations.js"
 import { makeSqlStateStore } from "./stateStore.js"
@@ -292,7 +292,7 @@ export const migrateSchema = (
     if (schema !== undefined && !isIdentifier(schema)) {
       return yield* new SqlStoreError({ message: `invalid schema name "${schema}": use letters, digits and _` })
     }
-    const db = makeDb(yield* SqlClient.SqlClient)
+    const db = yield* dbOf
     return yield* migrate(db, schema).pipe(
       Effect.mapError((e) => new SqlStoreError({ message: `migrations failed: ${describe(e)}` }))
     )
@@ -343,7 +343,7 @@ const buildStores = (options: Partial<RetentionOptions>, schema: string | undefi
     const settings = { ...retentionDefaults, ...options }
     yield* migrateSchema(schema)
     const sql = yield* SqlClient.SqlClient
-    const db = makeDb(sql)
+    const db = yield* dbOf
     const context = makeSqlContextStore(db, settings, yield* sqliteChanges(sql))
     const history = makeSqlHistoryStore(db, settings)
     const retention: RetentionShape = {
@@ -402,7 +402,7 @@ export const layerContextStore = (
       const settings = { ...retentionDefaults, ...options }
       yield* migrateSchema(options.schema)
       const sql = yield* SqlClient.SqlClient
-      const store = makeSqlContextStore(makeDb(sql), settings, yield* sqliteChanges(sql))
+      const store = makeSqlContextStore(yield* dbOf, settings, yield* sqliteChanges(sql))
       yield* scheduledSweep((now) => Effect.map(store.sweepTables(now), (swept) => ({ ...nothingSwept, ...swept })), settings)
       return store
     })
@@ -423,7 +423,7 @@ export const layerHistoryStore = (
     Effect.gen(function*() {
       const settings = { ...retentionDefaults, ...options }
       yield* migrateSchema(options.schema)
-      const history = makeSqlHistoryStore(makeDb(yield* SqlClient.SqlClient), settings)
+      const history = makeSqlHistoryStore(yield* dbOf, settings)
       yield* scheduledSweep((now) => Effect.map(history.sweep(now), (items) => ({ ...nothingSwept, history_items: items })), settings)
       const store: HistoryStoreShape = history.store
       return store
@@ -443,7 +443,7 @@ export const layerConversationStateStore = (
     ConversationStateStore,
     Effect.gen(function*() {
       yield* migrateSchema(options.schema)
-      return makeSqlStateStore(makeDb(yield* SqlClient.SqlClient))
+      return makeSqlStateStore(yield* dbOf)
     })
   )
 
@@ -461,7 +461,7 @@ export const layerReminderStore = (
     ReminderStore,
     Effect.gen(function*() {
       yield* migrateSchema(options.schema)
-      return makeSqlReminderStore(makeDb(yield* SqlClient.SqlClient))
+      return makeSqlReminderStore(yield* dbOf)
     })
   )
 
@@ -478,7 +478,7 @@ export const layerUpdateInbox = (
     UpdateInbox,
     Effect.gen(function*() {
       yield* migrateSchema(options.schema)
-      return makeSqlUpdateInbox(makeDb(yield* SqlClient.SqlClient))
+      return makeSqlUpdateInbox(yield* dbOf)
     })
   )
 

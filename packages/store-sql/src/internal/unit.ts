@@ -28,9 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
-import { bool, type Db, describe, isRetryable } from "./db.js"
-import { sql as fragment } from "./statement.js"
+import { type Db, describe } from "./db.js"
 import { Group, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
@@ -71,11 +69,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
     }))
 
   /** A group's writes in one call; false when a chat or counter it read has moved. */
-  const write = (writes: Partial<Record<"context" | "history", object>>) =>
-    db.query(fragment`SELECT deixis_unit(CAST(${JSON.stringify(writes)} AS jsonb)) AS ok`).pipe(
-      Effect.retry({ while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 }),
-      Effect.map((rows) => bool(rows[0]?.["ok"]))
-    )
+  const write = (writes: Partial<Record<"context" | "history", object>>) => db.call!("unit", writes)
 
   // The group running now, and the units waiting for the next one (PostgreSQL).
   let current: Group | undefined
@@ -140,7 +134,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
         if (Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) return effect
         const outer = Context.getOption(fiber.currentContext, Unit)
         if (Option.isSome(outer) && outer.value.sql === db.sql) return effect
-        return (db.dialect.applyFunction ? optimistic(effect) : locked(effect)).pipe(
+        return (db.call !== undefined ? optimistic(effect) : locked(effect)).pipe(
           Effect.mapError((e): E | StoreError =>
             e instanceof SqlError ? new StoreError({ message: `unit of work failed: ${describe(e)}` }) : e as E
           ),

@@ -1,9 +1,4 @@
 /** PostgreSQL's spelling of what differs between the engines (see `Dialect`). */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
-import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import type { Dialect } from "../dialect.js"
 import { join, raw, sql } from "../statement.js"
 
@@ -22,14 +17,6 @@ export const isRetryable = (error: unknown): boolean => {
   const state = sqlState(error)
   return state !== undefined && retryable.has(state)
 }
-
-/** `BEGIN` (row and advisory locks are taken by the statements), retried on deadlock or serialization failure. */
-const transaction = (client: SqlClient.SqlClient) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  client.withTransaction(effect).pipe(
-    // A failed COMMIT is a defect in @effect/sql; here it is a failure like any other.
-    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
-    Effect.retry({ while: (e) => isRetryable(e), schedule: Schedule.exponential("5 millis"), times: 8 })
-  )
 
 const numbered: Array<string> = []
 const placeholder = (n: number): string => numbered[n] ??= `$${n}`
@@ -60,11 +47,9 @@ export const pg: Dialect = {
     sql`jsonb_set(${raw(json)}::jsonb, ${raw(`'{${member}}'`)}, to_jsonb(${value(raw(`(${json}::jsonb ->> '${member}')`))}))::text`,
   readTogether: (reads) =>
     sql`SELECT ${join(reads.map((read, i) => sql`(SELECT COALESCE(json_agg(x), '[]') FROM (${read}) AS x) AS ${raw(`r${i}`)}`), ", ")}`,
-  applyFunction: true,
   poolFunction: true,
   pooled: true,
   rowid: false,
   ddl: { big: "BIGINT", int: "INTEGER", small: "SMALLINT", C: ` COLLATE "C"`, noRowid: "" },
-  pgOnly: (statements) => statements,
-  transaction
+  pgOnly: (statements) => statements
 }

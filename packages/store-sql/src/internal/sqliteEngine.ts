@@ -1,0 +1,135 @@
+/**
+ * The SQLite engine of one database file in this process: the writer thread (sqliteWriter.ts)
+ * with the `SqlClient` over it, and the main thread's read-only connection
+ * (readConnection.ts). One engine per file per process: layers over the same file share it
+ * (the file's one write connection, so one group commit queue and one transaction at a time),
+ * and it closes with the last of them. As an `SqlEngine` (engine.ts): group commit on the
+ * writer, reads outside transactions on the read connection, and the write bodies of units
+ * of work and context batches as one call to the writer thread (sqliteProcedures.ts).
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as path from "node:path"
+import { type EngineShape, SqlEngine } from "./engine.js"
+import { groupCommit } from "./groupCommit.js"
+import { router } from "./readConnection.js"
+import * as sqliteClient from "./sqliteClient.js"
+import * as sqliteWriter from "./sqliteWriter.js"
+
+/** What the engine is opened with. */
+export interface EngineOptions {
+  readonly filename: string
+  readonly busyTimeout: number
+  /** `NORMAL` or `FULL`. */
+  readonly synchronous: string
+}
+
+/**
+ * WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts; SQLite's
+ * automatic checkpoint defaults to 1,000 and then runs after every commit): 16 MiB of 4 KiB pages.
+ */
+export const checkpointFrames = 4000
+
+/** The engine of one file (internal: tests reach the writer thread through it). */
+export interface SqliteEngineShape {
+  readonly filename: string
+  readonly writer: sqliteWriter.Writer
+  /** The write client: every statement runs on the writer thread. */
+  readonly client: SqliteClient.SqliteClient
+  /** The read-only connection on this thread; none for a database in memory. */
+  readonly reader: SqlClient.SqlClient | undefined
+  /** The engine the stores over `client` use. */
+  readonly engine: EngineShape
+}
+
+export class SqliteEngine extends Context.Tag("@deixis/store-sql/internal/SqliteEngine")<SqliteEngine, SqliteEngineShape>() {}
+
+/** A database that lives in memory (or behind a URI): one connection, no read connection, never shared. */
+const inMemory = (filename: string): boolean => filename === "" || filename === ":memory:" || filename.startsWith("file:")
+
+const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const memory = inMemory(options.filename)
+    const writer = yield* sqliteWriter.make({
+      filename: options.filename,
+      memory,
+      busyTimeout: options.busyTimeout,
+      synchronous: options.synchronous,
+      checkpointFrames
+    })
+    const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
+    let reader: SqlClient.SqlClient | undefined
+    if (!memory) {
+      // Opened once the writer has put the file in WAL mode.
+      const read = yield* sqliteClient.make({ filename: options.filename, readonly: true, disableWAL: true })
+      yield* Effect.all([read.unsafe(`PRAGMA busy_timeout = ${options.busyTimeout}`), read.unsafe(`PRAGMA cache_size = -65536`)], {
+        discard: true
+      })
+      reader = read
+    }
+    const engine: EngineShape = {
+      client,
+      transaction: groupCommit(client),
+      clientFor: reader === undefined ? () => client : router(client, reader),
+      call: (name, argument) => Effect.map(writer.call(name, JSON.stringify(argument)), (ok) => ok === true),
+      body: (name, argument) => writer.call(name, JSON.stringify(argument)) as Effect.Effect<any, SqlError>
+    }
+    return { filename: options.filename, writer, client, reader, engine }
+  }).pipe(Effect.provide(Reactivity.layer))
+
+interface Shared {
+  users: number
+  readonly scope: Scope.CloseableScope
+  readonly engine: Deferred.Deferred<SqliteEngineShape, SqlError>
+}
+
+/** The open engines of files in this process (the one registry: one writer thread per file). */
+const engines = new Map<string, Shared>()
+
+/** The files with an open engine in this process (for tests: engines are bounded by the open layers). */
+export const openFiles = (): ReadonlyArray<string> => [...engines.keys()]
+
+/** The engine of `options.filename` for the scope: the file's shared one, opened by the first user. */
+export const make = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError, Scope.Scope> => {
+  if (inMemory(options.filename)) return open(options)
+  const file = path.resolve(options.filename)
+  return Effect.acquireRelease(
+    Effect.suspend(() => {
+      const known = engines.get(file)
+      if (known !== undefined) {
+        known.users++
+        return Effect.succeed(known)
+      }
+      const entry: Shared = { users: 1, scope: Effect.runSync(Scope.make()), engine: Effect.runSync(Deferred.make()) }
+      engines.set(file, entry)
+      return Scope.extend(open(options), entry.scope).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) => Deferred.done(entry.engine, exit)),
+        Effect.as(entry)
+      )
+    }).pipe(Effect.uninterruptible),
+    (entry) =>
+      Effect.suspend(() => {
+        if (--entry.users > 0) return Effect.void
+        if (engines.get(file) === entry) engines.delete(file)
+        return Scope.close(entry.scope, Exit.void)
+      })
+  ).pipe(Effect.flatMap((entry) => Deferred.await(entry.engine)))
+}
+
+/** The engine's clients as a context: `SqlClient` and `SqliteClient` (the same write client), and the engine. */
+export const context = (
+  engine: SqliteEngineShape
+): Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient | SqliteEngine | SqlEngine> =>
+  Context.make(SqliteEngine, engine).pipe(
+    Context.add(SqlEngine, engine.engine),
+    Context.add(SqliteClient.SqliteClient, engine.client),
+    Context.add(SqlClient.SqlClient, engine.client)
+  )
