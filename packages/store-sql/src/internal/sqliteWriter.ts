@@ -207,8 +207,8 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
           Effect.zipRight(exited),
           Effect.timeoutTo({
             duration: closeTimeout,
-            onSuccess: () => Effect.void,
-            onTimeout: () => Effect.promise(() => thread.worker.terminate())
+            onSuccess: (): Effect.Effect<void> => Effect.void,
+            onTimeout: (): Effect.Effect<void> => Effect.asVoid(Effect.promise(() => thread.worker.terminate()))
           }),
           Effect.flatten
         )
