@@ -16,3 +16,11 @@ export * as SqlStore from "./SqlStore.js"
  * @since 0.1.0
  */
 export * as StoreConfig from "./StoreConfig.js"
+
+/**
+ * The store errors that say why the database could not be used (unreachable, disk full,
+ * locked), each a core `StoreError`.
+ *
+ * @since 0.2.0
+ */
+export * as Availability from "./Availability.js"

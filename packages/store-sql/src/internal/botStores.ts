@@ -15,10 +15,11 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { chunks, type Db, describe, num, type Row, str, topicKey } from "./db.js"
+import { storeError } from "./availability.js"
 import { empty, list, raw, sql as fragment, tuples } from "./statement.js"
 
-const fail = (what: string) => (error: SqlError | string) =>
-  new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+const fail = (what: string) => (error: SqlError | string): StoreError =>
+  storeError(`${what} failed: ${typeof error === "string" ? error : describe(error)}`, error)
 
 const decodeReminder = Schema.decodeUnknownEither(Schema.parseJson(ReminderSchema))
 const encodeReminder = Schema.encodeSync(Schema.parseJson(ReminderSchema))

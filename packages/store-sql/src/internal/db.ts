@@ -13,6 +13,7 @@ import type { ColumnType, Dialect } from "./dialect.js"
 import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
 import { writeLock } from "./groupCommit.js"
+import { observed } from "./availability.js"
 import { clientFor } from "./readConnection.js"
 import { compile, Fragment, type Param, type Scalar } from "./statement.js"
 import { escalate, gated, optimisticRead } from "./unitState.js"
@@ -64,8 +65,9 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
   // A write outside a transaction takes its file's write lock in this process, as transactions do (see groupCommit.ts).
   const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) =>
     client === sql ? writeLock(sql, sql.unsafe<Row>(text, params)) : client.unsafe<Row>(text, params)
+  // Every statement and write transaction tells the database's health (see availability.ts).
   const query = (statement: Fragment) =>
-    Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
+    observed(sql, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       if (Option.isSome(transaction)) return transaction.value[0].execute(text, params, undefined)
@@ -73,7 +75,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
       // else would run outside the unit's one write.
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
       return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
-    })
+    }))
   const transaction = dialect.transaction(sql)
   return withQuery({
     dialect,
@@ -83,7 +85,7 @@ export const makeDb = (sql: SqlClient.SqlClient): Db => {
         const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
           ? gated(fiber.currentContext, sql, false)
           : undefined
-        return unit === undefined ? transaction(effect) : escalate(unit, "a transaction in an optimistic unit")
+        return unit === undefined ? observed(sql, true, transaction(effect)) : escalate(unit, "a transaction in an optimistic unit")
       })
   }, query)
 }

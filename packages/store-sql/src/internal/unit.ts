@@ -30,6 +30,7 @@ import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { bool, type Db, describe, isRetryable } from "./db.js"
+import { storeError } from "./availability.js"
 import { sql as fragment } from "./statement.js"
 import { Group, Unit, type UnitState } from "./unitState.js"
 
@@ -142,7 +143,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
         if (Option.isSome(outer) && outer.value.sql === db.sql) return effect
         return (db.dialect.applyFunction ? optimistic(effect) : locked(effect)).pipe(
           Effect.mapError((e): E | StoreError =>
-            e instanceof SqlError ? new StoreError({ message: `unit of work failed: ${describe(e)}` }) : e as E
+            e instanceof SqlError ? storeError(`unit of work failed: ${describe(e)}`, e) : e as E
           ),
           Effect.withSpan("SqlStore.unitOfWork")
         )
