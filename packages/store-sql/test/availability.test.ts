@@ -54,8 +54,9 @@ describe("classify", () => {
 })
 
 describe("the outage state machine", () => {
-  const failed = (at: number, reason: Availability.Reason = "unavailable") => ({ _tag: "Failed", reason, at }) as const
-  const succeeded = (at: number, write = false) => ({ _tag: "Succeeded", write, at }) as const
+  // Statements numbered by time here: one started at `at` is the `at`-th.
+  const failed = (at: number, reason: Availability.Reason = "unavailable") => ({ _tag: "Failed", reason, at, started: at }) as const
+  const succeeded = (at: number, write = false, started = at) => ({ _tag: "Succeeded", write, at, started }) as const
   const run = (observations: ReadonlyArray<Parameters<typeof next>[1]>) => {
     let health: Health = up
     const reports = []
@@ -81,6 +82,12 @@ describe("the outage state machine", () => {
   it("a full disk ends with a committed write, not with a read", () => {
     const { reports } = run([failed(0, "disk_full"), succeeded(5), succeeded(6), failed(7, "disk_full"), succeeded(9, true)])
     assert.deepStrictEqual(reports, [{ _tag: "Outage", reason: "disk_full" }, { _tag: "Recovery", reason: "disk_full", ms: 9, failures: 2 }])
+  })
+
+  it("a statement under way when the outage was seen succeeds: no recovery (nor a second outage) is reported", () => {
+    const { health, reports } = run([failed(10), succeeded(11, false, 9), failed(12), succeeded(20, false, 15)])
+    assert.deepStrictEqual(reports, [{ _tag: "Outage", reason: "unavailable" }, { _tag: "Recovery", reason: "unavailable", ms: 10, failures: 2 }])
+    assert.deepStrictEqual(health, up)
   })
 
   it("a lock held by another program is no outage", () => {

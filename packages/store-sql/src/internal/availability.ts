@@ -14,6 +14,8 @@ import { SqlError } from "@effect/sql/SqlError"
 import { StoreError } from "@deixis/core/ContextStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
 import { StoreFull, StoreLocked, StoreUnavailable } from "../Availability.js"
 import type { Reason } from "../Availability.js"
 
@@ -91,12 +93,22 @@ export const storeError = (message: string, error: unknown): StoreError => {
 /** Whether the database can be used, as the last observations tell. */
 export type Health =
   | { readonly _tag: "Up" }
-  | { readonly _tag: "Down"; readonly reason: Exclude<Reason, "locked">; readonly since: number; readonly failures: number }
+  | {
+    readonly _tag: "Down"
+    readonly reason: Exclude<Reason, "locked">
+    readonly since: number
+    readonly failures: number
+    /** The last statement started when a failure was last seen: only a success of a later one ends it. */
+    readonly epoch: number
+  }
 
-/** An observation: a statement failed (of a class), or one succeeded (a committed write or not). */
+/**
+ * An observation: a statement failed (of a class), or one succeeded (a committed write or not).
+ * `started` numbers statements in the order they started; `Failed`'s is the last one started yet.
+ */
 export type Observation =
-  | { readonly _tag: "Failed"; readonly reason: Reason; readonly at: number }
-  | { readonly _tag: "Succeeded"; readonly write: boolean; readonly at: number }
+  | { readonly _tag: "Failed"; readonly reason: Reason; readonly at: number; readonly started: number }
+  | { readonly _tag: "Succeeded"; readonly write: boolean; readonly at: number; readonly started: number }
 
 /** What to log on a transition: the outage's start, or its end after `ms`. */
 export type Report =
@@ -109,17 +121,24 @@ export const up: Health = { _tag: "Up" }
 /**
  * The next health and what to report. A lock held by another program is a failure of one
  * request (bounded by the busy timeout), not an outage: it changes nothing. While down, more
- * failures are counted, not reported; a full disk ends with a committed write only.
+ * failures are counted, not reported; a full disk ends with a committed write only. A statement
+ * already under way when the outage was seen may still succeed (a server stopping answers what
+ * it has, then refuses): only one started after the last failure ends the outage, so it is not reported twice.
  */
 export const next = (health: Health, observation: Observation): readonly [Health, Report | undefined] => {
   if (observation._tag === "Failed") {
     if (observation.reason === "locked") return [health, undefined]
     if (health._tag === "Down") {
-      return [{ ...health, failures: health.failures + 1 }, undefined]
+      return [{ ...health, failures: health.failures + 1, epoch: Math.max(health.epoch, observation.started) }, undefined]
     }
-    return [{ _tag: "Down", reason: observation.reason, since: observation.at, failures: 1 }, { _tag: "Outage", reason: observation.reason }]
+    return [
+      { _tag: "Down", reason: observation.reason, since: observation.at, failures: 1, epoch: observation.started },
+      { _tag: "Outage", reason: observation.reason }
+    ]
   }
-  if (health._tag === "Up" || (health.reason === "disk_full" && !observation.write)) return [health, undefined]
+  if (health._tag === "Up" || observation.started <= health.epoch || (health.reason === "disk_full" && !observation.write)) {
+    return [health, undefined]
+  }
   return [up, { _tag: "Recovery", reason: health.reason, ms: observation.at - health.since, failures: health.failures }]
 }
 
@@ -129,7 +148,11 @@ export const next = (health: Health, observation: Observation): readonly [Health
 
 const describeReason = { unavailable: "the database cannot be reached", disk_full: "the disk is full" } as const
 
+// The lines are the database's, not the request's that happened to see it first: no request annotations.
 const log = (report: Report, error: unknown) =>
+  Effect.locally(logOf(report, error), FiberRef.currentLogAnnotations, HashMap.empty())
+
+const logOf = (report: Report, error: unknown) =>
   report._tag === "Outage"
     ? Effect.logError("store outage: requests that need the database fail until it is back").pipe(
       Effect.annotateLogs({ reason: describeReason[report.reason], error: detail(error) })
@@ -140,6 +163,8 @@ const log = (report: Report, error: unknown) =>
 
 interface Tracker {
   health: Health
+  /** Statements started, numbered. */
+  started: number
 }
 
 const trackers = new WeakMap<SqlClient.SqlClient, Tracker>()
@@ -147,7 +172,7 @@ const trackers = new WeakMap<SqlClient.SqlClient, Tracker>()
 const trackerOf = (sql: SqlClient.SqlClient): Tracker => {
   let tracker = trackers.get(sql)
   if (tracker === undefined) {
-    tracker = { health: up }
+    tracker = { health: up, started: 0 }
     trackers.set(sql, tracker)
   }
   return tracker
@@ -168,12 +193,18 @@ export const observed = <A, E, R>(sql: SqlClient.SqlClient, write: boolean, effe
     tracker.health = health
     return report === undefined ? Effect.void : log(report, error)
   }
-  return Effect.tapBoth(effect, {
-    onFailure: (error) => {
-      const reason = classify(error)
-      return reason === undefined ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Failed", reason, at }, error))
-    },
-    // The common case (up) costs one comparison.
-    onSuccess: () => tracker.health._tag === "Up" ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Succeeded", write, at }))
+  return Effect.suspend(() => {
+    const started = ++tracker.started
+    return Effect.tapBoth(effect, {
+      onFailure: (error) => {
+        const reason = classify(error)
+        return reason === undefined
+          ? Effect.void
+          : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Failed", reason, at, started: tracker.started }, error))
+      },
+      // The common case (up) costs one comparison.
+      onSuccess: () =>
+        tracker.health._tag === "Up" ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Succeeded", write, at, started }))
+    })
   })
 }
