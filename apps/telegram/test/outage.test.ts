@@ -90,7 +90,7 @@ const answers = (api: FakeBotApi.FakeBotApi) => {
 const settled = (api: FakeBotApi.FakeBotApi, running: Running, total: number, restartedAt: number, sentBefore: number) =>
   Effect.gen(function*() {
     const commands = Array.from({ length: total }, (_, i) => i + 1).filter(isCommand)
-    yield* waitUntil("every command is answered", () => commands.every((id) => answers(api).has(id)), 40_000, running.output)
+    yield* waitUntil("every command is answered", () => commands.every((id) => answers(api).has(id)), 60_000, running.output)
     const sends = api.delivered("sendMessage").map((c) => ({ at: c.at, to: (c.payload["reply_parameters"] as { readonly message_id?: number } | undefined)?.message_id ?? 0 }))
     const firstAfter = Math.min(...sends.filter((s) => s.at >= restartedAt).map((s) => s.at)) - restartedAt
     const backlog = Math.max(...sends.filter((s) => s.to <= sentBefore).map((s) => s.at)) - restartedAt
@@ -142,7 +142,7 @@ describe("PostgreSQL outage under the bot", () => {
       yield* Fiber.join(fiber)
       const recovery = yield* settled(api, running, total, restartedAt, sentBefore)
       console.log(`polling: ${total} updates, ${handledBefore} commands answered before the stop, ${answeredDuring - handledBefore} during it; ${recovery}`)
-    }).pipe(Effect.scoped), 90_000)
+    }).pipe(Effect.scoped), 150_000)
 
   it.live("webhook: stopped 10 s mid-burst, updates it could not store are not answered 200 (Telegram repeats them), it catches up after, answers each command once, logs the outage and the recovery once each", () =>
     Effect.gen(function*() {
@@ -206,5 +206,5 @@ describe("PostgreSQL outage under the bot", () => {
       assert.strictEqual(ackedDuring, 0, "nothing is confirmed while the database is down")
       assert.isAbove(refusedDuring.length, 0)
       assert.notInclude(refusedDuring, 500)
-    }).pipe(Effect.scoped), 90_000)
+    }).pipe(Effect.scoped), 150_000)
 })

@@ -154,7 +154,7 @@ const log = (report: Report, error: unknown) =>
 
 const logOf = (report: Report, error: unknown) =>
   report._tag === "Outage"
-    ? Effect.logError("store outage: requests that need the database fail until it is back").pipe(
+    ? Effect.logError(report.reason === "disk_full" ? "store outage: writes fail until space is freed" : "store outage: requests that need the database fail until it is back").pipe(
       Effect.annotateLogs({ reason: describeReason[report.reason], error: detail(error) })
     )
     : Effect.logInfo("store recovered").pipe(
