@@ -46,7 +46,7 @@ const listed = async (port: number) => {
 }
 
 describe("PostgreSQL outage", () => {
-  it.live("stopped 10 s under a stream of writes: writes answer 503 with Retry-After (never 500), cached reads keep working, every acknowledged write is there after, outage and recovery logged once each", () =>
+  it.live("stopped 10 s under a stream of writes (up to 200/s): writes answer 503 with Retry-After (never 500), cached reads keep working, every acknowledged write is there after, outage and recovery logged once each", () =>
     Effect.promise(async () => {
       const pg = await startEmbeddedPg()
       const port = await freePort()
@@ -57,22 +57,27 @@ describe("PostgreSQL outage", () => {
         const before = await listed(port)
         assert.deepStrictEqual(before, { status: 200, objects: [`${readChat}/10/link`] })
 
-        // About 100 writes a second, each its own request, not waiting for the previous one.
+        // Up to 200 writes a second (two every 10 ms), each its own request, not waiting for the previous ones.
         const writes: Array<Write> = []
         const answered: Array<Promise<void>> = []
         let running = true
+        const send = (n: number) => {
+          const w: Write = { n, at: Date.now(), status: 0, retryAfter: null, applied: undefined }
+          writes.push(w)
+          answered.push(post(port, "/v1/events", [event(n)]).then(async (r) => {
+            w.status = r.status
+            w.retryAfter = r.headers.get("retry-after")
+            w.applied = (await r.json() as { applied?: number }).applied
+          }, () => {}))
+        }
         const writer = (async () => {
-          for (let n = 0; running; n++) {
-            const w: Write = { n, at: Date.now(), status: 0, retryAfter: null, applied: undefined }
-            writes.push(w)
-            answered.push(post(port, "/v1/events", [event(n)]).then(async (r) => {
-              w.status = r.status
-              w.retryAfter = r.headers.get("retry-after")
-              w.applied = (await r.json() as { applied?: number }).applied
-            }, () => {}))
+          for (let n = 0; running; n += 2) {
+            send(n)
+            send(n + 1)
             await sleep(10)
           }
         })()
+        const began = Date.now()
         await sleep(2_000)
         await pg.stop()
         const stoppedAt = Date.now()
@@ -83,27 +88,26 @@ describe("PostgreSQL outage", () => {
         }
         await pg.start()
         const startedAt = Date.now()
-        // Until ten writes in a row sent after the restart are acknowledged (bounded by the test's timeout).
-        const recovered = () => {
-          const after = writes.filter((w) => w.at >= startedAt)
-          return after.length >= 10 && after.slice(-10).every((w) => w.status === 200)
-        }
+        // Until 20 writes sent after the restart are acknowledged (bounded by the test's timeout).
+        const recovered = () => writes.filter((w) => w.at >= startedAt && w.status === 200).length >= 20
         while (!recovered()) await sleep(100)
         running = false
         await writer
         await Promise.all(answered)
 
         const count = (status: number) => writes.filter((w) => w.status === status).length
-        const during = writes.filter((w) => w.at >= stoppedAt + 1_000 && w.at < startedAt)
+        // The middle of the outage: a second after the stop, two before the restart (a loaded
+        // machine delays requests, so one sent just before the restart may be handled after it).
+        const during = writes.filter((w) => w.at >= stoppedAt + 1_000 && w.at < stoppedAt + 8_000)
         const firstAfter = writes.find((w) => w.at >= startedAt && w.status === 200)
         console.log(
-          `writes ${writes.length}: ${count(200)}×200, ${count(503)}×503, ${count(500)}×500, ${count(0)} unanswered; ` +
+          `writes ${writes.length} in ${((Date.now() - began) / 1000).toFixed(1)} s: ${count(200)}×200, ${count(503)}×503, ${count(500)}×500, ${count(0)} unanswered; ` +
             `first write acknowledged ${firstAfter!.at - startedAt} ms after the database was back; reads during: ${reads.map((r) => r.status).join(",")}`
         )
         // Every write was answered, 200 or 503, and every 503 says when to retry.
         assert.deepStrictEqual([...new Set(writes.map((w) => w.status))].sort(), [200, 503])
         for (const w of writes.filter((w) => w.status === 503)) assert.strictEqual(w.retryAfter, "2")
-        // Writes sent while the database was down (past the first second) all failed: none was acknowledged unstored.
+        // Writes sent while the database was down all failed.
         assert.isAbove(during.length, 100)
         for (const w of during) assert.strictEqual(w.status, 503)
         for (const w of writes.filter((w) => w.status === 200)) assert.strictEqual(w.applied, 1)
