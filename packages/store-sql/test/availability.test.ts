@@ -55,7 +55,7 @@ describe("classify", () => {
 
 describe("the outage state machine", () => {
   // Statements numbered by time here: one started at `at` is the `at`-th.
-  const failed = (at: number, reason: Availability.Reason = "unavailable") => ({ _tag: "Failed", reason, at, started: at }) as const
+  const failed = (at: number, reason: Availability.Reason = "unavailable", started = at) => ({ _tag: "Failed", reason, at, started, latest: at }) as const
   const succeeded = (at: number, write = false, started = at) => ({ _tag: "Succeeded", write, at, started }) as const
   const run = (observations: ReadonlyArray<Parameters<typeof next>[1]>) => {
     let health: Health = up
@@ -76,7 +76,7 @@ describe("the outage state machine", () => {
       { _tag: "Outage", reason: "unavailable" },
       { _tag: "Recovery", reason: "unavailable", ms: 10, failures: 1 }
     ])
-    assert.deepStrictEqual(health, up)
+    assert.deepStrictEqual(health, { _tag: "Up", after: 60 })
   })
 
   it("a full disk ends with a committed write, not with a read", () => {
@@ -87,7 +87,14 @@ describe("the outage state machine", () => {
   it("a statement under way when the outage was seen succeeds: no recovery (nor a second outage) is reported", () => {
     const { health, reports } = run([failed(10), succeeded(11, false, 9), failed(12), succeeded(20, false, 15)])
     assert.deepStrictEqual(reports, [{ _tag: "Outage", reason: "unavailable" }, { _tag: "Recovery", reason: "unavailable", ms: 10, failures: 2 }])
-    assert.deepStrictEqual(health, up)
+    assert.deepStrictEqual(health, { _tag: "Up", after: 15 })
+  })
+
+  it("a statement started before the recovery that fails after it (the server still starting for it) starts no second outage", () => {
+    const { reports } = run([failed(10), succeeded(20, false, 15), failed(21, "unavailable", 14), succeeded(22)])
+    assert.deepStrictEqual(reports, [{ _tag: "Outage", reason: "unavailable" }, { _tag: "Recovery", reason: "unavailable", ms: 10, failures: 1 }])
+    // A failure of a statement started after the recovery is a new outage.
+    assert.strictEqual(run([failed(10), succeeded(20, false, 15), failed(21, "unavailable", 16)]).reports.length, 3)
   })
 
   it("a lock held by another program is no outage", () => {

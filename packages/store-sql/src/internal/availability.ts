@@ -92,7 +92,11 @@ export const storeError = (message: string, error: unknown): StoreError => {
 
 /** Whether the database can be used, as the last observations tell. */
 export type Health =
-  | { readonly _tag: "Up" }
+  | {
+    readonly _tag: "Up"
+    /** The statement whose success ended the last outage: a failure of one started before it is of that outage. */
+    readonly after: number
+  }
   | {
     readonly _tag: "Down"
     readonly reason: Exclude<Reason, "locked">
@@ -104,10 +108,11 @@ export type Health =
 
 /**
  * An observation: a statement failed (of a class), or one succeeded (a committed write or not).
- * `started` numbers statements in the order they started; `Failed`'s is the last one started yet.
+ * `started` numbers the statement in the order statements started; `latest` is the number of
+ * the last one started when the failure was seen.
  */
 export type Observation =
-  | { readonly _tag: "Failed"; readonly reason: Reason; readonly at: number; readonly started: number }
+  | { readonly _tag: "Failed"; readonly reason: Reason; readonly at: number; readonly started: number; readonly latest: number }
   | { readonly _tag: "Succeeded"; readonly write: boolean; readonly at: number; readonly started: number }
 
 /** What to log on a transition: the outage's start, or its end after `ms`. */
@@ -116,30 +121,37 @@ export type Report =
   | { readonly _tag: "Recovery"; readonly reason: Exclude<Reason, "locked">; readonly ms: number; readonly failures: number }
 
 /** The initial health: up (a store is built only after its migrations ran). */
-export const up: Health = { _tag: "Up" }
+export const up: Health = { _tag: "Up", after: 0 }
 
 /**
  * The next health and what to report. A lock held by another program is a failure of one
  * request (bounded by the busy timeout), not an outage: it changes nothing. While down, more
  * failures are counted, not reported; a full disk ends with a committed write only. A statement
  * already under way when the outage was seen may still succeed (a server stopping answers what
- * it has, then refuses): only one started after the last failure ends the outage, so it is not reported twice.
+ * it has, then refuses): only one started after the last failure ends the outage. Likewise a
+ * statement that started before the success that ended an outage (a connection attempted while
+ * the server was still starting) may fail after it: that failure is of the outage that ended,
+ * not a new one. So an outage is reported once, and its end once, however statements interleave.
  */
 export const next = (health: Health, observation: Observation): readonly [Health, Report | undefined] => {
   if (observation._tag === "Failed") {
     if (observation.reason === "locked") return [health, undefined]
     if (health._tag === "Down") {
-      return [{ ...health, failures: health.failures + 1, epoch: Math.max(health.epoch, observation.started) }, undefined]
+      return [{ ...health, failures: health.failures + 1, epoch: Math.max(health.epoch, observation.latest) }, undefined]
     }
+    if (observation.started < health.after) return [health, undefined]
     return [
-      { _tag: "Down", reason: observation.reason, since: observation.at, failures: 1, epoch: observation.started },
+      { _tag: "Down", reason: observation.reason, since: observation.at, failures: 1, epoch: observation.latest },
       { _tag: "Outage", reason: observation.reason }
     ]
   }
   if (health._tag === "Up" || observation.started <= health.epoch || (health.reason === "disk_full" && !observation.write)) {
     return [health, undefined]
   }
-  return [up, { _tag: "Recovery", reason: health.reason, ms: observation.at - health.since, failures: health.failures }]
+  return [
+    { _tag: "Up", after: observation.started },
+    { _tag: "Recovery", reason: health.reason, ms: observation.at - health.since, failures: health.failures }
+  ]
 }
 
 // -----------------------------------------------------------------------------
@@ -200,7 +212,7 @@ export const observed = <A, E, R>(sql: SqlClient.SqlClient, write: boolean, effe
         const reason = classify(error)
         return reason === undefined
           ? Effect.void
-          : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Failed", reason, at, started: tracker.started }, error))
+          : Effect.flatMap(Clock.currentTimeMillis, (at) => step({ _tag: "Failed", reason, at, started, latest: tracker.started }, error))
       },
       // The common case (up) costs one comparison.
       onSuccess: () =>
