@@ -162,6 +162,17 @@ export const startEmbeddedPg = async (options: EmbeddedPgOptions = {}): Promise<
         "-c", "full_page_writes=off"
       ], { ...(as ?? {}), stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C", LANG: "C" } })
       child = p
+      // The server must not outlive this process (killed with SIGKILL, crashed): a sentinel, in a
+      // process group of its own, reads a pipe from this process — closed only when this process
+      // is gone — and then stops the server and removes a data directory made here. A stop here
+      // ends the sentinel first.
+      const cleanup = `cat >/dev/null; kill -QUIT "$1" 2>/dev/null; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; [ -n "$2" ] && rm -rf "$2"`
+      const sentinel = spawn("sh", ["-c", cleanup, "sh", String(p.pid), options.dataDir === undefined ? dataDir : ""], {
+        stdio: ["pipe", "ignore", "ignore"],
+        detached: true
+      })
+      sentinel.unref()
+      p.once("exit", () => sentinel.kill("SIGKILL"))
       let log = ""
       let ready = false
       exited = new Promise((r) => p.once("exit", () => r()))
