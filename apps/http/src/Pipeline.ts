@@ -33,6 +33,7 @@
 import { HttpLayerRouter, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Json } from "@deixis/core"
+import * as Availability from "@deixis/store-sql/Availability"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -340,9 +341,16 @@ const headersFor = (exchange: Exchange, headers: OutgoingHttpHeaders): OutgoingH
 const record = (exchange: Exchange, status: number) =>
   Metrics.recordNow(exchange.method, exchange.route, status, (performance.now() - exchange.started) / 1000)
 
+/**
+ * Every 503 says when to come back (RFC 9110 §10.2.3): the store's outage (`StoreError`, or a
+ * `ServiceUnavailable`), a stop, a busy feed. An answer that set its own keeps it.
+ */
+const retryAfter = (status: number, headers: OutgoingHttpHeaders): OutgoingHttpHeaders =>
+  status === 503 && headers["retry-after"] === undefined ? { ...headers, "retry-after": String(Availability.retryAfterSeconds) } : headers
+
 /** The one writer: every answer of every route, with its metric record. */
 const write = (exchange: Exchange, status: number, headers: OutgoingHttpHeaders, body: string | Uint8Array) => {
-  exchange.response.writeHead(status, headersFor(exchange, { ...headers, "content-length": Buffer.byteLength(body) }))
+  exchange.response.writeHead(status, headersFor(exchange, retryAfter(status, { ...headers, "content-length": Buffer.byteLength(body) })))
   exchange.response.end(body)
   record(exchange, status)
 }
@@ -547,11 +555,18 @@ export const layerDefects = HttpLayerRouter.middleware(
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled> =>
     Effect.catchAllCause(app, (cause) =>
       Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-        response.status < 500
+        response.status < 500 || response.status === 503
           ? Effect.succeed(response)
           : Effect.as(
             Effect.logError("request failed", rest),
             HttpServerResponse.unsafeJson(failures.internal.body, { status: failures.internal.status })
-          ))),
+          ))).pipe(
+        // The bodiless routes' answers are written by the platform, not by `write`: their 503s get Retry-After here.
+        Effect.map((response) =>
+          response.status === 503 && response.headers["retry-after"] === undefined
+            ? HttpServerResponse.setHeader(response, "retry-after", String(Availability.retryAfterSeconds))
+            : response
+        )
+      ),
   { global: true }
 )

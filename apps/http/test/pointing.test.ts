@@ -21,8 +21,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as Store from "../src/Store.js"
 import { start } from "./harness.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 const S = String(chats.supergroup.id)
 
 let guard = UrlReaderTesting.loopbackOnly()

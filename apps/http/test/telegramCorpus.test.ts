@@ -20,10 +20,11 @@ import { Telegraf } from "telegraf"
 import type { Update } from "telegraf/types"
 import * as Server from "../src/Server.js"
 import * as Store from "../src/Store.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
 const call = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 
 /** Every store in a fresh PostgreSQL schema, dropped afterwards. */
 const postgres = Layer.unwrapScoped(Effect.map(

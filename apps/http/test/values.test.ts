@@ -14,6 +14,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Server from "../src/Server.js"
 import { type Running, start } from "./harness.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
 const call = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -251,7 +252,7 @@ describe("values at the HTTP entrances", () => {
 
   it.scoped("two service instances on one PostgreSQL database: 300 concurrent PATCHes without If-Match, no 409, every key kept", () =>
     Effect.gen(function*() {
-      const url = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+      const url = testPgUrl()
       const schema = `deixis_http_values_${Date.now().toString(36)}_${process.pid}`
       // The schema is dropped when the test ends, after both instances stopped.
       yield* Effect.acquireRelease(Effect.void, () =>

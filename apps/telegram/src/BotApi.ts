@@ -11,17 +11,20 @@
 import type { ContextEvent } from "@deixis/core/ContextEvent"
 import { ContextIngest } from "@deixis/core/ContextIngest"
 import type * as DeixisServices from "@deixis/chathistory/DeixisServices"
-import { DeixisTelegraf, UpdateMapper } from "@deixis/telegraf"
+import { DeixisTelegraf, TelegramRecorder, UpdateMapper } from "@deixis/telegraf"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import { Telegram } from "telegraf"
 import type { Message, UserFromGetMe } from "telegraf/types"
 import type { BotConfig, SendPolicy } from "./BotConfig.js"
 import * as ChatSettings from "./ChatSettings.js"
 import type * as Reminders from "./Reminders.js"
 import type * as Replies from "./Replies.js"
+import * as StoreOutage from "./StoreOutage.js"
 import * as TelegramSend from "./TelegramSend.js"
 
 /**
@@ -129,14 +132,26 @@ export const call = <A>(method: string, payload: Record<string, unknown>): Effec
  */
 export const recordOptions = (api: Service) => ({ ...api.identity(), mode: api.mode })
 
+// The store's outage: the message sent is recorded once the store is back (retried for up to
+// this long), so an answer sent as the database stopped is no gap in the chat's history.
+const sentRetry = Schedule.spaced(Duration.millis(250)).pipe(Schedule.upTo(Duration.seconds(30)))
+
 /**
- * Records the bot's own message; with `answering`, as the answer to that user message.
+ * Records the bot's own message; with `answering`, as the answer to that user message. Through
+ * a store outage it is retried (up to 30 s); a record still failing then is logged, not failed.
  *
  * @since 0.3.0
  * @category recording
  */
 export const recordSent = (message: Message, answering?: UpdateMapper.MessageScope) =>
-  Effect.flatMap(BotApi, (api) => DeixisTelegraf.recordSent(message, { ...recordOptions(api), answering }))
+  Effect.flatMap(BotApi, (api) => {
+    const options = { ...recordOptions(api), answering }
+    return TelegramRecorder.recordSent(message, options).pipe(
+      Effect.retry({ while: StoreOutage.isOutage, schedule: sentRetry }),
+      // One last try, logged if it fails too (DeixisTelegraf.recordSent never fails).
+      Effect.orElse(() => DeixisTelegraf.recordSent(message, options))
+    )
+  })
 
 /**
  * Applies events (a command's, a button's), best effort: a store failing is logged.

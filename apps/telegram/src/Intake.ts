@@ -30,6 +30,7 @@ import type { BotConfig } from "./BotConfig.js"
 import * as Dispatcher from "./Dispatcher.js"
 import * as Ledger from "./Ledger.js"
 import * as Metrics from "./Metrics.js"
+import * as StoreOutage from "./StoreOutage.js"
 
 /**
  * What intake did with an update.
@@ -163,7 +164,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
       )
       if (handed._tag === "Left") {
         // Written with the next settlement (an id not written when the process dies is handled again).
-        return yield* Effect.logWarning("updates not settled in the inbox; trying again", handed.left)
+        return yield* StoreOutage.logFailure("Warning", "updates not settled in the inbox; trying again", handed.left)
       }
       yield* queue(handed.right.map(fromStore), performance.now(), now)
     })
@@ -193,6 +194,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     })
     const wake = yield* Queue.sliding<void>(1)
     const owe = Queue.offer(wake, undefined)
+    const outageRetry = Schedule.spaced(Duration.millis(250)).pipe(Schedule.upTo(Duration.millis(lease / 2)))
 
     interface Work extends Bot.Arrival {
       readonly update_id: number
@@ -258,9 +260,12 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
         // updates are handed out again (to whichever process claims it first) when its claim ends.
         return bot.record(items.map((w) => w.mapped)).pipe(
+          // The store's outage, not the updates': recorded once it is back (the run keeps its place
+          // in its chat's order), within half the claim's lease — past it the chat stalls as below.
+          Effect.retry({ while: StoreOutage.isOutage, schedule: outageRetry }),
           Effect.matchEffect({
             onFailure: (error) =>
-              Effect.logWarning("updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error).pipe(
+              StoreOutage.logFailure("Warning", "updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error).pipe(
                 Effect.annotateLogs({ update_id: ids.join(","), chat }),
                 Effect.zipRight(Effect.sync(() => Metrics.countUpdates("unrecorded", items.length))),
                 Effect.as<Ledger.Outcome>("stalled")
@@ -381,7 +386,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
           lease
         }).pipe(Effect.either)
         if (received._tag === "Left") {
-          yield* Effect.logError("updates not recorded", received.left).pipe(Effect.annotateLogs({ updates: valid.length }))
+          yield* StoreOutage.logFailure("Error", "updates not recorded", received.left).pipe(Effect.annotateLogs({ updates: valid.length }))
           for (const v of valid) results[v.index] = "unrecorded"
           return results
         }
@@ -418,7 +423,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         Effect.annotateLogs({ updates: handed.length, first_update_id: handed[0]!.update_id })
       )
       yield* queue(handed.map(fromStore), performance.now(), now)
-    }).pipe(Effect.catchAll((error) => Effect.logWarning("unfinished updates not claimed", error)))
+    }).pipe(Effect.catchAll((error) => StoreOutage.logFailure("Warning", "unfinished updates not claimed", error)))
 
     // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
     // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
@@ -493,7 +498,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         const before = (yield* Clock.currentTimeMillis) - Duration.toMillis(options.updateRetention)
         while ((yield* inbox.sweep(before, 1000)) === 1000) yield* Effect.yieldNow()
       }).pipe(
-        Effect.catchAll((error) => Effect.logWarning("update inbox sweep failed", error)),
+        Effect.catchAll((error) => StoreOutage.logFailure("Warning", "update inbox sweep failed", error)),
         Effect.repeat(Schedule.spaced(Duration.minutes(10)))
       )
     )

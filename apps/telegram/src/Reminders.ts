@@ -26,6 +26,7 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import type * as Dispatcher from "./Dispatcher.js"
 import * as Metrics from "./Metrics.js"
+import * as StoreOutage from "./StoreOutage.js"
 
 /**
  * What sending one reminder came to.
@@ -160,7 +161,7 @@ export const start = (
             ? Effect.flatMap(options.send(r), record(r))
             : Effect.logInfo("reminder claim taken over by another process while it waited; not sent here")
         ),
-        Effect.catchAllCause((cause) => Effect.logError("reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
+        Effect.catchAllCause((cause) => StoreOutage.logFailure("Error", "reminder bookkeeping failed; its claim will expire and it is tried again", cause)),
         Effect.annotateLogs({ object_id: r.object_id, chat_id: r.chat_id }),
         Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight.delete(idOf(r))), wakeup.wake))
       )
@@ -200,7 +201,7 @@ export const start = (
           Effect.catchAllCause((cause) =>
             Cause.isInterruptedOnly(cause)
               ? Effect.failCause(cause)
-              : Effect.as(Effect.logWarning("due reminders not claimed; trying again", cause), false)
+              : Effect.as(StoreOutage.logFailure("Warning", "due reminders not claimed; trying again", cause), false)
           )
         )
         if (!more) yield* nap

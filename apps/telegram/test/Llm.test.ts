@@ -31,6 +31,7 @@ import type { BotConfig } from "../src/BotConfig.js"
 import * as Llm from "../src/Llm.js"
 import * as FakeLlm from "./utils/FakeLlm.js"
 import * as F from "./utils/fixtures.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
 const now = 1_771_000_100_000
 const chat = String(F.forum.id)
@@ -402,7 +403,7 @@ const sqliteStores = Layer.unwrapScoped(Effect.map(
   ),
   (dir) => SqlStore.layerSqlite({ filename: path.join(dir, "deixis.db"), sweep_interval: 0 })
 ))
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 const pgStores = Layer.unwrapScoped(Effect.map(
   Effect.acquireRelease(
     Effect.sync(() => `deixis_bot_llm_${Date.now().toString(36)}_${process.pid}`),

@@ -20,10 +20,11 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { beforeAll } from "vitest"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
 const app = fileURLToPath(new URL("..", import.meta.url))
 const root = path.join(app, "..", "..")
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 
 // The compiled output of the bot and of the workspace packages it runs on, in dependency order.
 // (Asynchronously: a synchronous build would block the test worker for a minute.)

@@ -8,8 +8,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Cli from "../src/Cli.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 const fixture = (name: string) => path.join(__dirname, "fixtures", name)
 const group = String(-(1_000_000_000_000 + 1700000001))
 

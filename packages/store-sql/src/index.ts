@@ -23,3 +23,11 @@ export * as StoreConfig from "./StoreConfig.js"
  * @since 0.3.0
  */
 export * as StoreMetrics from "./StoreMetrics.js"
+
+/**
+ * The store errors that say why the database could not be used (unreachable, disk full,
+ * locked), each a core `StoreError`.
+ *
+ * @since 0.2.0
+ */
+export * as Availability from "./Availability.js"

@@ -1,7 +1,8 @@
 /**
  * Test layers over real engines: a SQLite file in a fresh temp dir, and a PostgreSQL schema
  * of its own (created by the migrations, dropped when the layer is released) at
- * DEIXIS_TEST_PG_URL. An unreachable server fails the tests that need it; nothing is skipped.
+ * DEIXIS_TEST_PG_URL (set by the shared global setup: the run's server, or an embedded one when nothing
+ * answers on the default address). An unreachable server fails the tests that need it; nothing is skipped.
  * Built from the engines' own entry points (`Sqlite`, `Pg`); the root's layers load them lazily.
  */
 import type { ChatSnapshot, PoolQuery } from "@deixis/core/ContextStore"
@@ -16,8 +17,9 @@ import * as Sqlite from "../src/Sqlite.js"
 import type { Db } from "../src/internal/db.js"
 import * as SqlStore from "../src/SqlStore.js"
 import { sql } from "../src/internal/statement.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
-export const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+export const pgUrl = testPgUrl()
 
 let counter = 0
 /** A schema name no other run or test uses. */

@@ -30,8 +30,9 @@ import * as DeixisTelegraf from "../src/DeixisTelegraf.js"
 import * as TelegramRecorder from "../src/TelegramRecorder.js"
 import { chats, corpus, options } from "../src/TelegramFixtures.js"
 import { mapUpdate } from "../src/UpdateMapper.js"
+import { pgUrl as testPgUrl } from "deixis-test-support/pg"
 
-const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgUrl = testPgUrl()
 // The corpus's messages are dated D; the tools run a minute later.
 const now = (1_771_000_000 + 60) * 1000
 

@@ -16,9 +16,10 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type Db, describe, num, type Row, str, topicKey } from "./db.js"
 import { sql as fragment } from "./statement.js"
+import { storeError } from "./availability.js"
 
-const fail = (what: string) => (error: SqlError | string) =>
-  new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+const fail = (what: string) => (error: SqlError | string): StoreError =>
+  storeError(`${what} failed: ${typeof error === "string" ? error : describe(error)}`, error)
 
 const decodeReminder = Schema.decodeUnknownEither(Schema.parseJson(ReminderSchema))
 const encodeReminder = Schema.encodeSync(Schema.parseJson(ReminderSchema))

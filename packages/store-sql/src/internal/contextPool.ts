@@ -22,6 +22,7 @@ import { empty, type Fragment, join, list, raw, sql } from "./statement.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
 import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
+import { StoreUnavailable } from "../Availability.js"
 
 const unknownHead: Head = { revision: -1, isForum: false }
 
@@ -621,6 +622,16 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
         if (result !== undefined) record(fiber.getFiberRef(FiberRef.currentMetricLabels), tally.hits, 0)
         return result
       }
+      // The database cannot be reached: the pool the cache holds for the request, as last read,
+      // is served (stale-if-error) rather than no answer; a request it cannot serve fails.
+      const orStale = (effect: Effect.Effect<CandidatePool, StoreError>) =>
+        cached
+          ? Effect.catchIf(effect, (e) => e instanceof StoreUnavailable, (e) => {
+            const entry = cache.current(query.chat_id)
+            const stale = entry === undefined ? undefined : served({ revision: entry.revision, isForum: forums.get(query.chat_id) ?? false })
+            return stale === undefined ? Effect.fail(e) : Effect.succeed(stale)
+          })
+          : effect
       const known = cached ? headNow(query.chat_id) : undefined
       const fast = known === undefined ? undefined : served(known)
       if (fast !== undefined) return Effect.succeed(fast)
@@ -640,7 +651,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
             return drive(entry, head.revision, settled(query, head), { rows: h === undefined ? rows : rows.filter((r) => r !== h), kinds })
           })
           return Effect.withSpan(read, "SqlContextStore.pool", { captureStackTrace: false })
-        }).pipe(Effect.mapError(failStore("pool")))
+        }).pipe(Effect.mapError(failStore("pool")), orStale)
       }
       return Effect.flatMap(
         cached ? knownHead(query.chat_id) : query.topic_id === null ? headOf(query.chat_id) : Effect.succeed(unknownHead),
@@ -652,7 +663,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
           // No stack trace captured for the span: the trace is only of use on a failure, which names itself (StoreError).
           return Effect.withSpan(drive(entry, head.revision, settled(query, head)), "SqlContextStore.pool", { captureStackTrace: false })
         }
-      ).pipe(Effect.mapError(failStore("pool")))
+      ).pipe(Effect.mapError(failStore("pool")), orStale)
     })
 
   /** A chat's revision and whether it is a forum (a chat never seen: revision -1, not a forum). */

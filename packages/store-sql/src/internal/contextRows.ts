@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { bool, chunks, type ColumnType, type Db, describe, num, type Row, type Scalar, str, strOrNull, topicKey, topicOf } from "./db.js"
+import { storeError } from "./availability.js"
 import type { Dialect } from "./dialect.js"
 import { list, sql } from "./statement.js"
 
@@ -64,8 +65,8 @@ export const messageOf = (chatId: string, row: Row): MessageMeta => ({
   sent_at: num(row["sent_at"])
 })
 
-export const failStore = (what: string) => (error: SqlError | string) =>
-  new StoreError({ message: `${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+export const failStore = (what: string) => (error: SqlError | string): StoreError =>
+  storeError(`${what} failed: ${typeof error === "string" ? error : describe(error)}`, error)
 
 /** A composite key that cannot collide, whatever characters ids hold. */
 export const key = (a: string, b: string) => `${a.length}:${a}${b}`

@@ -14,6 +14,7 @@ import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
 import { type EngineShape, type Procedure, SqlEngine } from "./engine.js"
 import { groupCommit } from "./groupCommit.js"
+import { observed } from "./availability.js"
 import { type Bodies, bodies, type Body, type InboxBody } from "./inbox.js"
 import * as pgEngine from "./pgEngine.js"
 import { compile, Fragment, type Param, type Row, type Scalar } from "./statement.js"
@@ -91,8 +92,9 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
   const clientOf = engine.clientFor
   const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
+  // Every statement and write tells the database's health (see availability.ts).
   const query = (statement: Fragment) =>
-    Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
+    observed(sql, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       if (Option.isSome(transaction)) return transaction.value[0].execute(text, params, undefined)
@@ -100,14 +102,14 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       // else would run outside the unit's one write.
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
       return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
-    })
+    }))
   const transaction = engine.transaction
   const inTransaction: Db["transaction"] = (effect) =>
     Effect.withFiberRuntime((fiber) => {
       const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
         ? gated(fiber.currentContext, sql, false)
         : undefined
-      return unit === undefined ? transaction(effect) : escalate(unit, "a transaction in an optimistic unit")
+      return unit === undefined ? observed(sql, true, transaction(effect)) : escalate(unit, "a transaction in an optimistic unit")
     })
   /** A body driven here: each statement it yields run in turn, its rows given back (a fresh generator per attempt). */
   const drive = <A>(make: () => Body<A>): Effect.Effect<A, SqlError> =>
@@ -125,10 +127,17 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       const alone = whole !== undefined && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
         gated(fiber.currentContext, sql, false) === undefined
       return alone
-        ? whole(name, argument)
+        ? observed(sql, true, whole(name, argument))
         : inTransaction(drive(() => bodies[name](dialect, argument) as Body<Bodies[typeof name]["result"]>))
     })
-  return withQuery({ dialect, sql, call: engine.call, body, transaction: inTransaction }, query)
+  const call = engine.call
+  return withQuery({
+    dialect,
+    sql,
+    call: call === undefined ? undefined : (name, argument) => observed(sql, true, call(name, argument)),
+    body,
+    transaction: inTransaction
+  }, query)
 }
 
 /** A Db whose statements all run through `query` (`run` and `bulk` included). */

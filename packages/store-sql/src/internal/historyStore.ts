@@ -16,6 +16,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type ColumnType, type Db, describe, num, type Row, type Scalar, str, topicKey } from "./db.js"
+import { storeError } from "./availability.js"
 import { type Fragment, join as fragmentJoin, raw, sql } from "./statement.js"
 import { guardRead, optimisticOf, type Processed } from "./unitState.js"
 import { storable } from "./ids.js"
@@ -35,8 +36,8 @@ const itemOf = (body: unknown): Either.Either<HistoryItem, string> =>
     (json) => Either.mapLeft(decodeItem(json), (e) => e.message)
   )
 
-const failStore = (what: string) => (error: SqlError | string) =>
-  new StoreError({ message: `history ${what} failed: ${typeof error === "string" ? error : describe(error)}` })
+const failStore = (what: string) => (error: SqlError | string): StoreError =>
+  storeError(`history ${what} failed: ${typeof error === "string" ? error : describe(error)}`, error)
 
 const columns = raw("anchor, seq, body")
 

@@ -29,6 +29,7 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import { type Db, describe } from "./db.js"
+import { storeError } from "./availability.js"
 import { Group, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
@@ -136,7 +137,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
         if (Option.isSome(outer) && outer.value.sql === db.sql) return effect
         return (db.call !== undefined ? optimistic(effect) : locked(effect)).pipe(
           Effect.mapError((e): E | StoreError =>
-            e instanceof SqlError ? new StoreError({ message: `unit of work failed: ${describe(e)}` }) : e as E
+            e instanceof SqlError ? storeError(`unit of work failed: ${describe(e)}`, e) : e as E
           ),
           Effect.withSpan("SqlStore.unitOfWork")
         )
