@@ -8,6 +8,7 @@ import { HistoryItem, WritePolicy } from "@deixis/chathistory"
 import * as Schema from "effect/Schema"
 import { Authorization, TelegramAuthorization, Unauthorized } from "./Auth.js"
 import { version } from "./Version.js"
+import * as Availability from "@deixis/store-sql/Availability"
 
 export { Unauthorized }
 
@@ -64,12 +65,13 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
 ) {}
 
 /**
- * The seconds a `ServiceUnavailable` answer's `Retry-After` header asks a client to wait.
+ * The seconds every 503's `Retry-After` header asks a client to wait: the store's own advice
+ * (`Availability.retryAfterSeconds`), whether the store is down or the service is stopping.
  *
  * @since 0.3.0
  * @category constants
  */
-export const retryAfterSeconds = 1
+export const retryAfterSeconds = Availability.retryAfterSeconds
 
 /** A failure nobody declared (logged with its cause, which is never sent). */
 export class InternalError extends Schema.TaggedError<InternalError>()(

@@ -33,7 +33,6 @@
 import { HttpLayerRouter, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Json } from "@deixis/core"
-import * as Availability from "@deixis/store-sql/Availability"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -346,7 +345,7 @@ const record = (exchange: Exchange, status: number) =>
  * `ServiceUnavailable`), a stop, a busy feed. An answer that set its own keeps it.
  */
 const retryAfter = (status: number, headers: OutgoingHttpHeaders): OutgoingHttpHeaders =>
-  status === 503 && headers["retry-after"] === undefined ? { ...headers, "retry-after": String(Availability.retryAfterSeconds) } : headers
+  status === 503 && headers["retry-after"] === undefined ? { ...headers, "retry-after": String(ApiErrors.retryAfterSeconds) } : headers
 
 /** The one writer: every answer of every route, with its metric record. */
 const write = (exchange: Exchange, status: number, headers: OutgoingHttpHeaders, body: string | Uint8Array) => {
@@ -564,7 +563,7 @@ export const layerDefects = HttpLayerRouter.middleware(
         // The bodiless routes' answers are written by the platform, not by `write`: their 503s get Retry-After here.
         Effect.map((response) =>
           response.status === 503 && response.headers["retry-after"] === undefined
-            ? HttpServerResponse.setHeader(response, "retry-after", String(Availability.retryAfterSeconds))
+            ? HttpServerResponse.setHeader(response, "retry-after", String(ApiErrors.retryAfterSeconds))
             : response
         )
       ),
