@@ -12,6 +12,7 @@
  *
  * @since 0.3.0
  */
+import type * as UpdateInbox from "@deixis/core/UpdateInbox"
 import * as Chunk from "effect/Chunk"
 import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
@@ -36,15 +37,7 @@ export interface Owed {
  * @since 0.3.0
  * @category models
  */
-export interface Taken {
-  readonly now: number
-  readonly lease: number
-  readonly done: ReadonlyArray<number>
-  readonly returned: ReadonlyArray<number>
-  readonly hold: ReadonlyArray<string>
-  readonly release: ReadonlyArray<string>
-  readonly stall: ReadonlyArray<string>
-}
+export type Taken = Omit<UpdateInbox.Settlement, "source" | "owner">
 
 /**
  * @since 0.3.0

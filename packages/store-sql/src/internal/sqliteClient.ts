@@ -17,9 +17,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { preparedCache } from "./sqlitePrepared.js"
 
-/** Prepared statements kept per connection (the store's statement texts are a few hundred at most). */
-const maxPrepared = 512
 
 export interface Options {
   readonly filename: string
@@ -35,16 +34,7 @@ const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
     if (options.disableWAL !== true) db.pragma("journal_mode = WAL")
 
-    const prepared = new Map<string, Sqlite.Statement>()
-    const prepare = (text: string): Sqlite.Statement => {
-      let statement = prepared.get(text)
-      if (statement === undefined) {
-        statement = db.prepare(text)
-        if (prepared.size >= maxPrepared) prepared.delete(prepared.keys().next().value!)
-        prepared.set(text, statement)
-      }
-      return statement
-    }
+    const { prepare, clear: forgetPrepared } = preparedCache(db)
 
     /** Runs a statement in one step: its rows (a reader), the run's result (`raw`), or nothing. */
     const run = (
@@ -107,7 +97,7 @@ const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never
         Effect.try({
           try: () => {
             db.loadExtension(path)
-            prepared.clear()
+            forgetPrepared()
           },
           catch: (cause) => failed(cause, "Failed to load extension")
         })

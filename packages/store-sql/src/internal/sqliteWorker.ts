@@ -24,11 +24,10 @@
 import Sqlite from "better-sqlite3"
 import * as fs from "node:fs"
 import { parentPort, workerData } from "node:worker_threads"
+import { preparedCache } from "./sqlitePrepared.js"
 import * as procedures from "./sqliteProcedures.js"
 import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
 
-/** Prepared statements kept (the store's statement texts are a few hundred at most). */
-const maxPrepared = 512
 /** Idle time after a commit before the passive checkpoint, in milliseconds. */
 const idleCheckpoint = 200
 /** The most calls one of the thread's transactions takes. */
@@ -49,16 +48,7 @@ db.pragma("temp_store = MEMORY")
 const ownCheckpoints = options.memory !== true
 db.pragma(`wal_autocheckpoint = ${ownCheckpoints ? 0 : options.checkpointFrames}`)
 
-const prepared = new Map<string, Sqlite.Statement>()
-const prepare = (text: string): Sqlite.Statement => {
-  let statement = prepared.get(text)
-  if (statement === undefined) {
-    statement = db.prepare(text)
-    if (prepared.size >= maxPrepared) prepared.delete(prepared.keys().next().value!)
-    prepared.set(text, statement)
-  }
-  return statement
-}
+const { prepare, clear: forgetPrepared } = preparedCache(db)
 
 /** The WAL's frame count (`mxFrame` of the wal-index header, native byte order), or undefined when it cannot be read. */
 let shm: number | undefined
@@ -166,7 +156,7 @@ const handle = async (request: Request): Promise<Reply> => {
     case "loadExtension":
       try {
         db.loadExtension(request.path)
-        prepared.clear()
+        forgetPrepared()
         return { id: request.id, rows: [] }
       } catch (cause) {
         return failure(request.id, cause, false)
