@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
-import { checkConfigDocumentation } from "deixis-test-support/readme"
+import { checkConfigDocumentation, relativeLinks } from "deixis-test-support/readme"
 import { DeixisToolkit } from "@deixis/tools"
 import { HttpApi } from "@effect/platform"
 import { Api } from "../src/Api.js"
@@ -44,13 +44,10 @@ describe("README", () => {
 
   it("every relative link of the README, its docs and BENCHMARKS.md names an existing file", () => {
     const pages = ["README.md", "BENCHMARKS.md", ...fs.readdirSync(new URL("../docs/", import.meta.url)).map((f) => `docs/${f}`)]
-    const links = pages.flatMap((page) => {
-      const base = new URL(`../${page}`, import.meta.url)
-      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
-    })
+    const { links, missing } = relativeLinks(new URL("../", import.meta.url), pages)
     // The README links to each page its summaries stand for, so the check has links to check.
     expect(links.filter((l) => l.page === "README.md").map((l) => l.target.pathname.split("/apps/http/")[1]))
       .toEqual(expect.arrayContaining(["docs/request-path.md", "BENCHMARKS.md"]))
-    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+    expect(missing).toEqual([])
   })
 })

@@ -8,7 +8,7 @@ import * as TtlPolicy from "@deixis/core/TtlPolicy"
 import { SqlStore } from "@deixis/store-sql"
 import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
-import { checkConfigDocumentation, undocumentedModules } from "deixis-test-support/readme"
+import { checkConfigDocumentation, undocumentedModules, relativeLinks } from "deixis-test-support/readme"
 import * as BotConfig from "../src/BotConfig.js"
 import * as TelegramBot from "../src/index.js"
 import * as Llm from "../src/Llm.js"
@@ -42,13 +42,10 @@ describe("README", () => {
 
   it("every relative link of the README, its docs and BENCHMARKS.md names an existing file", () => {
     const pages = ["README.md", "BENCHMARKS.md", ...fs.readdirSync(new URL("../docs/", import.meta.url)).map((f) => `docs/${f}`)]
-    const links = pages.flatMap((page) => {
-      const base = new URL(`../${page}`, import.meta.url)
-      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
-    })
+    const { links, missing } = relativeLinks(new URL("../", import.meta.url), pages)
     // The README links to each page its summaries stand for, so the check has links to check.
     expect(links.filter((l) => l.page === "README.md").map((l) => l.target.pathname.split("/apps/telegram/")[1]))
       .toEqual(expect.arrayContaining(["docs/llm-mode.md", "docs/how-it-works.md", "BENCHMARKS.md"]))
-    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+    expect(missing).toEqual([])
   })
 })

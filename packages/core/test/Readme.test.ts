@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
 import { execFile } from "node:child_process"
 import { promisify } from "node:util"
-import { checkConfigDocumentation, firstExample, tsBlocks, undocumentedModules } from "deixis-test-support/readme"
+import { checkConfigDocumentation, firstExample, tsBlocks, undocumentedModules, relativeLinks } from "deixis-test-support/readme"
 import * as Core from "../src/index.js"
 
 const readme = new URL("../README.md", import.meta.url)
@@ -40,13 +40,9 @@ describe("README", () => {
   })
 
   it("every relative link of the README and its docs names a file of the package", () => {
-    const pages = ["README.md", "BENCHMARKS.md", "docs/replacing-the-rules.md", "docs/conversation-state.md"]
-    const links = pages.flatMap((page) => {
-      const base = new URL(`../${page}`, import.meta.url)
-      return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
-    })
+    const { links, missing } = relativeLinks(new URL("../", import.meta.url), ["README.md", "BENCHMARKS.md", "docs/replacing-the-rules.md", "docs/conversation-state.md"])
     expect(links.map((l) => l.page)).toEqual(expect.arrayContaining(["README.md", "docs/conversation-state.md"]))
-    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+    expect(missing).toEqual([])
   })
 
   it("the conversation state page documents its size cap with the real default", () => {

@@ -118,3 +118,21 @@ export const tsBlocks = (markdown: string): ReadonlyArray<string> =>
 
 /** The first ```ts block of a README: the package's example. */
 export const firstExample = (readme: URL): string | undefined => tsBlocks(fs.readFileSync(readme, "utf8"))[0]
+
+/** A relative link of a Markdown page: the page (as given) and the file it names. */
+export interface RelativeLink {
+  readonly page: string
+  readonly target: URL
+}
+
+/**
+ * Every relative link (`](path)` or `](path#anchor)`, not a URL with a scheme) of the given
+ * pages of a package, `root` its folder; `missing` those whose file does not exist.
+ */
+export const relativeLinks = (root: URL, pages: ReadonlyArray<string>): { readonly links: ReadonlyArray<RelativeLink>; readonly missing: ReadonlyArray<string> } => {
+  const links = pages.flatMap((page) => {
+    const base = new URL(page, root)
+    return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
+  })
+  return { links, missing: links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`) }
+}
