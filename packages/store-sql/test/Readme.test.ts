@@ -19,4 +19,25 @@ describe("README", () => {
   it("shows examples/quickstart.ts as its example", () => {
     expect(firstExample(readme)).toBe(fs.readFileSync(new URL("../examples/quickstart.ts", import.meta.url), "utf8"))
   })
+
+  // The README is the reference; the design, the retention model, distribution and the benchmark
+  // history live in pages it links to. A page moved or renamed must not leave a dead link, nor a
+  // page no link reaches.
+  const docs = fs.readdirSync(new URL("../docs/", import.meta.url)).filter((page) => page.endsWith(".md")).map((page) => `docs/${page}`)
+  const pages = ["README.md", "BENCHMARKS.md", ...docs]
+  const links = pages.flatMap((page) => {
+    const base = new URL(`../${page}`, import.meta.url)
+    return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
+  })
+
+  it("every relative link of the README, BENCHMARKS.md and docs/ names a file of the package", () => {
+    expect(links.map((l) => l.page)).toEqual(expect.arrayContaining(["README.md", "docs/how-it-works.md", "docs/retention.md"]))
+    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+  })
+
+  it("links every page of docs/ and BENCHMARKS.md from the README", () => {
+    const linked = links.filter((l) => l.page === "README.md").map((l) => l.target.pathname)
+    const unlinked = ["BENCHMARKS.md", ...docs].filter((page) => !linked.includes(new URL(`../${page}`, import.meta.url).pathname))
+    expect(unlinked).toEqual([])
+  })
 })
