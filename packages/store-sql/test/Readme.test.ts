@@ -1,6 +1,6 @@
 import * as fs from "node:fs"
 import { describe, expect, it } from "vitest"
-import { checkConfigDocumentation, firstExample, undocumentedModules } from "deixis-test-support/readme"
+import { checkConfigDocumentation, firstExample, undocumentedModules, relativeLinks } from "deixis-test-support/readme"
 import * as StoreSql from "../src/index.js"
 
 const readme = new URL("../README.md", import.meta.url)
@@ -25,14 +25,11 @@ describe("README", () => {
   // page no link reaches.
   const docs = fs.readdirSync(new URL("../docs/", import.meta.url)).filter((page) => page.endsWith(".md")).map((page) => `docs/${page}`)
   const pages = ["README.md", "BENCHMARKS.md", ...docs]
-  const links = pages.flatMap((page) => {
-    const base = new URL(`../${page}`, import.meta.url)
-    return [...fs.readFileSync(base, "utf8").matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((m) => ({ page, target: new URL(m[1]!, base) }))
-  })
+  const { links, missing } = relativeLinks(new URL("../", import.meta.url), pages)
 
   it("every relative link of the README, BENCHMARKS.md and docs/ names a file of the package", () => {
     expect(links.map((l) => l.page)).toEqual(expect.arrayContaining(["README.md", "docs/how-it-works.md", "docs/retention.md"]))
-    expect(links.filter((l) => !fs.existsSync(l.target)).map((l) => `${l.page} → ${l.target.pathname}`)).toEqual([])
+    expect(missing).toEqual([])
   })
 
   it("links every page of docs/ and BENCHMARKS.md from the README", () => {

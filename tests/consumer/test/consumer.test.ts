@@ -108,7 +108,7 @@ beforeAll(async () => {
   fs.copyFileSync(fixture, path.join(consumer, "main.ts"))
   // Every complete example of every README (```ts blocks; "```ts fragment" marks a piece of one),
   // as shipped in the tarball: what a newcomer copies from npm must compile and run. The
-  // reference pages a README links to (`docs/*.md`, read from the repository, not shipped) too.
+  // reference pages a README links to (`docs/*.md`, shipped beside it) too.
   fs.mkdirSync(path.join(consumer, "readme"))
   for (const p of packed) {
     const text = fs.readFileSync(path.join(consumer, "node_modules", p.manifest.name as string, "README.md"), "utf8")
@@ -153,11 +153,11 @@ afterAll(() => {
 })
 
 describe("published packages, as a consumer installs them", () => {
-  it("ship only dist, README, CHANGELOG, LICENSE and package.json — nothing of src, test or bench", () => {
+  it("ship only dist, README, its docs pages, CHANGELOG, LICENSE and package.json — nothing of src, test or bench", () => {
     expect(packed.map((p) => p.name)).toEqual([...published])
     for (const p of packed) {
       const stray = p.files.filter(
-        (file) => !/^package\/(dist\/.+|package\.json|README\.md|CHANGELOG\.md|LICENSE)$/.test(file)
+        (file) => !/^package\/(dist\/.+|docs\/[^/]+\.md|package\.json|README\.md|CHANGELOG\.md|LICENSE)$/.test(file)
       )
       expect(stray, p.name).toEqual([])
       expect(p.files, p.name).toContain("package/LICENSE")
