@@ -151,9 +151,10 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
 
     // The settlement. Only the inbox writer (below) writes to the inbox, one call at a time, so
     // a chat is never released while an update of it is being handed here. What it carries
-    // stays in the ledger until the write is known to be done: failed or interrupted, it is
-    // owed again.
-    const settleNow: Effect.Effect<void> = Effect.gen(function*() {
+    // stays in the ledger until the write is known to be done: failed, it is owed again.
+    // Uninterruptible for the reason `receive` is (below): what a settlement hands over must
+    // reach the ledger.
+    const settleNow: Effect.Effect<void> = Effect.uninterruptible(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const [next, taken] = Ledger.take(ledger, now, lease)
       apply(next)
@@ -167,7 +168,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         return yield* StoreOutage.logFailure("Warning", "updates not settled in the inbox; trying again", handed.left)
       }
       yield* queue(handed.right.map(fromStore), performance.now(), now)
-    })
+    }))
 
     // Acquired before the dispatcher (and the transports, which come after the intake), so it is
     // released after them: on shutdown the transports stop taking updates first, then the
@@ -356,8 +357,11 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         if (deferred || decisions.some((d) => d === "unreadable" || d === "abandoned")) yield* owe
       })
 
+    // Uninterruptible: what the inbox hands this process in `receive` must reach the ledger, or
+    // a stop between the two (the write runs on the store's writer thread, so the write commits
+    // whatever happens here) would leave its chats claimed, and unsettled, until the lease ends.
     const receive = (items: Items) =>
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
         const valid: Array<{ readonly index: number; readonly work: Work; readonly payload: string }> = []
@@ -412,10 +416,11 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
           now
         )
         return results
-      })
+      }))
 
-    // Chats whose holder stopped (died, or stalled on a failed recording) once their claim ended.
-    const claimStale = Effect.gen(function*() {
+    // Chats whose holder stopped (died, or stalled on a failed recording) once their claim ended;
+    // uninterruptible for the reason `receive` is.
+    const claimStale = Effect.uninterruptible(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const handed = yield* inbox.claimStale({ source, now, owner: options.owner, lease, limit: 100 })
       if (handed.length === 0) return
@@ -423,7 +428,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         Effect.annotateLogs({ updates: handed.length, first_update_id: handed[0]!.update_id })
       )
       yield* queue(handed.map(fromStore), performance.now(), now)
-    }).pipe(Effect.catchAll((error) => StoreOutage.logFailure("Warning", "unfinished updates not claimed", error)))
+    }).pipe(Effect.catchAll((error) => StoreOutage.logFailure("Warning", "unfinished updates not claimed", error))))
 
     // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
     // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
