@@ -237,7 +237,7 @@ describe("published packages, as a consumer installs them", () => {
     const report = JSON.parse(await run(process.execPath, ["out/main.js"], consumer)) as Record<string, unknown>
     expect(report.core).toContain("Deixis")
     expect(report.chathistory).toContain("HistoryRenderer")
-    expect(report.storeSql).toEqual(["Availability", "SqlStore", "StoreConfig"])
+    expect(report.storeSql).toEqual(["Availability", "SqlStore", "StoreConfig", "StoreMetrics"])
     expect(report.sqliteEngine).toEqual(["layer", "layerClient", "layerConfig"])
     // Without @effect/sql-pg the pg entry point does not load, and the root's PostgreSQL layer
     // fails, when built, with a typed error naming the package to install.
