@@ -405,6 +405,8 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
               const exit = security(headers)
               return Exit.isSuccess(exit) ? undefined : unauthorized(exit.cause) ?? { status: 401, body: "{}" }
             }
+          // What an executor says of its endpoint, whichever way it runs the handler.
+          const described = { name, method: endpoint.method, path: endpoint.path, payload: payload !== undefined, authorize }
 
           /** The request's parts decoded, or the 400 that says why not. */
           // The parts this endpoint decodes, chosen once, in HttpApiBuilder's order.
@@ -461,11 +463,7 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
                 )
             })
             executors.set(name, {
-              name,
-              method: endpoint.method,
-              path: endpoint.path,
-              payload: payload !== undefined,
-              authorize,
+              ...described,
               run: (input, reply, node) => {
                 const decoded = decode(input)
                 if (decoded.refused !== undefined) return reply(decoded.refused)
@@ -482,11 +480,7 @@ export const layer = <E, R>(groups: Effect.Effect<ReadonlyArray<Group>, E, R>): 
             Effect.flatMap(handler(request) as Effect.Effect<unknown, unknown>, (value) =>
               Effect.map(FiberRef.get(responseHeaders), (headers) => [value, headers] as const))
           executors.set(name, {
-            name,
-            method: endpoint.method,
-            path: endpoint.path,
-            payload: payload !== undefined,
-            authorize,
+            ...described,
             run: (input, reply) => {
               const decoded = decode(input)
               if (decoded.refused !== undefined) return reply(decoded.refused)

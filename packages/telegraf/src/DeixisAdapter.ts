@@ -180,6 +180,15 @@ export type ListOptions = Partial<
 const decodeResolve = Schema.decodeUnknown(ResolveRequest)
 const decodeList = Schema.decodeUnknown(ListRequest)
 
+// What both tools' requests take from one message's scope.
+const requestScope = (scope: MessageScope) => ({
+  chat_id: scope.chat_id,
+  topic_id: scope.topic_id,
+  current_message_id: scope.message_id,
+  reply_to_message_id: scope.reply_to_message_id,
+  sender_user_id: scope.sender_user_id
+})
+
 /**
  * `resolve_reference_target` from one message's scope (its reply target included).
  *
@@ -190,11 +199,7 @@ export const resolve = (scope: MessageScope, options: ResolveOptions = {}) =>
   Effect.flatMap(
     decodeResolve({
       ...options,
-      chat_id: scope.chat_id,
-      topic_id: scope.topic_id,
-      current_message_id: scope.message_id,
-      reply_to_message_id: scope.reply_to_message_id,
-      sender_user_id: scope.sender_user_id
+      ...requestScope(scope)
     }),
     (request) => Effect.flatMap(ReferenceResolver, (resolver) => resolver.resolve(request))
   )
@@ -209,11 +214,7 @@ export const listActive = (scope: MessageScope, options: ListOptions = {}) =>
   Effect.flatMap(
     decodeList({
       ...options,
-      chat_id: scope.chat_id,
-      topic_id: scope.topic_id,
-      current_message_id: scope.message_id,
-      reply_to_message_id: scope.reply_to_message_id,
-      sender_user_id: scope.sender_user_id
+      ...requestScope(scope)
     }),
     (request) => Effect.flatMap(ActiveContext, (active) => active.list(request))
   )
