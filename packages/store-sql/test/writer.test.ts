@@ -166,6 +166,40 @@ describe("SQLite writer thread", () => {
       assert.strictEqual<SqlClient.SqlClient>(one.client, two.client)
     }))
 
+  it.scoped("a second layer over an open file that asks for another synchronous or busy timeout fails with the conflict; the file keeps its setting", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "settings.db")
+      const first = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "full", busy_timeout: 1000 }))
+      const sql = Context.get(first, SqlClient.SqlClient)
+      const asked = (options: Partial<Parameters<typeof Sqlite.layerClient>[0]>) =>
+        Effect.flip(Effect.scoped(Layer.build(Sqlite.layerClient({ filename, synchronous: "full", busy_timeout: 1000, ...options }))))
+      const normal = yield* asked({ synchronous: "normal" })
+      assert.strictEqual(normal._tag, "SqlStoreError")
+      assert.deepStrictEqual(
+        normal.conflict,
+        new SqlStore.SettingsConflict({ filename: path.resolve(filename), setting: "synchronous", open: "full", requested: "normal" })
+      )
+      assert.include(normal.message, "synchronous=full")
+      const busy = yield* asked({ busy_timeout: 5 })
+      assert.deepStrictEqual(busy.conflict?.setting, "busy_timeout")
+      assert.deepStrictEqual([busy.conflict?.open, busy.conflict?.requested], ["1000", "5"])
+      // The writer thread still runs with the first layer's setting (FULL is 2).
+      const rows = yield* sql.unsafe<{ readonly synchronous: number }>("PRAGMA synchronous")
+      assert.strictEqual(rows[0]?.synchronous, 2)
+      // The same settings, spelled otherwise, share the file's engine.
+      const same = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "FULL" as "full", busy_timeout: 1000 }))
+      assert.strictEqual(Context.get(same, SqlClient.SqlClient), sql)
+    }))
+
+  it.scoped("once every layer over a file is closed, it opens again with other settings", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "reopen.db")
+      yield* Effect.scoped(Layer.build(Sqlite.layerClient({ filename, synchronous: "full" })))
+      const again = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "normal" }))
+      const rows = yield* Context.get(again, SqlClient.SqlClient).unsafe<{ readonly synchronous: number }>("PRAGMA synchronous")
+      assert.strictEqual(rows[0]?.synchronous, 1)
+    }))
+
   it.scoped("units of work in flight when the thread dies: each either fails with the typed error or is committed, none acknowledged and lost", () =>
     Effect.gen(function*() {
       const filename = path.join(yield* tempDir, "units.db")
