@@ -46,7 +46,7 @@ const mainThreadCpu = (): number => {
 
 const chatOf = (n: number) => String(-100_200_000 - (n % CHATS))
 
-const event = (chat: string, id: number, at: number) => ({
+export const event = (chat: string, id: number, at: number) => ({
   type: "message_observed",
   chat_id: chat,
   topic_id: null,
@@ -55,7 +55,7 @@ const event = (chat: string, id: number, at: number) => ({
   sent_at: new Date(at).toISOString()
 })
 
-const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => ({
+export const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => ({
   channel: "telegram",
   kind: "inbound_user",
   chat_id: chat,
@@ -71,7 +71,7 @@ const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => 
   attachments: []
 })
 
-const decode = (raw: ReadonlyArray<unknown>) => {
+export const decode = (raw: ReadonlyArray<unknown>) => {
   const decoded = decodeEvents(raw)
   if (decoded._tag === "Left") throw new Error(decoded.left.message)
   return decoded.right
@@ -103,8 +103,8 @@ export const diskSuite = async (): Promise<string> => {
         ))
       }
     }
-    // Let the load's checkpoint settle before measuring.
-    yield* Effect.sleep("1 second")
+    // Let the load's checkpoint (the writer thread's, after a second of quiet) settle before measuring.
+    yield* Effect.sleep("2500 millis")
     let next = 0
     const record = (n: number) =>
       Effect.gen(function*() {
@@ -136,8 +136,8 @@ export const diskSuite = async (): Promise<string> => {
       }), { concurrency: "unbounded", discard: true })
     const seconds = (performance.now() - started) / 1000
     const used = process.cpuUsage(cpu)
-    // The idle checkpoint's bytes belong to the updates too.
-    yield* Effect.sleep("1 second")
+    // The idle checkpoint's bytes (after a second of quiet) belong to the updates too.
+    yield* Effect.sleep("2500 millis")
     return {
       perSecond: UPDATES / seconds,
       bytes: (writeBytes() - bytes) / UPDATES,

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
+import BetterSqlite from "better-sqlite3"
 import * as path from "node:path"
 import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
@@ -89,6 +90,22 @@ describe("SQLite writer thread", () => {
       assert.deepStrictEqual(yield* sql.unsafe("PRAGMA synchronous"), [{ synchronous: 2 }])
       assert.deepStrictEqual(yield* sql.unsafe("PRAGMA busy_timeout"), [{ timeout: 5000 }])
       assert.strictEqual(engine.writer.starts(), 1)
+    }))
+
+  it.scoped("a new file gets 1 KiB pages; a file made with other pages keeps them, its rows readable", () =>
+    Effect.gen(function*() {
+      const { engine } = yield* open()
+      assert.deepStrictEqual(yield* engine.client.unsafe("PRAGMA page_size"), [{ page_size: 1024 }])
+      const filename = path.join(yield* tempDir, "made-elsewhere.db")
+      const made = new BetterSqlite(filename)
+      made.pragma("journal_mode = WAL")
+      made.exec("CREATE TABLE t (k TEXT PRIMARY KEY); INSERT INTO t (k) VALUES ('kept')")
+      made.close()
+      const other = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
+      assert.deepStrictEqual(yield* other.client.unsafe("PRAGMA page_size"), [{ page_size: 4096 }])
+      yield* other.client.unsafe("INSERT INTO t (k) VALUES ('new')")
+      const db = makeDb(other.client, other.engine)
+      assert.deepStrictEqual(yield* db.run`SELECT k FROM t ORDER BY k`, [{ k: "kept" }, { k: "new" }])
     }))
 
   it.scoped("every acknowledged write is seen by the next read on the read connection", () =>

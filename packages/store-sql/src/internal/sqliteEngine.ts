@@ -34,10 +34,11 @@ export interface EngineOptions {
 }
 
 /**
- * WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts; SQLite's
- * automatic checkpoint defaults to 1,000 and then runs after every commit): 16 MiB of 4 KiB pages.
+ * Bytes of WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts;
+ * SQLite's automatic checkpoint defaults to 1,000 pages and then runs after every commit):
+ * 32 MiB, some 3,000 recorded updates — the WAL file grows to that, twice that at most.
  */
-export const checkpointFrames = 4000
+export const checkpointBytes = 32 * 1024 * 1024
 
 /** The engine of one file (internal: tests reach the writer thread through it). */
 export interface SqliteEngineShape {
@@ -64,7 +65,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       memory,
       busyTimeout: options.busyTimeout,
       synchronous: options.synchronous,
-      checkpointFrames
+      checkpointBytes
     })
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined

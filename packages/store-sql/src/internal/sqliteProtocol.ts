@@ -13,8 +13,8 @@ export interface WorkerOptions {
   readonly busyTimeout: number
   /** `NORMAL` or `FULL`. */
   readonly synchronous: string
-  /** WAL frames written between two of the thread's checkpoints (see sqliteWorker.ts). */
-  readonly checkpointFrames: number
+  /** Bytes of WAL frames written between two of the thread's checkpoints (see sqliteWorker.ts). */
+  readonly checkpointBytes: number
 }
 
 export type Request =
