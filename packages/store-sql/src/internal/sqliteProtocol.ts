@@ -43,7 +43,7 @@ export type Request =
   | { readonly op: "close"; readonly id: number }
   | { readonly op: "crash"; readonly id: number }
 
-/** The answer to request `id` (id 0: the thread is open and ready). */
+/** The answer to request `id` (id 0: the thread is open and ready); a group commit's answers come as one array. */
 export type Reply =
   | { readonly id: number; readonly rows: unknown; readonly error?: undefined }
   | {

@@ -27,7 +27,7 @@
  * Group commit of the write bodies (`call`, sqliteProcedures.ts): the calls that arrive
  * together — every message already queued when the thread picks up the first — run in one
  * `BEGIN IMMEDIATE … COMMIT`, each in a savepoint of its own (a failing call fails alone), and
- * are answered after that `COMMIT`. A statement sent by the main thread (its own transactions,
+ * are answered after that `COMMIT`, in one message. A statement sent by the main thread (its own transactions,
  * `group commit` there, migrations) first commits the calls' batch; calls that arrive while the
  * main thread holds a transaction wait for its end.
  */
@@ -215,7 +215,8 @@ const flush = () => {
   batch = undefined
   try {
     commit()
-    for (const reply of held) port.postMessage(reply)
+    // One message for the whole batch: one wake-up of the main thread, not one per call.
+    port.postMessage(held.length === 1 ? held[0] : held)
   } catch (cause) {
     try {
       if (db.inTransaction) rollback()
