@@ -20,7 +20,8 @@
  * `-shm` file), so a hot page — the leaf a chat appends to — is copied back once per that many
  * bytes of updates, not once per commit; and when the thread has had nothing to do for a second
  * after a commit, if the WAL holds at least a sixteenth of that (a quiet bot's few updates are
- * not copied back one by one). A WAL that grows to twice the interval because checkpoints keep
+ * not copied back one by one; with `synchronous=NORMAL` the WAL is then only synced to disk, as
+ * the checkpoint did: a power loss takes no more than the last second's writes). A WAL that grows to twice the interval because checkpoints keep
  * meeting readers is checkpointed with RESTART (waiting for the readers of the moment, on this
  * thread) so it never grows without bound.
  *
@@ -89,6 +90,19 @@ const checkpoint = (mode: "PASSIVE" | "RESTART") => {
   checkpointedAt = walFrames() ?? 0
 }
 
+/** `synchronous=FULL` (or EXTRA): every commit synced the WAL already. */
+const synchronousFull = /^(FULL|EXTRA|2|3)$/i.test(options.synchronous)
+let wal: number | undefined
+/** Syncs the WAL file to disk (what a checkpoint does first), copying nothing. */
+const syncWal = () => {
+  try {
+    wal ??= fs.openSync(`${options.filename}-wal`, "r")
+    fs.fsyncSync(wal)
+  } catch {
+    // No WAL file (nothing written yet): nothing to sync.
+  }
+}
+
 /** Frames written since the last checkpoint (a WAL that was reset counts from 0 again). */
 const written = (frames: number) => frames >= checkpointedAt ? frames - checkpointedAt : frames
 
@@ -101,6 +115,7 @@ const checkpointWhenIdle = () => {
     if (!db.open || db.inTransaction) return
     const frames = walFrames()
     if (frames === undefined || written(frames) >= checkpointFrames / 16) checkpoint("PASSIVE")
+    else if (!synchronousFull) syncWal()
   }, idleCheckpoint)
   checkpointTimer.unref()
 }
@@ -185,6 +200,7 @@ const handle = async (request: Request): Promise<Reply> => {
     case "close":
       if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
       if (shm !== undefined) fs.closeSync(shm)
+      if (wal !== undefined) fs.closeSync(wal)
       db.close()
       return { id: request.id, rows: [] }
   }
