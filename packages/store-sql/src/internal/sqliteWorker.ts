@@ -21,7 +21,7 @@
  * bytes of updates, not once per commit; and when the thread has had nothing to do for a second
  * after a commit, if the WAL holds at least a sixteenth of that (a quiet bot's few updates are
  * not copied back one by one; with `synchronous=NORMAL` the WAL is then only synced to disk, as
- * the checkpoint did: a power loss takes no more than the last second's writes). A WAL that grows to twice the interval because checkpoints keep
+ * the checkpoint did: what was written before a quiet second survives a power loss). A WAL that grows to twice the interval because checkpoints keep
  * meeting readers is checkpointed with RESTART (waiting for the readers of the moment, on this
  * thread) so it never grows without bound.
  *
