@@ -46,7 +46,7 @@ const mainThreadCpu = (): number => {
 
 const chatOf = (n: number) => String(-100_200_000 - (n % CHATS))
 
-const event = (chat: string, id: number, at: number) => ({
+export const event = (chat: string, id: number, at: number) => ({
   type: "message_observed",
   chat_id: chat,
   topic_id: null,
@@ -55,7 +55,7 @@ const event = (chat: string, id: number, at: number) => ({
   sent_at: new Date(at).toISOString()
 })
 
-const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => ({
+export const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => ({
   channel: "telegram",
   kind: "inbound_user",
   chat_id: chat,
@@ -71,7 +71,7 @@ const item = (chat: string, id: number, at: number): HistoryItem.HistoryItem => 
   attachments: []
 })
 
-const decode = (raw: ReadonlyArray<unknown>) => {
+export const decode = (raw: ReadonlyArray<unknown>) => {
   const decoded = decodeEvents(raw)
   if (decoded._tag === "Left") throw new Error(decoded.left.message)
   return decoded.right
@@ -103,8 +103,8 @@ export const diskSuite = async (): Promise<string> => {
         ))
       }
     }
-    // Let the load's checkpoint settle before measuring.
-    yield* Effect.sleep("1 second")
+    // Let the load's checkpoint (the writer thread's, after a second of quiet) settle before measuring.
+    yield* Effect.sleep("2500 millis")
     let next = 0
     const record = (n: number) =>
       Effect.gen(function*() {
@@ -127,20 +127,27 @@ export const diskSuite = async (): Promise<string> => {
         }
       })
     const bytes = writeBytes()
+    // Bytes written when half the updates were recorded: does the cost grow with the database?
+    let recorded = 0
+    let half = bytes
     const cpu = process.cpuUsage()
     const main = mainThreadCpu()
     const started = performance.now()
     yield* Effect.forEach(Array.from({ length: CONCURRENCY }, () => 0), () =>
       Effect.gen(function*() {
-        while (next < UPDATES) yield* record(next++)
+        while (next < UPDATES) {
+          yield* record(next++)
+          if (++recorded === Math.ceil(UPDATES / 2)) half = writeBytes()
+        }
       }), { concurrency: "unbounded", discard: true })
     const seconds = (performance.now() - started) / 1000
     const used = process.cpuUsage(cpu)
-    // The idle checkpoint's bytes belong to the updates too.
-    yield* Effect.sleep("1 second")
+    // The idle checkpoint's bytes (after a second of quiet) belong to the updates too.
+    yield* Effect.sleep("2500 millis")
     return {
       perSecond: UPDATES / seconds,
       bytes: (writeBytes() - bytes) / UPDATES,
+      halves: [(half - bytes) / Math.ceil(UPDATES / 2), (writeBytes() - half) / Math.floor(UPDATES / 2)],
       cpu: (used.user + used.system) / 1000 / UPDATES,
       main: (mainThreadCpu() - main) / UPDATES
     }
@@ -151,9 +158,9 @@ export const diskSuite = async (): Promise<string> => {
   return [
     `SQLite (synchronous=${SYNCHRONOUS}${INBOX ? ", inbox" : ""}): ${UPDATES} single-message updates into ${MESSAGES} messages, ${CONCURRENCY} at once`,
     "",
-    "| updates/s | disk written per update | process CPU per update | main thread CPU per update |",
+    "| updates/s | disk written per update (first half, second half) | process CPU per update | main thread CPU per update |",
     "|---:|---:|---:|---:|",
-    `| ${result.perSecond.toFixed(0)} | ${(result.bytes / 1024).toFixed(1)} KB | ${result.cpu.toFixed(2)} ms | ${result.main.toFixed(2)} ms |`,
+    `| ${result.perSecond.toFixed(0)} | ${(result.bytes / 1024).toFixed(1)} KB (${result.halves.map((b) => (b / 1024).toFixed(1)).join(", ")}) | ${result.cpu.toFixed(2)} ms | ${result.main.toFixed(2)} ms |`,
     "",
     `files after: ${size}`
   ].join("\n")

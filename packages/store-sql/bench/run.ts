@@ -7,7 +7,8 @@
  *
  * Then the write suites (bench/writes.ts): concurrent one-event writers, and resolve latency
  * with and without writes in other chats, per store. BENCH_SUITES picks (default reads,writes);
- * `disk` adds bench/disk.ts (SQLite: disk written and CPU per recorded update, from the OS).
+ * `disk` adds bench/disk.ts (SQLite: disk written and CPU per recorded update, from the OS);
+ * `pages` adds bench/pages.ts (SQLite: the pages one recorded update writes, by table and index).
  *
  * Environment: BENCH_MESSAGES (default 100000), BENCH_CALLS (default 2000 per tool and engine),
  * BENCH_ENGINES (default memory,sqlite,pg), DEIXIS_TEST_PG_URL (default
@@ -35,6 +36,7 @@ import { cacheHits, cacheMisses } from "../src/internal/contextCache.js"
 import * as SqlStore from "../src/SqlStore.js"
 import * as child from "./child.js"
 import { diskSuite } from "./disk.js"
+import { pagesSuite } from "./pages.js"
 import { writesSuite } from "./writes.js"
 
 const SIZE = Number(process.env["BENCH_MESSAGES"] ?? 100_000)
@@ -300,6 +302,7 @@ const main = Effect.gen(function*() {
   if (!SUITES.includes("reads")) {
     if (SUITES.includes("writes")) yield* writesSuite
     if (SUITES.includes("disk")) console.log(yield* Effect.promise(diskSuite))
+    if (SUITES.includes("pages")) console.log(yield* Effect.promise(pagesSuite))
     return
   }
   const results: Array<Result> = []

@@ -25,7 +25,9 @@ const defaults = defaultsOf(sqliteConfig)
  * internal/sqliteWriter.ts), so no commit, `fsync` or checkpoint blocks this thread; the
  * stores built over it read outside their transactions on a second, read-only connection in
  * this thread, which never waits for a write transaction. Layers over the same file in one
- * process share its writer thread and read connection. The `SqliteClient` tag is provided as
+ * process share its writer thread and read connection, so they share its settings too: one that
+ * asks for another `synchronous` or busy timeout than the file is open with fails (its
+ * `SqlStoreError` carries the `SettingsConflict`). The `SqliteClient` tag is provided as
  * `@effect/sql-sqlite-node` provides it.
  *
  * @since 0.2.0
@@ -45,7 +47,9 @@ export const layerClient = (
       (engine) => SqliteEngine.context(engine) as Context.Context<SqlClient.SqlClient | SqliteClient.SqliteClient>
     )
   ).pipe(
-    Layer.mapError((e) => new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` }))
+    Layer.mapError((e) =>
+      e instanceof SqlStoreError ? e : new SqlStoreError({ message: `cannot open SQLite database ${options.filename}: ${describe(e)}` })
+    )
   )
 
 /**

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
+import BetterSqlite from "better-sqlite3"
 import * as path from "node:path"
 import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
@@ -91,6 +92,22 @@ describe("SQLite writer thread", () => {
       assert.strictEqual(engine.writer.starts(), 1)
     }))
 
+  it.scoped("a new file gets 1 KiB pages; a file made with other pages keeps them, its rows readable", () =>
+    Effect.gen(function*() {
+      const { engine } = yield* open()
+      assert.deepStrictEqual(yield* engine.client.unsafe("PRAGMA page_size"), [{ page_size: 1024 }])
+      const filename = path.join(yield* tempDir, "made-elsewhere.db")
+      const made = new BetterSqlite(filename)
+      made.pragma("journal_mode = WAL")
+      made.exec("CREATE TABLE t (k TEXT PRIMARY KEY); INSERT INTO t (k) VALUES ('kept')")
+      made.close()
+      const other = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
+      assert.deepStrictEqual(yield* other.client.unsafe("PRAGMA page_size"), [{ page_size: 4096 }])
+      yield* other.client.unsafe("INSERT INTO t (k) VALUES ('new')")
+      const db = makeDb(other.client, other.engine)
+      assert.deepStrictEqual(yield* db.run`SELECT k FROM t ORDER BY k`, [{ k: "kept" }, { k: "new" }])
+    }))
+
   it.scoped("every acknowledged write is seen by the next read on the read connection", () =>
     Effect.gen(function*() {
       const { db } = yield* open()
@@ -164,6 +181,40 @@ describe("SQLite writer thread", () => {
       const two = yield* SqliteEngine.make({ filename, busyTimeout: 0, synchronous: "NORMAL" })
       assert.strictEqual(one.writer, two.writer)
       assert.strictEqual<SqlClient.SqlClient>(one.client, two.client)
+    }))
+
+  it.scoped("a second layer over an open file that asks for another synchronous or busy timeout fails with the conflict; the file keeps its setting", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "settings.db")
+      const first = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "full", busy_timeout: 1000 }))
+      const sql = Context.get(first, SqlClient.SqlClient)
+      const asked = (options: Partial<Parameters<typeof Sqlite.layerClient>[0]>) =>
+        Effect.flip(Effect.scoped(Layer.build(Sqlite.layerClient({ filename, synchronous: "full", busy_timeout: 1000, ...options }))))
+      const normal = yield* asked({ synchronous: "normal" })
+      assert.strictEqual(normal._tag, "SqlStoreError")
+      assert.deepStrictEqual(
+        normal.conflict,
+        new SqlStore.SettingsConflict({ filename: path.resolve(filename), setting: "synchronous", open: "full", requested: "normal" })
+      )
+      assert.include(normal.message, "synchronous=full")
+      const busy = yield* asked({ busy_timeout: 5 })
+      assert.deepStrictEqual(busy.conflict?.setting, "busy_timeout")
+      assert.deepStrictEqual([busy.conflict?.open, busy.conflict?.requested], ["1000", "5"])
+      // The writer thread still runs with the first layer's setting (FULL is 2).
+      const rows = yield* sql.unsafe<{ readonly synchronous: number }>("PRAGMA synchronous")
+      assert.strictEqual(rows[0]?.synchronous, 2)
+      // The same settings, spelled otherwise, share the file's engine.
+      const same = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "FULL" as "full", busy_timeout: 1000 }))
+      assert.strictEqual(Context.get(same, SqlClient.SqlClient), sql)
+    }))
+
+  it.scoped("once every layer over a file is closed, it opens again with other settings", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "reopen.db")
+      yield* Effect.scoped(Layer.build(Sqlite.layerClient({ filename, synchronous: "full" })))
+      const again = yield* Layer.build(Sqlite.layerClient({ filename, synchronous: "normal" }))
+      const rows = yield* Context.get(again, SqlClient.SqlClient).unsafe<{ readonly synchronous: number }>("PRAGMA synchronous")
+      assert.strictEqual(rows[0]?.synchronous, 1)
     }))
 
   it.scoped("units of work in flight when the thread dies: each either fails with the typed error or is committed, none acknowledged and lost", () =>

@@ -4,12 +4,12 @@
  * cannot be reached (PostgreSQL stopped, restarting, the network), the disk is full, the file is
  * locked by another program — and a store's port error carries that class (`storeError`).
  *
- * Per database client, a small state machine (`next`, pure) turns those observations into an
+ * Per database — one tracker held by its engine (engine.ts), built with it by the client's layer —
+ * a small state machine (`next`, pure) turns those observations into an
  * outage and its end, each logged once: the first failure of a class logs the outage, the first
  * success after it the recovery (a full disk ends only with a committed write, since reads keep
  * working while writes cannot), and nothing is logged per request in between.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { StoreError } from "@deixis/core/ContextStore"
 import * as Clock from "effect/Clock"
@@ -173,33 +173,23 @@ const logOf = (report: Report, error: unknown) =>
       Effect.annotateLogs({ reason: describeReason[report.reason], after_ms: report.ms, failed_requests: report.failures })
     )
 
-interface Tracker {
+/** Whether one database can be used: its health and its statements numbered (held by the database's engine). */
+export interface Tracker {
   health: Health
   /** Statements started, numbered. */
   started: number
 }
 
-const trackers = new WeakMap<SqlClient.SqlClient, Tracker>()
-
-const trackerOf = (sql: SqlClient.SqlClient): Tracker => {
-  let tracker = trackers.get(sql)
-  if (tracker === undefined) {
-    tracker = { health: up, started: 0 }
-    trackers.set(sql, tracker)
-  }
-  return tracker
-}
-
-/** The health of the database behind `sql`, as its statements last told. */
-export const healthOf = (sql: SqlClient.SqlClient): Health => trackerOf(sql).health
+/** A new tracker: up, nothing started. */
+export const tracker = (): Tracker => ({ health: up, started: 0 })
 
 /**
- * `effect` (a statement, or a write transaction when `write`) observed for `sql`'s health: a
+ * `effect` (a statement, or a write transaction when `write`) observed for the health of the
+ * database `tracker` follows: a
  * classified failure or a success after an outage moves the state machine, and its report is
  * logged. The state is a plain value changed synchronously, so concurrent statements report once.
  */
-export const observed = <A, E, R>(sql: SqlClient.SqlClient, write: boolean, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const tracker = trackerOf(sql)
+export const observed = <A, E, R>(tracker: Tracker, write: boolean, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   const step = (observation: Observation, error: unknown = undefined) => {
     const [health, report] = next(tracker.health, observation)
     tracker.health = health

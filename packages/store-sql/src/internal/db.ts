@@ -14,7 +14,7 @@ import { pg } from "./dialect/pg.js"
 import { sqlite } from "./dialect/sqlite.js"
 import { type EngineShape, type Procedure, SqlEngine } from "./engine.js"
 import { groupCommit } from "./groupCommit.js"
-import { observed } from "./availability.js"
+import { observed, tracker } from "./availability.js"
 import { type Bodies, bodies, type Body, type InboxBody } from "./inbox.js"
 import * as pgEngine from "./pgEngine.js"
 import { compile, Fragment, type Param, type Row, type Scalar } from "./statement.js"
@@ -73,7 +73,7 @@ export const dialectOf = (sql: SqlClient.SqlClient): Dialect =>
 const engineWithout = (sql: SqlClient.SqlClient): EngineShape =>
   dialectOf(sql).name === "pg"
     ? pgEngine.make(sql)
-    : { client: sql, transaction: groupCommit(sql), clientFor: () => sql, call: undefined, body: undefined }
+    : { client: sql, availability: tracker(), transaction: groupCommit(sql), clientFor: () => sql, call: undefined, body: undefined }
 
 /** The `Db` over the `SqlClient` in context, with the engine its layer provided (see engine.ts). */
 export const dbOf: Effect.Effect<Db, never, SqlClient.SqlClient> = Effect.gen(function*() {
@@ -91,10 +91,11 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   // is shared; PostgreSQL's pool lends one).
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
   const clientOf = engine.clientFor
+  const health = engine.availability
   const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
   // Every statement and write tells the database's health (see availability.ts).
   const query = (statement: Fragment) =>
-    observed(sql, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
+    observed(health, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
       const { params, text } = compile(dialect, statement)
       const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
       if (Option.isSome(transaction)) return transaction.value[0].execute(text, params, undefined)
@@ -109,7 +110,7 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
         ? gated(fiber.currentContext, sql, false)
         : undefined
-      return unit === undefined ? observed(sql, true, transaction(effect)) : escalate(unit, "a transaction in an optimistic unit")
+      return unit === undefined ? observed(health, true, transaction(effect)) : escalate(unit, "a transaction in an optimistic unit")
     })
   /** A body driven here: each statement it yields run in turn, its rows given back (a fresh generator per attempt). */
   const drive = <A>(make: () => Body<A>): Effect.Effect<A, SqlError> =>
@@ -127,14 +128,14 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       const alone = whole !== undefined && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
         gated(fiber.currentContext, sql, false) === undefined
       return alone
-        ? observed(sql, true, whole(name, argument))
+        ? observed(health, true, whole(name, argument))
         : inTransaction(drive(() => bodies[name](dialect, argument) as Body<Bodies[typeof name]["result"]>))
     })
   const call = engine.call
   return withQuery({
     dialect,
     sql,
-    call: call === undefined ? undefined : (name, argument) => observed(sql, true, call(name, argument)),
+    call: call === undefined ? undefined : (name, argument) => observed(health, true, call(name, argument)),
     body,
     transaction: inTransaction
   }, query)

@@ -10,6 +10,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type { Tracker } from "./availability.js"
 import type { Bodies, InboxBody } from "./inbox.js"
 
 /** A write transaction (see `Db.transaction`). */
@@ -21,6 +22,11 @@ export type Procedure = "apply" | "unit"
 export interface EngineShape {
   /** The write client this engine belongs to (a store over another client does not use it). */
   readonly client: SqlClient.SqlClient
+  /**
+   * Whether the database can be used, as its statements tell (availability.ts): one per engine,
+   * so an outage is logged once for every store over it.
+   */
+  readonly availability: Tracker
   /** The engine's write transaction: SQLite's group commit, PostgreSQL's retried `BEGIN`. */
   readonly transaction: Transaction
   /** Which client runs a statement outside a transaction (SQLite: reads on the read connection). */

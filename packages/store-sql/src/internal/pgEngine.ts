@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import { isRetryable } from "./dialect/pg.js"
+import { tracker } from "./availability.js"
 import { type EngineShape, SqlEngine } from "./engine.js"
 
 const retry = { while: isRetryable, schedule: Schedule.exponential("5 millis"), times: 8 } as const
@@ -17,6 +18,7 @@ const retry = { while: isRetryable, schedule: Schedule.exponential("5 millis"), 
 /** The PostgreSQL engine over `client`. */
 export const make = (client: SqlClient.SqlClient): EngineShape => ({
   client,
+  availability: tracker(),
   transaction: (effect) =>
     client.withTransaction(effect).pipe(
       // A failed COMMIT is a defect in @effect/sql; here it is a failure like any other.

@@ -17,8 +17,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
+import { tracker } from "./availability.js"
 import { type EngineShape, SqlEngine } from "./engine.js"
 import { groupCommit } from "./groupCommit.js"
+import { SettingsConflict, SqlStoreError } from "./stores.js"
 import { router } from "./readConnection.js"
 import * as sqliteClient from "./sqliteClient.js"
 import * as sqliteWriter from "./sqliteWriter.js"
@@ -32,10 +34,11 @@ export interface EngineOptions {
 }
 
 /**
- * WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts; SQLite's
- * automatic checkpoint defaults to 1,000 and then runs after every commit): 16 MiB of 4 KiB pages.
+ * Bytes of WAL frames written between two checkpoints of the writer thread (sqliteWorker.ts;
+ * SQLite's automatic checkpoint defaults to 1,000 pages and then runs after every commit):
+ * 32 MiB, some 3,000 recorded updates — the WAL file grows to that, twice that at most.
  */
-export const checkpointFrames = 4000
+export const checkpointBytes = 32 * 1024 * 1024
 
 /** The engine of one file (internal: tests reach the writer thread through it). */
 export interface SqliteEngineShape {
@@ -62,7 +65,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       memory,
       busyTimeout: options.busyTimeout,
       synchronous: options.synchronous,
-      checkpointFrames
+      checkpointBytes
     })
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined
@@ -76,6 +79,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
     }
     const engine: EngineShape = {
       client,
+      availability: tracker(),
       transaction: groupCommit(client),
       clientFor: reader === undefined ? () => client : router(client, reader),
       call: (name, argument) => Effect.map(writer.call(name, JSON.stringify(argument)), (ok) => ok === true),
@@ -86,6 +90,8 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
 
 interface Shared {
   users: number
+  /** What the engine was opened with: every layer over the file gets these, or fails. */
+  readonly options: EngineOptions
   readonly scope: Scope.CloseableScope
   readonly engine: Deferred.Deferred<SqliteEngineShape, SqlError>
 }
@@ -96,18 +102,40 @@ const engines = new Map<string, Shared>()
 /** The files with an open engine in this process (for tests: engines are bounded by the open layers). */
 export const openFiles = (): ReadonlyArray<string> => [...engines.keys()]
 
-/** The engine of `options.filename` for the scope: the file's shared one, opened by the first user. */
-export const make = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError, Scope.Scope> => {
+/** The first setting of `requested` that differs from the engine's `open` one. */
+const conflict = (filename: string, open: EngineOptions, requested: EngineOptions): SqlStoreError | undefined => {
+  const differs = (setting: SettingsConflict["setting"], open: string, requested: string) =>
+    new SqlStoreError({
+      message: `SQLite database ${filename} is open in this process with ${setting}=${open}; a layer over it asked for ` +
+        `${setting}=${requested} (layers over one file share its settings)`,
+      conflict: new SettingsConflict({ filename, setting, open, requested })
+    })
+  if (open.synchronous.toUpperCase() !== requested.synchronous.toUpperCase()) {
+    return differs("synchronous", open.synchronous.toLowerCase(), requested.synchronous.toLowerCase())
+  }
+  if (open.busyTimeout !== requested.busyTimeout) return differs("busy_timeout", String(open.busyTimeout), String(requested.busyTimeout))
+  return undefined
+}
+
+/**
+ * The engine of `options.filename` for the scope: the file's shared one, opened by the first
+ * user. A later user asking for other settings than the file is open with fails with
+ * `SqlStoreError` with a `SettingsConflict` (the writer thread's `synchronous` and the connections' busy
+ * timeout are the file's, not a layer's).
+ */
+export const make = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError | SqlStoreError, Scope.Scope> => {
   if (inMemory(options.filename)) return open(options)
   const file = path.resolve(options.filename)
   return Effect.acquireRelease(
-    Effect.suspend(() => {
+    Effect.suspend((): Effect.Effect<Shared, SqlStoreError> => {
       const known = engines.get(file)
       if (known !== undefined) {
+        const differs = conflict(file, known.options, options)
+        if (differs !== undefined) return Effect.fail(differs)
         known.users++
         return Effect.succeed(known)
       }
-      const entry: Shared = { users: 1, scope: Effect.runSync(Scope.make()), engine: Effect.runSync(Deferred.make()) }
+      const entry: Shared = { users: 1, options, scope: Effect.runSync(Scope.make()), engine: Effect.runSync(Deferred.make()) }
       engines.set(file, entry)
       return Scope.extend(open(options), entry.scope).pipe(
         Effect.exit,

@@ -13,8 +13,8 @@ export interface WorkerOptions {
   readonly busyTimeout: number
   /** `NORMAL` or `FULL`. */
   readonly synchronous: string
-  /** WAL frames written between two of the thread's checkpoints (see sqliteWorker.ts). */
-  readonly checkpointFrames: number
+  /** Bytes of WAL frames written between two of the thread's checkpoints (see sqliteWorker.ts). */
+  readonly checkpointBytes: number
 }
 
 export type Request =
@@ -43,7 +43,7 @@ export type Request =
   | { readonly op: "close"; readonly id: number }
   | { readonly op: "crash"; readonly id: number }
 
-/** The answer to request `id` (id 0: the thread is open and ready). */
+/** The answer to request `id` (id 0: the thread is open and ready); a group commit's answers come as one array. */
 export type Reply =
   | { readonly id: number; readonly rows: unknown; readonly error?: undefined }
   | {

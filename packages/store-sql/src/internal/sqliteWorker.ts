@@ -4,20 +4,31 @@
  * Every commit, fsync and WAL checkpoint runs here, never on the thread that answers reads and
  * requests. Messages are plain data both ways (see `Request` and `Reply` in sqliteProtocol.ts).
  *
+ * Pages of 1 KiB in a new file. A recorded update changes a row or two in each of a handful of
+ * b-trees keyed by chat (messages, their topic index, history, its message index): one leaf page
+ * each, and SQLite writes a changed page whole — to the WAL at the commit, and again to the
+ * database at the next checkpoint. At 4 KiB pages (SQLite's default) one single-message update
+ * wrote some 30 KB; at 1 KiB about a third of it (see BENCHMARKS.md), for reads no slower here
+ * (the page cache is sized in bytes). The page size of a file is fixed when it is created: a
+ * file made with other pages keeps them.
+ *
  * Checkpoints are the thread's own (SQLite's automatic one is off). SQLite's runs after every
  * commit once the WAL holds `wal_autocheckpoint` frames, and while the main thread reads — it
  * always does — it cannot finish and reset the WAL, so from then on every commit's pages were
  * copied to the database at once: each page written twice. Here a passive checkpoint runs once
- * every `checkpointFrames` frames written (read from the WAL index header in the `-shm` file),
- * and when the thread has had nothing to do for a moment after a commit — so a page a burst
- * writes over and over is copied back once. A WAL that grows to four times that because
- * checkpoints keep meeting readers is checkpointed with RESTART (waiting for the readers of the
- * moment, on this thread) so it never grows without bound.
+ * `checkpointBytes` of frames were written since the last (read from the WAL index header in the
+ * `-shm` file), so a hot page — the leaf a chat appends to — is copied back once per that many
+ * bytes of updates, not once per commit; and when the thread has had nothing to do for a second
+ * after a commit, if the WAL holds at least a sixteenth of that (a quiet bot's few updates are
+ * not copied back one by one; with `synchronous=NORMAL` the WAL is then only synced to disk, as
+ * the checkpoint did: what was written before a quiet second survives a power loss). A WAL that grows to twice the interval because checkpoints keep
+ * meeting readers is checkpointed with RESTART (waiting for the readers of the moment, on this
+ * thread) so it never grows without bound.
  *
  * Group commit of the write bodies (`call`, sqliteProcedures.ts): the calls that arrive
  * together — every message already queued when the thread picks up the first — run in one
  * `BEGIN IMMEDIATE … COMMIT`, each in a savepoint of its own (a failing call fails alone), and
- * are answered after that `COMMIT`. A statement sent by the main thread (its own transactions,
+ * are answered after that `COMMIT`, in one message. A statement sent by the main thread (its own transactions,
  * `group commit` there, migrations) first commits the calls' batch; calls that arrive while the
  * main thread holds a transaction wait for its end.
  */
@@ -29,7 +40,9 @@ import * as procedures from "./sqliteProcedures.js"
 import type { Reply, Request, WorkerOptions } from "./sqliteProtocol.js"
 
 /** Idle time after a commit before the passive checkpoint, in milliseconds. */
-const idleCheckpoint = 200
+const idleCheckpoint = 1000
+/** The page size of a new file (see above). */
+const newPageSize = 1024
 /** The most calls one of the thread's transactions takes. */
 const maxCalls = 256
 
@@ -37,6 +50,8 @@ const options = workerData as WorkerOptions
 const port = parentPort!
 
 const db = new Sqlite(options.filename)
+// Before WAL mode, which writes the file's header: only a file without pages takes a page size.
+if (options.memory !== true && db.pragma("page_count", { simple: true }) === 0) db.pragma(`page_size = ${newPageSize}`)
 if (options.memory !== true) db.pragma("journal_mode = WAL")
 db.pragma(`busy_timeout = ${options.busyTimeout}`)
 db.pragma(`synchronous = ${options.synchronous}`)
@@ -46,7 +61,9 @@ db.pragma("cache_size = -65536")
 // in memory, not in a temporary file that wrote every changed page a second time.
 db.pragma("temp_store = MEMORY")
 const ownCheckpoints = options.memory !== true
-db.pragma(`wal_autocheckpoint = ${ownCheckpoints ? 0 : options.checkpointFrames}`)
+/** WAL frames (pages) between two checkpoints. */
+const checkpointFrames = Math.max(1000, Math.round(options.checkpointBytes / Number(db.pragma("page_size", { simple: true }))))
+db.pragma(`wal_autocheckpoint = ${ownCheckpoints ? 0 : 1000}`)
 
 const { prepare, clear: forgetPrepared } = preparedCache(db)
 
@@ -73,13 +90,32 @@ const checkpoint = (mode: "PASSIVE" | "RESTART") => {
   checkpointedAt = walFrames() ?? 0
 }
 
+/** `synchronous=FULL` (or EXTRA): every commit synced the WAL already. */
+const synchronousFull = /^(FULL|EXTRA|2|3)$/i.test(options.synchronous)
+let wal: number | undefined
+/** Syncs the WAL file to disk (what a checkpoint does first), copying nothing. */
+const syncWal = () => {
+  try {
+    wal ??= fs.openSync(`${options.filename}-wal`, "r")
+    fs.fsyncSync(wal)
+  } catch {
+    // No WAL file (nothing written yet): nothing to sync.
+  }
+}
+
+/** Frames written since the last checkpoint (a WAL that was reset counts from 0 again). */
+const written = (frames: number) => frames >= checkpointedAt ? frames - checkpointedAt : frames
+
 let checkpointTimer: ReturnType<typeof setTimeout> | undefined
 const checkpointWhenIdle = () => {
   if (options.memory === true || db.inTransaction) return
   if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
   checkpointTimer = setTimeout(() => {
     checkpointTimer = undefined
-    if (db.open && !db.inTransaction) checkpoint("PASSIVE")
+    if (!db.open || db.inTransaction) return
+    const frames = walFrames()
+    if (frames === undefined || written(frames) >= checkpointFrames / 16) checkpoint("PASSIVE")
+    else if (!synchronousFull) syncWal()
   }, idleCheckpoint)
   checkpointTimer.unref()
 }
@@ -89,10 +125,8 @@ const afterCommit = () => {
   if (!ownCheckpoints || db.inTransaction) return
   const frames = walFrames()
   if (frames !== undefined) {
-    // A WAL that was reset counts from 0 again.
-    const written = frames >= checkpointedAt ? frames - checkpointedAt : frames
-    if (frames >= 4 * options.checkpointFrames) return checkpoint("RESTART")
-    if (written >= options.checkpointFrames) return checkpoint("PASSIVE")
+    if (frames >= 2 * checkpointFrames) return checkpoint("RESTART")
+    if (written(frames) >= checkpointFrames) return checkpoint("PASSIVE")
   }
   checkpointWhenIdle()
 }
@@ -166,6 +200,7 @@ const handle = async (request: Request): Promise<Reply> => {
     case "close":
       if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
       if (shm !== undefined) fs.closeSync(shm)
+      if (wal !== undefined) fs.closeSync(wal)
       db.close()
       return { id: request.id, rows: [] }
   }
@@ -196,7 +231,8 @@ const flush = () => {
   batch = undefined
   try {
     commit()
-    for (const reply of held) port.postMessage(reply)
+    // One message for the whole batch: one wake-up of the main thread, not one per call.
+    port.postMessage(held.length === 1 ? held[0] : held)
   } catch (cause) {
     try {
       if (db.inTransaction) rollback()

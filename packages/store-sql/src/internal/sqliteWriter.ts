@@ -116,12 +116,16 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
     const start = (): Thread => {
       const thread: Thread = { worker: spawn(options), generation: ++generation, pending: new Map(), exited: false }
       thread.worker.unref()
-      thread.worker.on("message", (reply: Reply) => {
-        const answer = thread.pending.get(reply.id)
-        if (answer === undefined) return
+      const answer = (reply: Reply) => {
+        const resume = thread.pending.get(reply.id)
+        if (resume === undefined) return
         thread.pending.delete(reply.id)
         if (thread.pending.size === 0) thread.worker.unref()
-        answer(reply)
+        resume(reply)
+      }
+      thread.worker.on("message", (message: Reply | ReadonlyArray<Reply>) => {
+        if (Array.isArray(message)) for (const reply of message) answer(reply)
+        else answer(message as Reply)
       })
       let reason = "it exited"
       thread.worker.on("error", (error) => {

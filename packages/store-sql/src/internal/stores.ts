@@ -40,6 +40,25 @@ import { makeUnitOfWork } from "./unit.js"
 // -----------------------------------------------------------------------------
 
 /**
+ * A SQLite layer asked for a setting that differs from the one its file is already open with in
+ * this process. Layers over one file share its one writer thread and connections — one
+ * `synchronous` setting, one busy timeout — so a second layer cannot change them: it fails
+ * (`SqlStoreError` with this as `conflict`) instead of silently taking the other's. Give every
+ * layer over a file the same settings, or close the first before opening it otherwise.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class SettingsConflict extends Schema.Class<SettingsConflict>("@deixis/store-sql/SettingsConflict")({
+  filename: Schema.String,
+  setting: Schema.Literal("synchronous", "busy_timeout"),
+  /** The setting the file is open with. */
+  open: Schema.String,
+  /** The setting the layer asked for. */
+  requested: Schema.String
+}) {}
+
+/**
  * The store could not start: the database is unreachable, refused a setting, or a migration
  * failed. Failures of individual calls are the ports' own errors (core's `StoreError`, the
  * conversation state's store error).
@@ -49,7 +68,11 @@ import { makeUnitOfWork } from "./unit.js"
  */
 export class SqlStoreError extends Schema.TaggedError<SqlStoreError>("@deixis/store-sql/SqlStoreError")(
   "SqlStoreError",
-  { message: Schema.String },
+  {
+    message: Schema.String,
+    /** Set when a SQLite layer asked for other settings than its file is open with (see {@link SettingsConflict}). */
+    conflict: Schema.optional(Schema.suspend((): Schema.Schema<SettingsConflict> => SettingsConflict))
+  },
   httpStatus(503)
 ) {}
 

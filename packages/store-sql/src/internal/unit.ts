@@ -139,7 +139,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
           Effect.mapError((e): E | StoreError =>
             e instanceof SqlError ? storeError(`unit of work failed: ${describe(e)}`, e) : e as E
           ),
-          Effect.withSpan("SqlStore.unitOfWork")
+          // No stack trace captured: it cost more than the span (an Error per unit, on every recorded update).
+          Effect.withSpan("SqlStore.unitOfWork", { captureStackTrace: false })
         )
       })
   }
