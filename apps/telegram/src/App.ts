@@ -44,7 +44,8 @@ import * as Runner from "./Runner.js"
  * @category layers
  */
 export const services = <E, R>(stores: Layer.Layer<DeixisServices.Stores, E, R>) =>
-  Layer.mergeAll(DeixisServices.layerConfig(stores), Reminders.layerWakeup, Supervisor.layer, Metrics.layer)
+  // The supervisor is the stores' too: a SQLite writer thread that keeps dying ends the process.
+  Layer.mergeAll(DeixisServices.layerConfig(stores), Reminders.layerWakeup, Metrics.layer).pipe(Layer.provideMerge(Supervisor.layer))
 
 /**
  * The bot's version, from its package.json, as its start line reports it (core's
