@@ -138,7 +138,8 @@ export const runWith = <E, R>(
     })
     const live = running
     // Readiness follows the intake's from now on (false the moment its writer is down).
-    yield* live.ready.changes.pipe(Stream.runForEach((up) => SubscriptionRef.set(ready, up)), Effect.forkScoped)
+    // Supervised: a relay that died would leave readiness frozen at its last value.
+    yield* Supervisor.fork("the readiness relay", live.ready.changes.pipe(Stream.runForEach((up) => SubscriptionRef.set(ready, up))), Supervisor.restart())
     const reminders = yield* ReminderStore
     const runtime = yield* Effect.runtime<never>()
     const metrics = yield* Metrics.Registry
