@@ -121,7 +121,8 @@ export interface Settlement {
   /**
    * Chats the owner gives up without taking what waits for them (a process that stops): held by
    * no one, their claim ended at once, so the next `claimStale` — or `receive` of an update of
-   * theirs — of any process takes them over with every update of theirs not done, in order.
+   * theirs — of any process takes them over with every update of theirs not done, in order (a
+   * chat with none is simply released).
    * Updates handed to the owner and not handled go in `returned`. Applied after `stall` and
    * before `release` (a chat in both is given up, not released).
    *
@@ -272,7 +273,10 @@ export const makeMemory = (): UpdateInboxShape => {
         }
         for (const chat of surrender) {
           const claim = mine(chat)
-          if (claim !== undefined) Object.assign(claim, { owner: "", lease_until: now, waiting: true })
+          if (claim === undefined) continue
+          // Nothing left to do: released; otherwise no one's, its claim ended now.
+          if (pendingOf(source, chat, "all").length === 0) claims.delete(key(source, chat))
+          else Object.assign(claim, { owner: "", lease_until: now, waiting: true })
         }
         const handed: Array<Handed> = []
         for (const chat of release) {

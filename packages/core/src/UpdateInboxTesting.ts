@@ -185,6 +185,16 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual((yield* inbox.receive(incoming(11, { owner: "b", chat: "d" }))).handed.map((h) => h.update_id), [11])
       }))
 
+    test("a chat given up with an update handed and not settled (its run interrupted) hands it out again at once, counted; one with nothing left is released", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(1))
+        yield* inbox.receive(incoming(2, { chat: "d" }))
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [2], surrender: ["c", "d"] })), [])
+        assert.deepStrictEqual(tries(yield* stale(inbox, t0)), [[1, 2]])
+        // d had nothing left: anyone's, its next update handed to its receiver alone.
+        assert.deepStrictEqual(tries((yield* inbox.receive(incoming(3, { owner: "e", chat: "d" }))).handed), [[3, 1]])
+      }))
+
     test("a chat given up is taken over by the next receiver of one of its updates, earlier updates first", (inbox) =>
       Effect.gen(function*() {
         yield* inbox.receive(incoming([1, 2]))
