@@ -13,12 +13,13 @@ import { DeixisServices, HistoryStore } from "@deixis/chathistory"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { ConfigKeys, Lifecycle } from "@deixis/core"
+import { ConfigKeys, Lifecycle, Logging, Supervisor } from "@deixis/core"
 import { StoreConfig } from "@deixis/store-sql"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
@@ -26,6 +27,7 @@ import * as Activity from "./Activity.js"
 import * as Auth from "./Auth.js"
 import * as Document from "./Document.js"
 import * as Edge from "./Edge.js"
+import * as Logs from "./Logs.js"
 import * as Inspector from "./Inspector.js"
 import { ApiLive, type TelegramOptions } from "./Handlers.js"
 import * as Mcp from "./Mcp.js"
@@ -215,12 +217,47 @@ export const layerConfig = Layer.unwrapEffect(
     ))
     // Built in this order: the stop's watch (its line comes last), the service, the
     // announcement, the stop's clock (started first when nothing else started it).
+    // The process's supervisor under everything (the stores' long-lived fibers report to it).
     return Layer.scopedDiscard(Lifecycle.starts).pipe(
       Layer.provideMerge(announce.pipe(Layer.provideMerge(layer(options, Store.layer(choice))))),
-      Layer.provideMerge(Layer.scopedDiscard(Lifecycle.watch("deixis", options.shutdownTimeoutMs)))
+      Layer.provideMerge(Layer.scopedDiscard(Lifecycle.watch("deixis", options.shutdownTimeoutMs))),
+      Layer.provideMerge(Supervisor.layer)
     )
   })
 )
+
+/**
+ * Runs the service built by `service` (`layerConfig`, or it with a fault injected by a test)
+ * until it is interrupted (a signal) — or until one of its long-lived fibers fails for good
+ * (core's `Supervisor`: a SQLite writer thread that keeps dying, a supervised fiber out of
+ * restarts), when it fails with that `FiberDied` (one Fatal line, exit 1: never a live process
+ * that cannot work).
+ *
+ * @since 0.3.0
+ * @category running
+ */
+export const serve = <E, R>(service: Layer.Layer<Supervisor.Supervisor, E, R>): Effect.Effect<never, E | Supervisor.FiberDied, R> =>
+  Effect.scoped(Effect.flatMap(Layer.build(service), (context) => Context.get(context, Supervisor.Supervisor).failed))
+
+/**
+ * What `main.ts` runs: the service built by `service` (`layerConfig`; a test's fixture injects
+ * a fault into it) with the process's logger, which knows the secrets it must never write — a
+ * wrong logging key is reported through the default logger options, a wrong secret by the
+ * service's own reading of it. Fails (after one Fatal line) when the service could not start or
+ * stopped on its own.
+ *
+ * @since 0.3.0
+ * @category running
+ */
+export const program = <E>(service: Layer.Layer<Supervisor.Supervisor, E>): Effect.Effect<never, unknown> =>
+  Effect.gen(function*() {
+    const logging = yield* Effect.either(Logging.config)
+    const keys = yield* Effect.orElseSucceed(secrets, () => [])
+    return yield* Effect.zipRight(logging, serve(service)).pipe(
+      Effect.tapErrorCause(reportFailure),
+      Effect.provide(Logs.layer({ ...Either.getOrElse(logging, () => ConfigKeys.defaultsOf(Logging.config)), secrets: keys }))
+    )
+  })
 
 /**
  * Why the service could not start or stopped on its own, as one Fatal line: a configuration
@@ -233,6 +270,7 @@ export const layerConfig = Layer.unwrapEffect(
 export const reportFailure = (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   const error = Cause.failureOption(cause)
+  if (Option.isSome(error) && error.value instanceof Supervisor.FiberDied) return Effect.logFatal(`deixis stopped: ${error.value.message}`)
   return Option.isSome(error) && ConfigError.isConfigError(error.value)
     ? Effect.logFatal(`deixis cannot start: ${ConfigKeys.describeError(error.value)}`)
     : Effect.logFatal("deixis stopped on a failure", cause)

@@ -44,7 +44,8 @@ import * as Runner from "./Runner.js"
  * @category layers
  */
 export const services = <E, R>(stores: Layer.Layer<DeixisServices.Stores, E, R>) =>
-  Layer.mergeAll(DeixisServices.layerConfig(stores), Reminders.layerWakeup, Supervisor.layer, Metrics.layer)
+  // The supervisor is the stores' too: a SQLite writer thread that keeps dying ends the process.
+  Layer.mergeAll(DeixisServices.layerConfig(stores), Reminders.layerWakeup, Metrics.layer).pipe(Layer.provideMerge(Supervisor.layer))
 
 /**
  * The bot's version, from its package.json, as its start line reports it (core's
@@ -137,7 +138,8 @@ export const runWith = <E, R>(
     })
     const live = running
     // Readiness follows the intake's from now on (false the moment its writer is down).
-    yield* live.ready.changes.pipe(Stream.runForEach((up) => SubscriptionRef.set(ready, up)), Effect.forkScoped)
+    // Supervised: a relay that died would leave readiness frozen at its last value.
+    yield* Supervisor.fork("the readiness relay", live.ready.changes.pipe(Stream.runForEach((up) => SubscriptionRef.set(ready, up))), Supervisor.restart())
     const reminders = yield* ReminderStore
     const runtime = yield* Effect.runtime<never>()
     const metrics = yield* Metrics.Registry

@@ -125,6 +125,8 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // The one ledger, changed only by its pure transitions. Whoever waits for room is woken
     // when a change makes some.
     let ledger = Ledger.empty
+    // Set when the intake's scope closes: its last settlements give chats up (see the finalizer).
+    let stopping = false
     let roomWaiters: Array<() => void> = []
     const apply = (next: Ledger.Ledger) => {
       const before = ledger.total
@@ -156,7 +158,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // reach the ledger.
     const settleNow: Effect.Effect<void> = Effect.uninterruptible(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const [next, taken] = Ledger.take(ledger, now, lease)
+      const [next, taken] = Ledger.take(ledger, now, lease, stopping)
       apply(next)
       if (taken === undefined) return
       const handed = yield* inbox.settle({ source, owner: options.owner, ...taken }).pipe(
@@ -174,13 +176,21 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // released after them: on shutdown the transports stop taking updates first, then the
     // dispatcher drains (bounded), then the last settlement is written — whatever the writer
     // fiber was doing when it was interrupted (a settlement it was writing is owed again).
+    // Stopping: runs the dispatcher never started (its drain timed out) are given back, and
+    // the chats finished here are given up rather than released (`Ledger.take`): a release would
+    // hand this process the updates waiting for them, held unhandled until the lease ends; given
+    // up, the next process to claim them (a restart, another replica) takes them at once.
     yield* Effect.addFinalizer(() =>
-      Effect.interruptible(Effect.whileLoop({
+      Effect.sync(() => {
+        stopping = true
+        for (const run of unstarted) apply(Ledger.finish(ledger, { chat: run.chat, key: run.key, ids: run.items.map((w) => w.update_id) }, "returned"))
+        unstarted.clear()
+      }).pipe(Effect.zipRight(Effect.interruptible(Effect.whileLoop({
         while: () => Ledger.owesAnything(ledger),
         // A failed write is tried again (a store back within the bound still gets it).
         body: () => settleNow.pipe(Effect.zipRight(Effect.suspend(() => (Ledger.owesAnything(ledger) ? Effect.sleep(Duration.millis(100)) : Effect.void)))),
         step: () => undefined
-      })).pipe(
+      })))).pipe(
         Effect.timeout(options.shutdownTimeout),
         Effect.catchAll(() => Effect.logError("the last settlement was not written within the shutdown timeout; its updates are handled again after the next start")),
         Effect.annotateLogs({ component: "intake" })
@@ -245,11 +255,14 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     }
     const maxRun = 32
     const open = new Map<string, Run>()
+    // Runs submitted to the dispatcher and not started yet.
+    const unstarted = new Set<Run>()
 
     const task = (run: Run) =>
       Effect.suspend(() => {
         // Started: later updates of the key start a run of their own.
         if (open.get(run.key) === run) open.delete(run.key)
+        unstarted.delete(run)
         const { chat, items } = run
         const ids = items.map((w) => w.update_id)
         const end = (outcome: Ledger.Outcome) =>
@@ -349,6 +362,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
             // Updates after an answer come after it.
             if (answer) open.delete(key)
             else open.set(key, next)
+            unstarted.add(next)
             // Never waits: the ledger admits no more updates than the dispatcher has room for.
             yield* dispatcher.submit(key, task(next), { urgent: answer })
           }

@@ -219,25 +219,33 @@ export const room = (ledger: Ledger, capacity: number): number => Math.max(0, ca
  * here whose claim was last extended more than an eighth of the lease ago are held again;
  * chats owed a release that took updates since are not released (they are owed one again when
  * those finish). Only one settlement is written at a time: none is taken while one is.
+ * `stopping` (the last settlements of a process that stops): the chats it would release, and
+ * the stalled ones with nothing in flight, are given up (`surrender`) instead — a release
+ * hands the releaser the updates that wait for the chat, which a stopping process would hold
+ * unhandled until the lease ends.
  *
  * @since 0.3.0
  * @category transitions
  */
-export const take = (ledger: Ledger, now: number, lease: number): readonly [Ledger, Taken | undefined] => {
+export const take = (ledger: Ledger, now: number, lease: number, stopping = false): readonly [Ledger, Taken | undefined] => {
   if (ledger.writing !== undefined) return [ledger, undefined]
   const { owed } = ledger
-  const release = [...owed.release].filter((chat) => !HashMap.has(ledger.inFlight, chat))
+  const finished = [...owed.release].filter((chat) => !HashMap.has(ledger.inFlight, chat))
   const hold = [...HashMap.keys(ledger.inFlight)].filter((chat) => now - Option.getOrElse(HashMap.get(ledger.heldSince, chat), () => 0) >= lease / 8)
+  // Stopping, a finished chat is given up rather than released (a release hands over what
+  // waits for it), and a stalled one too: the next process takes either at once.
+  const surrender = stopping ? [...new Set([...finished, ...[...owed.stall].filter((chat) => !HashMap.has(ledger.inFlight, chat))])] : []
   const taken: Taken = {
     now,
     lease,
     done: Chunk.toReadonlyArray(owed.done),
     returned: Chunk.toReadonlyArray(owed.returned),
     hold,
-    release,
-    stall: [...owed.stall]
+    release: stopping ? [] : finished,
+    stall: stopping ? [...owed.stall].filter((chat) => HashMap.has(ledger.inFlight, chat)) : [...owed.stall],
+    surrender
   }
-  if (taken.done.length + taken.returned.length + hold.length + release.length + taken.stall.length === 0) {
+  if (taken.done.length + taken.returned.length + hold.length + finished.length + taken.stall.length + surrender.length === 0) {
     return [owed.release === noneOwed.release ? ledger : { ...ledger, owed: { ...owed, release: HashSet.empty() } }, undefined]
   }
   return [{ ...ledger, owed: noneOwed, writing: taken }, taken]
@@ -254,7 +262,7 @@ export const written = (ledger: Ledger): Ledger => {
   const w = ledger.writing
   if (w === undefined) return ledger
   let heldSince = ledger.heldSince
-  for (const chat of w.release) heldSince = HashMap.remove(heldSince, chat)
+  for (const chat of [...w.release, ...(w.surrender ?? [])]) heldSince = HashMap.remove(heldSince, chat)
   for (const chat of w.hold) heldSince = HashMap.set(heldSince, chat, w.now)
   return { ...ledger, heldSince, writing: undefined }
 }
@@ -277,7 +285,8 @@ export const unwritten = (ledger: Ledger): Ledger => {
       done: Chunk.appendAll(Chunk.unsafeFromArray(w.done), owed.done),
       returned: Chunk.appendAll(Chunk.unsafeFromArray(w.returned), owed.returned),
       stall: HashSet.union(owed.stall, w.stall),
-      release: HashSet.union(owed.release, w.release)
+      // A chat given up (only when stopping) is owed as finished: the next settlement gives it up again.
+      release: HashSet.union(HashSet.union(owed.release, w.release), HashSet.fromIterable(w.surrender ?? []))
     }
   }
 }

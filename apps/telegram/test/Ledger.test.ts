@@ -71,6 +71,25 @@ describe("Ledger", () => {
     assert.deepStrictEqual(taken?.done, [1])
   })
 
+  it("stopping, finished and stalled chats are given up, not released; a chat still in flight is neither; a lost write owes them again", () => {
+    let [ledger] = Ledger.admit(Ledger.empty, [arrival(1, "a"), arrival(2, "b"), arrival(3, "c"), arrival(4, "d")], 0, limits)
+    ledger = Ledger.finish(ledger, { chat: "a", key: "a", ids: [1] }, "done")
+    ledger = Ledger.finish(ledger, { chat: "b", key: "b", ids: [2] }, "returned")
+    ledger = Ledger.finish(ledger, { chat: "c", key: "c", ids: [3] }, "stalled")
+    // Not stopping: released, c stalled.
+    const [, plain] = Ledger.take(ledger, 1, lease)
+    assert.deepStrictEqual([[...plain!.release].sort(), plain!.stall, plain!.surrender], [["a", "b", "c"], ["c"], []])
+    const [writing, taken] = Ledger.take(ledger, 1, lease, true)
+    assert.deepStrictEqual([taken!.release, taken!.stall, [...taken!.surrender!].sort()], [[], [], ["a", "b", "c"]])
+    assert.deepStrictEqual([taken!.done, taken!.returned], [[1], [2]])
+    // d is still in flight: neither given up nor released.
+    assert.isTrue(HashMap.has(writing.inFlight, "d"))
+    const [, again] = Ledger.take(Ledger.unwritten(writing), 2, lease, true)
+    assert.deepStrictEqual([...again!.surrender!].sort(), ["a", "b", "c"])
+    const done = Ledger.written(writing)
+    assert.deepStrictEqual([...HashMap.keys(done.heldSince)], ["d"])
+  })
+
   it.prop(
     "whatever the order of arrivals and finishes, every admitted id is owed exactly once and nothing stays in flight",
     [FastCheck.array(FastCheck.tuple(FastCheck.integer({ min: 0, max: 4 }), FastCheck.integer({ min: 1, max: 4 })), { maxLength: 60 }), FastCheck.integer()],

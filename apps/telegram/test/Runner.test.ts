@@ -619,6 +619,44 @@ describe("apps/telegram: bounded shutdown and recovery", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("apps/telegram: a stop whose drain times out", () => {
+  it.live("the chats it held are given up, not kept until the lease: the next process answers their unstarted updates at once, each once", () =>
+    Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const stores = yield* Layer.build(StoreConfig.layerMemory)
+      const services = App.services(Layer.succeedContext(stores))
+      // A lease far longer than the test: nothing here waits for one to end.
+      const settings = { shutdownTimeout: Duration.millis(100), updateLease: Duration.minutes(10) }
+      const hang = api.hang("sendMessage", (c) => c.token === "123:TEST")
+      // One chat's commands: the first hangs, the three behind it never start.
+      const updates = Array.from({ length: 4 }, () => message("/help"))
+      const ids = updates.map((u) => u.message.message_id)
+      const first = yield* Scope.make()
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot))
+        const running = yield* launch(bot, api.apiRoot, settings, "first")
+        api.pushUpdates(...updates)
+        yield* eventually("the first reply hangs and the rest wait behind it", () => hang.held() === 1 && running.intakeService.queued() === 4)
+      }).pipe(Effect.provide(services), Scope.extend(first))
+      yield* Scope.close(first, Exit.void)
+      const inbox = yield* UpdateInbox.UpdateInbox.pipe(Effect.provide(Layer.succeedContext(stores)))
+      const answeredBySecond = () =>
+        api.delivered("sendMessage").filter((c) => c.token === "123:SECOND").map((c) =>
+          (c.payload["reply_parameters"] as { readonly message_id?: number } | undefined)?.message_id
+        )
+      yield* Effect.gen(function*() {
+        const bot = yield* Bot.make(config(api.apiRoot, { token: Redacted.make("123:SECOND") }))
+        const running = yield* launch(bot, api.apiRoot, settings, "second")
+        yield* eventually("every update of the chat is answered by the next process", () => ids.every((id) => answeredBySecond().includes(id)))
+        yield* running.dispatcher.idle
+      }).pipe(Effect.provide(services), Effect.scoped)
+      assert.deepStrictEqual([...answeredBySecond()].sort(), [...ids].sort())
+      // Nothing is left claimed or pending.
+      const stale = yield* inbox.claimStale({ source: String(F.botId), now: Date.now() + 3_600_000, owner: "x", lease: 1, limit: 10 })
+      assert.deepStrictEqual(stale, [])
+    }).pipe(Effect.scoped))
+})
+
 describe("apps/telegram: operations", () => {
   it.scoped("health and Prometheus metrics: updates handled, latency, send failures by code, queue depth", () =>
     Effect.gen(function*() {

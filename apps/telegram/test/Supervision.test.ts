@@ -5,11 +5,13 @@
  * process with a Fatal line and a non-zero exit (a process of its own).
  */
 import { ReminderStore } from "@deixis/core/ReminderStore"
+import * as Supervisor from "@deixis/core/Supervisor"
 import { UpdateInbox } from "@deixis/core/UpdateInbox"
 import { StoreConfig } from "@deixis/store-sql"
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { assert, describe, it } from "@effect/vitest"
 import { type Running, start } from "deixis-test-support/process"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -180,6 +182,21 @@ describe("apps/telegram: supervised fibers", () => {
 })
 
 describe("apps/telegram: a fiber that keeps failing ends the process", () => {
+  it.live("the stores get the process's supervisor: a fiber of theirs that keeps dying fails it, as a SQLite writer thread that keeps dying does", () =>
+    Effect.gen(function*() {
+      const stores = Layer.merge(
+        StoreConfig.layerMemory,
+        Layer.scopedDiscard(Supervisor.fork("a store's fiber", Effect.dieMessage("injected defect"), Supervisor.restart({ limit: 1, delay: "1 millis" })))
+      )
+      const services = yield* Layer.build(App.services(stores).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
+      // Bounded: a supervisor the stores never reached would wait for ever.
+      const died = yield* Effect.flip(Context.get(services, Supervisor.Supervisor).failed).pipe(
+        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the process's supervisor never heard of the stores' fiber") }),
+        Effect.orDie
+      )
+      assert.deepStrictEqual([died.fiber, died.restarts], ["a store's fiber", 1])
+    }).pipe(Effect.scoped))
+
   it.live("the inbox writer dying at every start: one FATAL line naming it, exit 1", () =>
     Effect.gen(function*() {
       const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })

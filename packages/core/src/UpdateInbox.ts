@@ -16,6 +16,8 @@
  *   kept until swept), updates given back (handed but not handled: they wait again), chats
  *   it still works on (their claim extended) and chats it has finished (released — or, when
  *   updates wait for them, kept and those updates handed over).
+ * - `settle`'s `surrender` gives chats up without taking what waits for them (a stopping process:
+ *   a release would hand it updates it will not handle): their claim ends at once.
  * - `claimStale` takes over chats whose claim expired (a process that died mid-run, or a chat
  *   stalled by a failed recording): every update of theirs not done is handed out again, oldest
  *   first, each counted as one more attempt, so a receiver can give up an update that keeps
@@ -116,6 +118,17 @@ export interface Settlement {
    * lease ends, then `claimStale` hands every update of theirs not done out again, in order.
    */
   readonly stall: ReadonlyArray<string>
+  /**
+   * Chats the owner gives up without taking what waits for them (a process that stops): held by
+   * no one, their claim ended at once, so the next `claimStale` — or `receive` of an update of
+   * theirs — of any process takes them over with every update of theirs not done, in order (a
+   * chat with none is simply released).
+   * Updates handed to the owner and not handled go in `returned`. Applied after `stall` and
+   * before `release` (a chat in both is given up, not released).
+   *
+   * @since 0.3.0
+   */
+  readonly surrender?: ReadonlyArray<string>
 }
 
 /**
@@ -232,7 +245,7 @@ export const makeMemory = (): UpdateInboxShape => {
         }
         return { fresh: fresh.map((r) => r.update_id), handed: handed.sort((a, b) => a.update_id - b.update_id), waiting }
       }),
-    settle: ({ done, hold, lease, now, owner, release, returned, source, stall }) =>
+    settle: ({ done, hold, lease, now, owner, release, returned, source, stall, surrender = [] }) =>
       Effect.sync(() => {
         for (const id of done) {
           const row = rows.get(key(source, id))
@@ -257,6 +270,13 @@ export const makeMemory = (): UpdateInboxShape => {
         for (const chat of stall) {
           const claim = mine(chat)
           if (claim !== undefined) Object.assign(claim, { owner: "", lease_until: now + lease, waiting: true })
+        }
+        for (const chat of surrender) {
+          const claim = mine(chat)
+          if (claim === undefined) continue
+          // Nothing left to do: released; otherwise no one's, its claim ended now.
+          if (pendingOf(source, chat, "all").length === 0) claims.delete(key(source, chat))
+          else Object.assign(claim, { owner: "", lease_until: now, waiting: true })
         }
         const handed: Array<Handed> = []
         for (const chat of release) {

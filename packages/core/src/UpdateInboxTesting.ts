@@ -168,6 +168,42 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual(tries(yield* stale(inbox, t0 + 10_000, "a")), [[2, 2], [3, 1]])
       }))
 
+    test("a chat given up (surrender) is not handed to its holder: it is anyone's at once, every update not done handed out in order", (inbox) =>
+      Effect.gen(function*() {
+        // "a" holds c with 1 and 2 handed; "b"'s 3 waits for it.
+        yield* inbox.receive(incoming([1, 2]))
+        assert.deepStrictEqual((yield* inbox.receive(incoming(3, { owner: "b" }))).waiting, ["c"])
+        // "a" stops: 1 done, 2 given back, c given up — nothing handed to "a", though 3 waits.
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [1], returned: [2], release: ["c"], surrender: ["c"] })), [])
+        // Another holder's chat is not given up by "a".
+        yield* inbox.receive(incoming(10, { owner: "b", chat: "d" }))
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ surrender: ["d"] })), [])
+        // Claimable at once (no lease to wait out), by one process: 2's given-back hand-out not counted.
+        const taken = yield* stale(inbox, t0)
+        assert.deepStrictEqual(tries(taken), [[2, 1], [3, 1]])
+        assert.deepStrictEqual(yield* stale(inbox, t0, "e"), [])
+        assert.deepStrictEqual((yield* inbox.receive(incoming(11, { owner: "b", chat: "d" }))).handed.map((h) => h.update_id), [11])
+      }))
+
+    test("a chat given up with an update handed and not settled (its run interrupted) hands it out again at once, counted; one with nothing left is released", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming(1))
+        yield* inbox.receive(incoming(2, { chat: "d" }))
+        assert.deepStrictEqual(yield* inbox.settle(settlement({ done: [2], surrender: ["c", "d"] })), [])
+        assert.deepStrictEqual(tries(yield* stale(inbox, t0)), [[1, 2]])
+        // d had nothing left: anyone's, its next update handed to its receiver alone.
+        assert.deepStrictEqual(tries((yield* inbox.receive(incoming(3, { owner: "e", chat: "d" }))).handed), [[3, 1]])
+      }))
+
+    test("a chat given up is taken over by the next receiver of one of its updates, earlier updates first", (inbox) =>
+      Effect.gen(function*() {
+        yield* inbox.receive(incoming([1, 2]))
+        yield* inbox.settle(settlement({ done: [1], returned: [2], surrender: ["c"] }))
+        assert.deepStrictEqual(tries((yield* inbox.receive(incoming(3, { owner: "b", now: t0 + 1 }))).handed), [[2, 1], [3, 1]])
+        // Held by "b" now.
+        assert.deepStrictEqual((yield* inbox.receive(incoming(4, { now: t0 + 2 }))).waiting, ["c"])
+      }))
+
     test("of concurrent receivers of one batch each id is recorded by exactly one, and handed once", (inbox) =>
       Effect.gen(function*() {
         const results = yield* Effect.forEach(

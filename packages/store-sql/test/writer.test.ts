@@ -17,6 +17,7 @@ import BetterSqlite from "better-sqlite3"
 import * as path from "node:path"
 import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import * as Supervisor from "@deixis/core/Supervisor"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
@@ -163,6 +164,23 @@ describe("SQLite writer thread", () => {
       assert.isTrue(stopped(outside))
       assert.strictEqual(engine.writer.starts(), maxRestarts)
     }))
+
+  it.scoped("a thread that dies too often ends a process that has a supervisor: its supervisor fails with FiberDied naming the writer", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.Supervisor
+      const { engine } = yield* open().pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none)))
+      const failed = yield* Effect.fork(Effect.flip(supervisor.failed))
+      for (let i = 0; i < maxRestarts; i++) {
+        // Not yet: restarts below the bound keep the process.
+        assert.isTrue(Option.isNone(yield* Fiber.poll(failed)))
+        yield* engine.writer.crash
+        if (i < maxRestarts - 1) yield* Effect.exit(engine.client.unsafe("SELECT 1"))
+      }
+      const died = yield* Fiber.join(failed)
+      assert.strictEqual(died.fiber, "the SQLite writer thread")
+      assert.strictEqual(died.restarts, maxRestarts - 1)
+      assert.include(died.message, "not started again")
+    }).pipe(Effect.provide(Supervisor.layer)))
 
   it.scoped("a database that cannot be opened fails the engine with a typed error; no thread is left running", () =>
     Effect.gen(function*() {

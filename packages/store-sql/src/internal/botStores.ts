@@ -113,7 +113,7 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => ({
   },
   settle: (settlement) =>
     settlement.done.length + settlement.returned.length + settlement.hold.length + settlement.release.length +
-          settlement.stall.length === 0
+          settlement.stall.length + (settlement.surrender?.length ?? 0) === 0
       ? Effect.succeed([])
       : db.body("settle", settlement).pipe(Effect.mapError(fail("update settle"))),
   claimStale: (request) => db.body("claimStale", request).pipe(Effect.mapError(fail("update claim"))),

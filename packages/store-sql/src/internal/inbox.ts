@@ -124,7 +124,7 @@ export function* receive(d: Dialect, { lease, now, owner, source, updates: uniqu
 }
 
 /** `UpdateInbox.settle` (something to settle). */
-export function* settle(_d: Dialect, { done, hold, lease, now, owner, release, returned, source, stall }: Settlement): Body<Array<Handed>> {
+export function* settle(_d: Dialect, { done, hold, lease, now, owner, release, returned, source, stall, surrender = [] }: Settlement): Body<Array<Handed>> {
   const until = now + lease
   for (const chunk of chunks(done, 1)) {
     yield sql`UPDATE deixis_updates SET payload = NULL, lease_until = NULL WHERE source = ${source} AND update_id IN ${list(chunk)}`
@@ -144,6 +144,14 @@ export function* settle(_d: Dialect, { done, hold, lease, now, owner, release, r
   }
   for (const chunk of chunks([...stall].sort(), 1)) {
     yield sql`UPDATE deixis_update_chats SET owner = '', lease_until = ${until}, waiting = 1
+      WHERE source = ${source} AND owner = ${owner} AND chat IN ${list(chunk)}`
+  }
+  // Given up: released when nothing of the chat is left to do; otherwise no one's, the claim
+  // ended now — the next claimant takes every update not done.
+  for (const chunk of chunks([...surrender].sort(), 1)) {
+    yield sql`DELETE FROM deixis_update_chats WHERE source = ${source} AND owner = ${owner} AND chat IN ${list(chunk)}
+      AND NOT EXISTS (SELECT 1 FROM deixis_updates u WHERE u.source = deixis_update_chats.source AND u.chat = deixis_update_chats.chat AND u.payload IS NOT NULL)`
+    yield sql`UPDATE deixis_update_chats SET owner = '', lease_until = ${now}, waiting = 1
       WHERE source = ${source} AND owner = ${owner} AND chat IN ${list(chunk)}`
   }
   const kept: Array<string> = []

@@ -11,14 +11,20 @@
  * transaction begun on the dead thread fails at its next statement (its writes went with the
  * thread, rolled back), and a new thread is started at once — with a log line. A thread that
  * dies {@link maxRestarts} times within a minute is not started again: every write then fails
- * at once with that error, loudly, never a silent stall.
+ * at once with that error, loudly, never a silent stall — and, where the process has a
+ * `Supervisor` (core's; both apps provide one to their stores), the process ends: its
+ * supervisor fails with `FiberDied` (one Fatal line, a non-zero exit), never a live process that
+ * cannot write.
  */
 import { SqlError } from "@effect/sql/SqlError"
 import type { Connection } from "@effect/sql/SqlConnection"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Supervisor from "@deixis/core/Supervisor"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
@@ -112,6 +118,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
     /** Set once the thread died too often: every request fails with it. */
     let stopped: string | undefined
     const deaths: Array<number> = []
+    const supervisor = yield* Effect.serviceOption(Supervisor.Supervisor)
 
     const start = (): Thread => {
       const thread: Thread = { worker: spawn(options), generation: ++generation, pending: new Map(), exited: false }
@@ -149,6 +156,11 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       if (deaths.length >= maxRestarts) {
         stopped = `${reason}; it died ${deaths.length} times within a minute and is not started again`
         Queue.unsafeOffer(events, `SQLite writer thread of ${options.filename} stopped: ${stopped}`)
+        if (Option.isSome(supervisor)) {
+          Effect.runFork(supervisor.value.fatal(
+            new Supervisor.FiberDied({ fiber: "the SQLite writer thread", restarts: deaths.length - 1, cause: Cause.die(new Error(stopped)) })
+          ))
+        }
         return
       }
       current = start()
