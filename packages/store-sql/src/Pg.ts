@@ -6,26 +6,19 @@
  * @since 0.2.0
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as PgClient from "@effect/sql-pg/PgClient"
 import { defaultsOf } from "@deixis/core/ConfigKeys"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { createRequire } from "node:module"
 import { describe } from "./internal/db.js"
 import { isIdentifier } from "./internal/migrations.js"
-import * as pgEngine from "./internal/pgEngine.js"
+import * as pgClient from "./internal/pgClient.js"
 import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(pgConfig)
 
-/**
- * node-postgres, as `@effect/sql-pg` resolves it (its dependency, not this package's): the one
- * module instance the client's pool and its type parsers come from.
- */
-const pgDriver = (): { readonly Pool: new(config: object) => pgEngine.PgPool } =>
-  createRequire(createRequire(import.meta.url).resolve("@effect/sql-pg/package.json"))("pg")
 
 /** The connection URL with `search_path` set at connection start, so every pooled connection uses the schema. */
 const urlFor = (options: PgOptions): Redacted.Redacted => {
@@ -54,22 +47,9 @@ export const layerClient = (
       try: () => urlFor(options),
       catch: () => new SqlStoreError({ message: "invalid PostgreSQL URL" })
     })
-    // The client's pool is made here, so that the engine (its transaction, its one-call writes,
-    // its prepared statements: internal/pgEngine.ts) runs on it too.
-    return Layer.unwrapScoped(Effect.map(
-      pgEngine.acquirePool(() =>
-        new (pgDriver().Pool)({
-          connectionString: Redacted.value(url),
-          max: options.max_connections ?? defaults.max_connections,
-          application_name: "deixis"
-        })
-      ),
-      (pool) =>
-        Layer.provideMerge(
-          pgEngine.layerWithPool(pool),
-          PgClient.layerFromPool({ acquire: Effect.succeed(pool as never), applicationName: "deixis" })
-        )
-    )).pipe(
+    // The client's pool is made with the engine (internal/pgClient.ts), which runs its own
+    // statements on it too (its transaction, its one-call writes, its prepared statements).
+    return pgClient.layerClient({ url: Redacted.value(url), max: options.max_connections ?? defaults.max_connections }).pipe(
       // The message names the failure, never the URL (it may hold a password).
       Layer.mapError((e) => new SqlStoreError({ message: `cannot connect to PostgreSQL: ${describe(e)}` }))
     )
