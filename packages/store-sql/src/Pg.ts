@@ -6,7 +6,7 @@
  * @since 0.2.0
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as PgClient from "@effect/sql-pg/PgClient"
 import { defaultsOf } from "@deixis/core/ConfigKeys"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -14,10 +14,11 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { describe } from "./internal/db.js"
 import { isIdentifier } from "./internal/migrations.js"
-import * as pgEngine from "./internal/pgEngine.js"
+import * as pgClient from "./internal/pgClient.js"
 import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } from "./internal/stores.js"
 
 const defaults = defaultsOf(pgConfig)
+
 
 /** The connection URL with `search_path` set at connection start, so every pooled connection uses the schema. */
 const urlFor = (options: PgOptions): Redacted.Redacted => {
@@ -46,12 +47,9 @@ export const layerClient = (
       try: () => urlFor(options),
       catch: () => new SqlStoreError({ message: "invalid PostgreSQL URL" })
     })
-    // The engine (its transaction, its one-call writes: internal/pgEngine.ts) goes along for the stores.
-    return Layer.provideMerge(pgEngine.layer, PgClient.layer({
-      url,
-      maxConnections: options.max_connections ?? defaults.max_connections,
-      applicationName: "deixis"
-    })).pipe(
+    // The client's pool is made with the engine (internal/pgClient.ts), which runs its own
+    // statements on it too (its transaction, its one-call writes, its prepared statements).
+    return pgClient.layerClient({ url: Redacted.value(url), max: options.max_connections ?? defaults.max_connections }).pipe(
       // The message names the failure, never the URL (it may hold a password).
       Layer.mapError((e) => new SqlStoreError({ message: `cannot connect to PostgreSQL: ${describe(e)}` }))
     )

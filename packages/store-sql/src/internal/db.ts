@@ -92,7 +92,9 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
   const clientOf = engine.clientFor
   const health = engine.availability
-  const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
+  const execute = engine.execute
+  const runOutside = (text: string, params: ReadonlyArray<Param>) =>
+    execute !== undefined ? execute(text, params) : clientOf(text).unsafe<Row>(text, params)
   // Every statement and write tells the database's health (see availability.ts).
   const query = (statement: Fragment) =>
     observed(health, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {
@@ -102,7 +104,7 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       // In an optimistic unit (see unitState.ts) only the reads a store planned for run; anything
       // else would run outside the unit's one write.
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
-      return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
+      return unit === undefined ? runOutside(text, params) : escalate(unit, "a statement the unit cannot defer")
     }))
   const transaction = engine.transaction
   const inTransaction: Db["transaction"] = (effect) =>

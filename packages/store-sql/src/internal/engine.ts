@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { Tracker } from "./availability.js"
 import type { Bodies, InboxBody } from "./inbox.js"
+import type { Param, Row } from "./statement.js"
 
 /** A write transaction (see `Db.transaction`). */
 export type Transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
@@ -32,6 +33,11 @@ export interface EngineShape {
   /** Which client runs a statement outside a transaction (SQLite: reads on the read connection). */
   readonly clientFor: (text: string) => SqlClient.SqlClient
   /**
+   * Runs one statement outside a transaction, where the engine has its own way (PostgreSQL over
+   * its own pool: a named prepared statement); undefined: through `clientFor(text)`.
+   */
+  readonly execute?: ((text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>) | undefined
+  /**
    * Runs a write body over what the caller read and reduced (PostgreSQL: `deixis_apply` /
    * `deixis_unit`; SQLite: the writer thread's procedures): true once written, false when what
    * it read has moved (nothing written). Undefined: the engine cannot, units run locked.
@@ -39,8 +45,8 @@ export interface EngineShape {
   readonly call: ((name: Procedure, argument: object) => Effect.Effect<boolean, SqlError>) | undefined
   /**
    * Runs a write body of the update inbox (inbox.ts) whole, in a transaction of its own (SQLite:
-   * in the writer thread, one message there and back). Undefined: the main thread drives it
-   * statement by statement in a transaction (PostgreSQL).
+   * in the writer thread, one message there and back; PostgreSQL: one call of its server
+   * function). Undefined: the main thread drives it statement by statement in a transaction.
    */
   readonly body: (<N extends InboxBody>(name: N, argument: Bodies[N]["argument"]) => Effect.Effect<Bodies[N]["result"], SqlError>) | undefined
 }

@@ -325,6 +325,14 @@ export const migrations: ReadonlyArray<Migration> = [
       `DROP INDEX deixis_history_replies`,
       `CREATE INDEX deixis_history_replies ON deixis_history (chat_id, reply_to, topic) WHERE reply_to IS NOT NULL`
     ]
+  },
+  {
+    version: 18,
+    name: "pg_inbox_functions",
+    // The update inbox's writes (receive, settle, claimStale: inbox.ts) in one round trip each on
+    // PostgreSQL, where a transaction driven from the process took one per statement and two
+    // more for BEGIN and COMMIT (see `inboxFunctions`).
+    statements: (dialect) => dialect.pgOnly([...inboxFunctions, applyWriteFunction, applyFunction18, unitFunction18])
   }
 ]
 
@@ -396,6 +404,159 @@ END
 $fn$`
 
 /**
+ * Migration 18's spelling of the context store's write (`deixis_apply`) and of a unit's
+ * (`deixis_unit`): the rows written by `deixis_apply_write`, each table's statement run only
+ * when the batch has rows for it (a recorded message writes two tables of the twelve, and an
+ * empty statement costs the server as much as a small one), and the unit's context part written
+ * under the lock it took without taking it again.
+ */
+const applyWriteFunction = `CREATE OR REPLACE FUNCTION deixis_apply_write(p jsonb) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF jsonb_array_length(p->'messages') > 0 THEN
+    INSERT INTO deixis_messages (chat_id, id_len, message_id, topic, reply_len, reply_to, sender, from_bot, sent_at)
+      SELECT * FROM jsonb_to_recordset(p->'messages') AS m(chat_id text, id_len integer, message_id text, topic text,
+        reply_len integer, reply_to text, sender text, from_bot smallint, sent_at bigint)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  IF jsonb_array_length(p->'edits') > 0 THEN
+    UPDATE deixis_messages m SET edited_at = e.edited_at
+      FROM jsonb_to_recordset(p->'edits') AS e(chat_id text, id_len integer, message_id text, edited_at bigint)
+      WHERE m.chat_id = e.chat_id AND m.id_len = e.id_len AND m.message_id = e.message_id;
+  END IF;
+  IF jsonb_array_length(p->'removed') > 0 THEN
+    DELETE FROM deixis_objects o USING jsonb_to_recordset(p->'removed') AS r(chat_id text, object_id text)
+      WHERE o.chat_id = r.chat_id AND o.object_id = r.object_id;
+  END IF;
+  IF jsonb_array_length(p->'forums') > 0 THEN
+    UPDATE deixis_chats c SET is_forum = f.is_forum
+      FROM jsonb_to_recordset(p->'forums') AS f(chat_id text, is_forum smallint) WHERE c.chat_id = f.chat_id;
+  END IF;
+  IF jsonb_array_length(p->'titles') > 0 THEN
+    UPDATE deixis_chats c SET title = t.title, title_key = t.title_key
+      FROM jsonb_to_recordset(p->'titles') AS t(chat_id text, title text, title_key text) WHERE c.chat_id = t.chat_id;
+  END IF;
+  IF jsonb_array_length(p->'objects') > 0 THEN
+    INSERT INTO deixis_objects (chat_id, object_id, seq, kind, topic, source_message_id, created_by, active_until, since, body)
+      SELECT * FROM jsonb_to_recordset(p->'objects') AS o(chat_id text, object_id text, seq bigint, kind text, topic text,
+        source_message_id text, created_by text, active_until bigint, since bigint, body text)
+      ON CONFLICT (chat_id, object_id) DO UPDATE SET
+        seq = excluded.seq, kind = excluded.kind, topic = excluded.topic,
+        source_message_id = excluded.source_message_id, created_by = excluded.created_by,
+        active_until = excluded.active_until, since = excluded.since, body = excluded.body;
+  END IF;
+  IF jsonb_array_length(p->'polls') > 0 THEN
+    INSERT INTO deixis_polls (poll_id, chat_id, object_id, stored_at)
+      SELECT q.poll_id, q.chat_id, q.object_id, (p->>'now')::bigint
+        FROM jsonb_to_recordset(p->'polls') AS q(poll_id text, chat_id text, object_id text)
+      ON CONFLICT (poll_id) DO UPDATE SET chat_id = excluded.chat_id, object_id = excluded.object_id, stored_at = excluded.stored_at;
+  END IF;
+  IF jsonb_array_length(p->'cleared') > 0 THEN
+    DELETE FROM deixis_poll_closes WHERE poll_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'cleared') AS e);
+  END IF;
+  IF jsonb_array_length(p->'closes') > 0 THEN
+    INSERT INTO deixis_poll_closes (poll_id, event_id, at, stored_at)
+      SELECT q.poll_id, q.event_id, q.at, (p->>'now')::bigint
+        FROM jsonb_to_recordset(p->'closes') AS q(poll_id text, event_id text, at bigint)
+      ON CONFLICT (poll_id) DO UPDATE SET event_id = excluded.event_id, at = excluded.at, stored_at = excluded.stored_at;
+  END IF;
+  IF jsonb_array_length(p->'seen') > 0 THEN
+    INSERT INTO deixis_events (chat_id, event_id, seen_at)
+      SELECT e.chat_id, e.event_id, (p->>'now')::bigint FROM jsonb_to_recordset(p->'seen') AS e(chat_id text, event_id text)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  IF jsonb_array_length(p->'seqs') > 0 THEN
+    UPDATE deixis_chats c SET next_seq = s.next_seq
+      FROM jsonb_to_recordset(p->'seqs') AS s(chat_id text, next_seq bigint) WHERE c.chat_id = s.chat_id;
+  END IF;
+  IF jsonb_array_length(p->'bump') > 0 THEN
+    UPDATE deixis_chats SET revision = revision + 1
+      WHERE chat_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'bump') AS e);
+  END IF;
+END
+$fn$`
+
+/** The chats of `c` (a context batch) created if new, locked in a fixed order, and whether a revision moved since read. */
+const lockChats = (c: string) => `
+    INSERT INTO deixis_chats (chat_id, next_seq, created_at)
+      SELECT c.chat_id, 1, (${c}->>'now')::bigint FROM jsonb_to_recordset(${c}->'chats') AS c(chat_id text, revision bigint)
+      ORDER BY c.chat_id COLLATE "C"
+      ON CONFLICT (chat_id) DO NOTHING;
+    SELECT bool_or(l.revision IS DISTINCT FROM c.revision) INTO v_moved
+      FROM jsonb_to_recordset(${c}->'chats') AS c(chat_id text, revision bigint)
+      LEFT JOIN (
+        SELECT d.chat_id, d.revision FROM deixis_chats d
+          WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(${c}->'chats') AS e)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = c.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;`
+
+const applyFunction18 = `CREATE OR REPLACE FUNCTION deixis_apply(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+BEGIN${lockChats("p")}
+  PERFORM deixis_apply_write(p);
+  RETURN true;
+END
+$fn$`
+
+const unitFunction18 = `CREATE OR REPLACE FUNCTION deixis_unit(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+  h jsonb := p->'history';
+BEGIN
+  IF p ? 'context' THEN${lockChats("(p->'context')")}
+  END IF;
+  IF h IS NOT NULL THEN
+    INSERT INTO deixis_history_chats (chat_id, seq)
+      SELECT c.chat_id, 0 FROM jsonb_to_recordset(h->'chats') AS c(chat_id text)
+      ORDER BY c.chat_id COLLATE "C"
+      ON CONFLICT (chat_id) DO NOTHING;
+    SELECT bool_or(l.seq IS DISTINCT FROM c.seq) INTO v_moved
+      FROM jsonb_to_recordset(h->'chats') AS c(chat_id text, seq bigint)
+      LEFT JOIN (
+        SELECT d.chat_id, d.seq FROM deixis_history_chats d
+          WHERE d.chat_id IN (SELECT e->>'chat_id' FROM jsonb_array_elements(h->'chats') AS e)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = c.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;
+  END IF;
+  -- Under the locks taken above, the batch's own check holds: its rows are written.
+  IF p ? 'context' THEN
+    PERFORM deixis_apply_write(p->'context');
+  END IF;
+  IF h IS NOT NULL THEN
+    UPDATE deixis_history_chats d SET seq = c.next
+      FROM jsonb_to_recordset(h->'chats') AS c(chat_id text, next bigint) WHERE d.chat_id = c.chat_id;
+    IF jsonb_array_length(h->'inserts') > 0 THEN
+      INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+        SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
+        FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
+          message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
+    END IF;
+    IF jsonb_array_length(h->'updates') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
+    END IF;
+    IF jsonb_array_length(h->'events') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
+    END IF;
+  END IF;
+  RETURN true;
+END
+$fn$`
+
+
+/**
  * The writes of an optimistic unit of work (unit.ts), as one statement: `p.context` is one
  * batch of the context store (`deixis_apply`'s argument), `p.history` the history store's
  * appends: each chat's counter as read (`seq`, 0 when it had no row) and as it becomes
@@ -464,6 +625,188 @@ BEGIN
   RETURN true;
 END
 $fn$`
+
+/**
+ * The update inbox's bodies (inbox.ts: `receive`, `settle`, `claimStale`) as server functions,
+ * each what its body does statement by statement, in one statement of the caller: `p` is the
+ * body's argument, the answer its result as JSON. Claims are locked in sorted order as the
+ * bodies take them; a deadlock or serialization failure fails the call whole, which the engine
+ * runs again.
+ */
+const inboxFunctions = [
+  // The updates of `p_chats` not done (`p_waiting_only`: those not handed), handed to the caller:
+  // each hand-out one more attempt. Oldest first.
+  `CREATE OR REPLACE FUNCTION deixis_inbox_hand(p_source TEXT, p_chats TEXT[], p_waiting_only BOOLEAN, p_until BIGINT) RETURNS jsonb
+LANGUAGE sql AS $fn$
+  WITH h AS (
+    UPDATE deixis_updates d SET lease_until = p_until, attempts = d.attempts + 1
+      WHERE d.source = p_source AND d.chat = ANY(p_chats) AND d.payload IS NOT NULL AND (NOT p_waiting_only OR d.lease_until IS NULL)
+      RETURNING d.update_id, d.chat, d.payload, d.attempts
+  )
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('update_id', h.update_id, 'chat', h.chat, 'payload', h.payload, 'attempts', h.attempts)
+    ORDER BY h.update_id), '[]'::jsonb) FROM h
+$fn$`,
+  `CREATE OR REPLACE FUNCTION deixis_inbox_receive(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_source TEXT := p->>'source';
+  v_owner TEXT := p->>'owner';
+  v_now BIGINT := (p->>'now')::bigint;
+  v_until BIGINT := (p->>'now')::bigint + (p->>'lease')::bigint;
+  v_fresh BIGINT[];
+  v_chats TEXT[];
+  v_candidates TEXT[];
+  v_claimed TEXT[];
+  v_waiting TEXT[];
+  v_taken TEXT[];
+  v_with TEXT[];
+  v_plain jsonb;
+BEGIN
+  -- Waiting (lease_until null, no attempt yet) until handed below.
+  WITH ins AS (
+    INSERT INTO deixis_updates (source, update_id, chat, received_at, lease_until, attempts, payload)
+      SELECT v_source, u.update_id, u.chat, v_now, NULL, 0, u.payload
+        FROM jsonb_to_recordset(p->'updates') AS u(update_id BIGINT, chat TEXT, payload TEXT)
+      ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id
+  )
+  SELECT COALESCE(array_agg(e.id ORDER BY e.n), '{}') INTO v_fresh
+    FROM (SELECT (u->>'update_id')::bigint AS id, n FROM jsonb_array_elements(p->'updates') WITH ORDINALITY AS t(u, n)) AS e
+    WHERE e.id IN (SELECT ins.update_id FROM ins);
+  IF cardinality(v_fresh) = 0 THEN
+    RETURN jsonb_build_object('fresh', '[]'::jsonb, 'handed', '[]'::jsonb, 'waiting', '[]'::jsonb);
+  END IF;
+  SELECT array_agg(f.chat ORDER BY f.chat COLLATE "C") INTO v_chats FROM (
+    SELECT DISTINCT u.chat FROM jsonb_to_recordset(p->'updates') AS u(update_id BIGINT, chat TEXT) WHERE u.update_id = ANY(v_fresh)
+  ) AS f;
+  -- The claims as they stand, locked in sorted order. Not held by another owner: candidates;
+  -- taken over from another owner: every update not done is handed; held with updates
+  -- waiting: those; otherwise only the fresh ones.
+  SELECT COALESCE(array_agg(c) FILTER (WHERE NOT held), '{}'),
+         COALESCE(array_agg(c) FILTER (WHERE known AND NOT held AND owner <> v_owner), '{}'),
+         COALESCE(array_agg(c) FILTER (WHERE known AND NOT held AND owner = v_owner AND waiting <> 0), '{}')
+    INTO v_candidates, v_taken, v_with
+    FROM (
+      SELECT k.c, b.chat IS NOT NULL AS known, b.owner, b.waiting,
+          b.chat IS NOT NULL AND b.owner <> v_owner AND b.lease_until > v_now AS held
+        FROM unnest(v_chats) AS k(c)
+        LEFT JOIN (
+          SELECT d.chat, d.owner, d.lease_until, d.waiting FROM deixis_update_chats d
+            WHERE d.source = v_source AND d.chat = ANY(v_chats) ORDER BY d.chat COLLATE "C" FOR UPDATE
+        ) AS b ON b.chat = k.c
+    ) AS s;
+  -- A claim inserted meanwhile by another process (unseen above) stays theirs.
+  WITH up AS (
+    INSERT INTO deixis_update_chats (source, chat, owner, lease_until, waiting)
+      SELECT v_source, k.c, v_owner, v_until, 0 FROM unnest(v_candidates) AS k(c) ORDER BY k.c COLLATE "C"
+      ON CONFLICT (source, chat) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until, waiting = 0
+        WHERE deixis_update_chats.owner = excluded.owner OR deixis_update_chats.lease_until <= v_now
+      RETURNING chat
+  )
+  SELECT COALESCE(array_agg(up.chat), '{}') INTO v_claimed FROM up;
+  SELECT COALESCE(array_agg(k.c ORDER BY k.c COLLATE "C"), '{}') INTO v_waiting FROM unnest(v_chats) AS k(c) WHERE NOT (k.c = ANY(v_claimed));
+  IF cardinality(v_waiting) > 0 THEN
+    UPDATE deixis_update_chats SET waiting = 1 WHERE source = v_source AND chat = ANY(v_waiting);
+  END IF;
+  v_taken := ARRAY(SELECT x FROM unnest(v_taken) AS x WHERE x = ANY(v_claimed));
+  v_with := ARRAY(SELECT x FROM unnest(v_with) AS x WHERE x = ANY(v_claimed));
+  WITH h AS (
+    UPDATE deixis_updates d SET lease_until = v_until, attempts = d.attempts + 1
+      WHERE d.source = v_source AND d.update_id = ANY(v_fresh) AND d.chat = ANY(v_claimed)
+        AND NOT (d.chat = ANY(v_taken)) AND NOT (d.chat = ANY(v_with))
+      RETURNING d.update_id, d.chat, d.payload, d.attempts
+  )
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('update_id', h.update_id, 'chat', h.chat, 'payload', h.payload, 'attempts', h.attempts)), '[]'::jsonb)
+    INTO v_plain FROM h;
+  RETURN jsonb_build_object(
+    'fresh', to_jsonb(v_fresh),
+    'handed', (
+      SELECT COALESCE(jsonb_agg(x ORDER BY (x->>'update_id')::bigint), '[]'::jsonb) FROM (
+        SELECT jsonb_array_elements(deixis_inbox_hand(v_source, v_taken, false, v_until)) AS x
+        UNION ALL SELECT jsonb_array_elements(deixis_inbox_hand(v_source, v_with, true, v_until))
+        UNION ALL SELECT jsonb_array_elements(v_plain)
+      ) AS a
+    ),
+    'waiting', to_jsonb(v_waiting)
+  );
+END
+$fn$`,
+  `CREATE OR REPLACE FUNCTION deixis_inbox_settle(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_source TEXT := p->>'source';
+  v_owner TEXT := p->>'owner';
+  v_until BIGINT := (p->>'now')::bigint + (p->>'lease')::bigint;
+  v_given TEXT[];
+  v_kept TEXT[];
+  v_handed jsonb;
+BEGIN
+  UPDATE deixis_updates SET payload = NULL, lease_until = NULL
+    WHERE source = v_source AND update_id = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'done')::bigint));
+  WITH back AS (
+    UPDATE deixis_updates SET lease_until = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END
+      WHERE source = v_source AND update_id = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'returned')::bigint))
+        AND payload IS NOT NULL AND lease_until IS NOT NULL
+      RETURNING chat
+  )
+  SELECT COALESCE(array_agg(g.chat ORDER BY g.chat COLLATE "C"), '{}') INTO v_given FROM (SELECT DISTINCT back.chat FROM back) AS g;
+  -- Claims are locked in sorted order (as receive takes them): no two writers deadlock.
+  IF cardinality(v_given) > 0 THEN
+    UPDATE deixis_update_chats SET waiting = 1 WHERE source = v_source AND chat = ANY(v_given);
+  END IF;
+  UPDATE deixis_update_chats SET lease_until = v_until
+    WHERE source = v_source AND owner = v_owner AND chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'hold')));
+  UPDATE deixis_update_chats SET owner = '', lease_until = v_until, waiting = 1
+    WHERE source = v_source AND owner = v_owner AND chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'stall')));
+  -- Given up: released when nothing of the chat is left to do; otherwise no one's, the claim
+  -- ended now — the next claimant takes every update not done.
+  DELETE FROM deixis_update_chats d
+    WHERE d.source = v_source AND d.owner = v_owner AND d.chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'surrender')))
+      AND NOT EXISTS (SELECT 1 FROM deixis_updates u WHERE u.source = d.source AND u.chat = d.chat AND u.payload IS NOT NULL);
+  UPDATE deixis_update_chats SET owner = '', lease_until = (p->>'now')::bigint, waiting = 1
+    WHERE source = v_source AND owner = v_owner AND chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'surrender')));
+  DELETE FROM deixis_update_chats
+    WHERE source = v_source AND owner = v_owner AND waiting = 0 AND chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'release')));
+  WITH kept AS (
+    UPDATE deixis_update_chats SET waiting = 0, lease_until = v_until
+      WHERE source = v_source AND owner = v_owner AND waiting = 1 AND chat = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'release')))
+      RETURNING chat
+  )
+  SELECT COALESCE(array_agg(kept.chat ORDER BY kept.chat COLLATE "C"), '{}') INTO v_kept FROM kept;
+  IF cardinality(v_kept) = 0 THEN
+    RETURN '[]'::jsonb;
+  END IF;
+  v_handed := deixis_inbox_hand(v_source, v_kept, true, v_until);
+  -- Chats kept with nothing to hand over (their updates were done meanwhile) are released at once.
+  DELETE FROM deixis_update_chats WHERE source = v_source AND owner = v_owner AND waiting = 0
+    AND chat = ANY(ARRAY(SELECT k FROM unnest(v_kept) AS k WHERE k NOT IN (SELECT x->>'chat' FROM jsonb_array_elements(v_handed) AS x)));
+  RETURN v_handed;
+END
+$fn$`,
+  `CREATE OR REPLACE FUNCTION deixis_inbox_claimStale(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_source TEXT := p->>'source';
+  v_owner TEXT := p->>'owner';
+  v_now BIGINT := (p->>'now')::bigint;
+  v_until BIGINT := (p->>'now')::bigint + (p->>'lease')::bigint;
+  v_chats TEXT[];
+  v_handed jsonb;
+BEGIN
+  SELECT COALESCE(array_agg(s.chat), '{}') INTO v_chats FROM (
+    SELECT d.chat FROM deixis_update_chats d WHERE d.source = v_source AND d.lease_until <= v_now
+      ORDER BY d.lease_until, d.chat COLLATE "C" LIMIT greatest(0, floor((p->>'limit')::numeric))::bigint FOR UPDATE SKIP LOCKED
+  ) AS s;
+  IF cardinality(v_chats) = 0 THEN
+    RETURN '[]'::jsonb;
+  END IF;
+  UPDATE deixis_update_chats SET owner = v_owner, lease_until = v_until, waiting = 0 WHERE source = v_source AND chat = ANY(v_chats);
+  v_handed := deixis_inbox_hand(v_source, v_chats, false, v_until);
+  DELETE FROM deixis_update_chats WHERE source = v_source AND owner = v_owner AND waiting = 0
+    AND chat = ANY(ARRAY(SELECT k FROM unnest(v_chats) AS k WHERE k NOT IN (SELECT x->>'chat' FROM jsonb_array_elements(v_handed) AS x)));
+  RETURN v_handed;
+END
+$fn$`
+]
 
 /**
  * The candidate pool's rows for one scope (the request's topic, or with `p_fallback` the rest

@@ -139,7 +139,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
           Effect.mapError((e): E | StoreError =>
             e instanceof SqlError ? storeError(`unit of work failed: ${describe(e)}`, e) : e as E
           ),
-          // No stack trace captured: it cost more than the span (an Error per unit, on every recorded update).
+          // No stack trace captured for the span: every recorded update runs one unit, and the
+          // trace cost more than the unit's own bookkeeping.
           Effect.withSpan("SqlStore.unitOfWork", { captureStackTrace: false })
         )
       })

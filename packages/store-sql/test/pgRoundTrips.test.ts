@@ -1,0 +1,178 @@
+/**
+ * What PostgreSQL is asked, counted at the pool (every statement the process sends, those of
+ * transactions included): the update inbox's calls are one round trip each, a recorded update
+ * in a unit of work costs two reads and one write, and a statement text run again is bound to
+ * the connection's prepared statement instead of being parsed again.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { HistoryStore } from "@deixis/chathistory/HistoryStore"
+import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
+import { ContextEventBatch } from "@deixis/core/ContextEvent"
+import { ContextStore } from "@deixis/core/ContextStore"
+import * as TtlPolicy from "@deixis/core/TtlPolicy"
+import { UnitOfWork } from "@deixis/core/UnitOfWork"
+import { UpdateInbox } from "@deixis/core/UpdateInbox"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { dbOf } from "../src/internal/db.js"
+import { layerClient } from "../src/internal/pgClient.js"
+import { namer, type PgPool } from "../src/internal/pgEngine.js"
+import * as SqlStore from "../src/SqlStore.js"
+import { freshSchema, pgUrl, T0 } from "./helpers.js"
+
+/** Every statement text sent, in order: by every client the pool lends (its own `query` included). */
+const counting = () => {
+  const sent: Array<string> = []
+  const note = (config: unknown) => {
+    sent.push(typeof config === "string" ? config : String((config as { readonly text?: unknown }).text))
+  }
+  const wrapped = new WeakSet<object>()
+  const observe = (pool: PgPool): PgPool =>
+    new Proxy(pool, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver)
+        // The pool's own `query` takes a client with `this.connect`: through this proxy, so counted there.
+        if (property === "query") return (...args: Array<unknown>) => (value as (...a: Array<unknown>) => unknown).apply(receiver, args)
+        if (property === "connect") {
+          return (callback: (error: unknown, client: { query: (...args: Array<unknown>) => unknown }, release: unknown) => void) =>
+            (value as (cb: typeof callback) => unknown).call(target, (error, client, release) => {
+              if (client !== undefined && !wrapped.has(client)) {
+                wrapped.add(client)
+                const query = client.query.bind(client)
+                client.query = (config: unknown, ...rest: Array<unknown>) => {
+                  note(config)
+                  return query(config, ...rest)
+                }
+              }
+              callback(error, client, release)
+            })
+        }
+        return typeof value === "function" ? value.bind(target) : value
+      }
+    })
+  return { sent, observe }
+}
+
+const layerCounted = (observe: (pool: PgPool) => PgPool, max = 4) => {
+  const schema = freshSchema()
+  const url = new URL(pgUrl)
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  const drop = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.addFinalizer(() => Effect.orDie(sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)))))
+  return SqlStore.layerStores({ schema, sweep_interval: 0 }).pipe(
+    Layer.provideMerge(Layer.provideMerge(drop, layerClient({ url: url.toString(), max }, observe)))
+  )
+}
+
+const decode = Schema.decodeUnknownSync(ContextEventBatch)
+
+const message = (chat: string, id: number) => ({
+  type: "message_observed",
+  chat_id: chat,
+  message_id: id,
+  topic_id: 1,
+  sender_user_id: 7,
+  text: `message ${id}`
+})
+
+const item = (chat: string, id: number): HistoryItem => ({
+  channel: "telegram",
+  kind: "inbound_user",
+  chat_id: chat,
+  topic_id: "1",
+  chat_type: "supergroup",
+  message_id: String(id),
+  reply_to_message_id: null,
+  bot_response_id: null,
+  sent_at: T0 + id * 1000,
+  sender: { user_id: "7", username: null, nickname: "A", is_bot: false, display_ref: "A" },
+  text: `message ${id}`,
+  quote: null,
+  attachments: []
+})
+
+/** The statements `effect` sends. */
+const sentBy = <A, E, R>(sent: Array<string>, effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const from = sent.length
+    const result = yield* effect
+    return { result, texts: sent.slice(from) }
+  })
+
+describe("PostgreSQL round trips", () => {
+  const { observe, sent } = counting()
+
+  it.effect("the inbox receives an update, and settles it, in one round trip each; a duplicate costs one too", () =>
+    Effect.gen(function*() {
+      const inbox = yield* UpdateInbox
+      const at = { source: "rt", owner: "a", now: T0, lease: 60_000 }
+      const received = yield* sentBy(sent, inbox.receive({ ...at, updates: [{ update_id: 1, chat: "c1", payload: "{}" }] }))
+      assert.deepStrictEqual(received.texts.length, 1)
+      assert.match(received.texts[0]!, /deixis_inbox_receive/)
+      assert.deepStrictEqual(received.result.fresh, [1])
+      assert.deepStrictEqual(received.result.handed.map((h) => [h.update_id, h.attempts]), [[1, 1]])
+      const settled = yield* sentBy(sent, inbox.settle({ ...at, done: [1], returned: [], hold: [], release: ["c1"], stall: [] }))
+      assert.deepStrictEqual(settled.texts.length, 1)
+      assert.match(settled.texts[0]!, /deixis_inbox_settle/)
+      assert.deepStrictEqual(settled.result, [])
+      const again = yield* sentBy(sent, inbox.receive({ ...at, updates: [{ update_id: 1, chat: "c1", payload: "{}" }] }))
+      assert.deepStrictEqual(again.texts.length, 1)
+      assert.deepStrictEqual(again.result, { fresh: [], handed: [], waiting: [] })
+    }).pipe(Effect.provide(layerCounted(observe))))
+
+  it.effect("a unit of work recording one update reads the context and the history once each and writes with one call", () =>
+    Effect.gen(function*() {
+      const unit = yield* UnitOfWork
+      const store = yield* ContextStore
+      const history = yield* HistoryStore
+      const record = (id: number) =>
+        unit.run(Effect.gen(function*() {
+          yield* store.apply(decode([message("u1", id)]), { now: T0, ttl: TtlPolicy.defaultPolicy })
+          yield* history.appendAll([item("u1", id)])
+        }))
+      yield* record(1)
+      const second = yield* sentBy(sent, record(2))
+      assert.deepStrictEqual(second.texts.length, 3)
+      assert.match(second.texts[2]!, /deixis_unit/)
+      assert.isFalse(second.texts.some((text) => /^(BEGIN|COMMIT)/.test(text)))
+      // Written: the message and its history item.
+      assert.strictEqual(Option.getOrNull(yield* store.message("u1", "2"))?.message_id, "2")
+      assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "u1", topic_id: "1" }, "2"))?.item.text, "message 2")
+    }).pipe(Effect.provide(layerCounted(observe))))
+
+  it.effect("a statement text run again is prepared on the connection, once", () =>
+    Effect.gen(function*() {
+      const db = yield* dbOf
+      const read = (n: number) => db.run`SELECT CAST(${n} AS integer) + 1 AS x`
+      assert.deepStrictEqual(yield* read(1), [{ x: 2 }])
+      assert.deepStrictEqual(yield* read(2), [{ x: 3 }])
+      assert.deepStrictEqual(yield* read(3), [{ x: 4 }])
+      // One connection: the view lists what this connection prepared.
+      const prepared = yield* db.run`SELECT statement FROM pg_prepared_statements WHERE statement LIKE ${"%AS integer) + 1 AS x"}`
+      assert.deepStrictEqual(prepared.length, 1)
+    }).pipe(Effect.provide(layerCounted(observe, 1))))
+})
+
+describe("prepared statement names", () => {
+  it("a text is named from its second run, with the same name after; at most `max` texts are kept", () => {
+    const { forget, nameOf } = namer(2)
+    assert.isUndefined(nameOf("a"))
+    const a = nameOf("a")
+    assert.isString(a)
+    assert.strictEqual(nameOf("a"), a)
+    assert.isUndefined(nameOf("b"))
+    const b = nameOf("b")
+    assert.isString(b)
+    assert.notStrictEqual(a, b)
+    // Past the cap: never named.
+    assert.isUndefined(nameOf("c"))
+    assert.isUndefined(nameOf("c"))
+    // A text whose plan the server refused runs unnamed from then on.
+    forget("a")
+    assert.isUndefined(nameOf("a"))
+    assert.isUndefined(nameOf("a"))
+  })
+})
