@@ -328,7 +328,8 @@ Effect.runPromise(main).then(
       await new Promise<void>((resolve) => {
         const child = spawn(process.execPath, [path.join(appDir, ".bench", "bench", "burst.js")], {
           stdio: ["ignore", "inherit", "inherit"],
-          env: { ...process.env, BENCH_STORES: stores.filter((s) => s !== "pg").join(",") }
+          // This checkout's floor (burst.ts would run BENCH_BASE's code).
+          env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "BENCH_BASE")), BENCH_STORES: stores.filter((s) => s !== "pg").join(",") }
         })
         child.once("exit", () => resolve())
       })
