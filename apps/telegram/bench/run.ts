@@ -18,7 +18,8 @@
  * Then the in-process floor (`burst.ts`, `pnpm bench:burst`) beside it.
  *
  * BENCH_STORES (default `memory,sqlite,pg`), BENCH_TRANSPORTS (default `polling,webhook`),
- * BENCH_RUNS, BENCH_FLOOR=0 skips the floor, BENCH_NODE_ARGS (node options for the bot's process,
+ * BENCH_RUNS, BENCH_BASE (`apps/telegram` of another checkout, built: its `dist/main.js` runs each
+ * scenario too, started alternately with this one's — a before/after in one run), BENCH_FLOOR=0 skips the floor, BENCH_NODE_ARGS (node options for the bot's process,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_BOT_ENV (`KEY=value …` added to the bot's
  * environment, for experiments: the figures are the default configuration's), BENCH_SHOW_LOG=1
  * (the end of each bot's log), DEIXIS_TEST_PG_URL.
@@ -160,7 +161,11 @@ interface Burst {
   readonly refused: number
 }
 
-const scenario = (store: string, transport: "polling" | "webhook", schemas: Array<string>) =>
+const baseDir = process.env["BENCH_BASE"]
+/** The bots compared: this checkout's, and BENCH_BASE's when set (each row says which). */
+const bots = baseDir === undefined ? [{ name: "", dir: appDir }] : [{ name: "base", dir: path.resolve(baseDir) }, { name: "this", dir: appDir }]
+
+const scenario = (store: string, transport: "polling" | "webhook", schemas: Array<string>, botDir = appDir, bursts = runs) =>
   Effect.gen(function*() {
     const api = yield* FakeBotApi.make({ username: "bench_bot", longPollMillis: 1000, date: Math.floor(Date.now() / 1000) })
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-bench-"))
@@ -170,7 +175,7 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
     const ops = `http://127.0.0.1:${opsPort}`
     const app: App = yield* Effect.acquireRelease(
       Effect.promise(() =>
-        startApp(path.join(appDir, "dist", "main.js"), {
+        startApp(path.join(botDir, "dist", "main.js"), {
           cwd: dir,
           env: {
             BOT_TOKEN: "123:BENCH",
@@ -223,7 +228,7 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
     yield* Effect.promise(() => until(counted, 0, performance.now()))
 
     const results: Array<Burst> = []
-    for (let run = 0; run < runs; run++) {
+    for (let run = 0; run < bursts; run++) {
       const updates = burst()
       const commands = new Set(updates.filter((u) => u.message.text === "/context").map((u) => u.message.message_id))
       const repliesBefore = api.callsOf("sendMessage").length
@@ -256,14 +261,23 @@ const n0 = (x: number) => Math.round(x).toLocaleString("en-US")
 
 const main = Effect.gen(function*() {
   const schemas: Array<string> = []
-  const rows: Array<{ store: string; transport: string; runs: ReadonlyArray<Burst> }> = []
+  const rows: Array<{ store: string; transport: string; runs: Array<Burst> }> = []
   const t0 = performance.now()
   try {
     for (const transport of transports) {
       for (const store of stores) {
         // The webhook on memory and SQLite (PostgreSQL's polling figure says what it adds).
         if (transport === "webhook" && store === "pg") continue
-        rows.push({ store, transport, runs: yield* scenario(store, transport as "polling" | "webhook", schemas) })
+        if (bots.length === 1) {
+          rows.push({ store, transport, runs: yield* scenario(store, transport as "polling" | "webhook", schemas) })
+          continue
+        }
+        // Before and after alternately, a burst each per start, so both see the same load.
+        const mine = bots.map((bot) => ({ store: bot.name === "" ? store : `${store} (${bot.name})`, transport, runs: [] as Array<Burst> }))
+        rows.push(...mine)
+        for (let run = 0; run < runs; run++) {
+          for (const [i, bot] of bots.entries()) mine[i]!.runs.push(...(yield* scenario(store, transport as "polling" | "webhook", schemas, bot.dir, 1)))
+        }
       }
     }
   } finally {
@@ -293,7 +307,7 @@ const main = Effect.gen(function*() {
     )
   }
   console.log("\ntargets (issue #34):")
-  const polling = (s: string) => rows.find((r) => r.store === s && r.transport === "polling")
+  const polling = (s: string) => rows.find((r) => (r.store === s || r.store === `${s} (this)`) && r.transport === "polling")
   const bestOf = (row: { runs: ReadonlyArray<Burst> } | undefined) => (row === undefined ? undefined : [...row.runs].sort((a, b) => b.rate - a.rate)[0])
   const memory = bestOf(polling("memory"))
   const sqlite = bestOf(polling("sqlite"))
@@ -314,7 +328,8 @@ Effect.runPromise(main).then(
       await new Promise<void>((resolve) => {
         const child = spawn(process.execPath, [path.join(appDir, ".bench", "bench", "burst.js")], {
           stdio: ["ignore", "inherit", "inherit"],
-          env: { ...process.env, BENCH_STORES: stores.filter((s) => s !== "pg").join(",") }
+          // This checkout's floor (burst.ts would run BENCH_BASE's code).
+          env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "BENCH_BASE")), BENCH_STORES: stores.filter((s) => s !== "pg").join(",") }
         })
         child.once("exit", () => resolve())
       })

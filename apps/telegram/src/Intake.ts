@@ -12,6 +12,7 @@
  */
 import * as Supervisor from "@deixis/core/Supervisor"
 import { type Handed, UpdateInbox } from "@deixis/core/UpdateInbox"
+import * as WritePriority from "@deixis/store-sql/WritePriority"
 import type { UpdateMapper } from "@deixis/telegraf"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -273,7 +274,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         if (Ledger.isStalled(ledger, chat)) return end("returned")
         // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
         // updates are handed out again (to whichever process claims it first) when its claim ends.
-        return bot.record(items.map((w) => w.mapped)).pipe(
+        const handled = bot.record(items.map((w) => w.mapped)).pipe(
           // The store's outage, not the updates': recorded once it is back (the run keeps its place
           // in its chat's order), within half the claim's lease — past it the chat stalls as below.
           Effect.retry({ while: StoreOutage.isOutage, schedule: outageRetry }),
@@ -297,6 +298,8 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
           }),
           Effect.onExit((exit) => end(Exit.isSuccess(exit) ? exit.value : "stalled"))
         )
+        // An answer's writes (its update's record, the reply's) go ahead of other chats' recording.
+        return run.answer ? WritePriority.asUrgent(handled) : handled
       })
 
     // Queues handed updates (in update_id order) behind their chat's: an update that needs no
@@ -480,7 +483,8 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // Supervised: a defect restarts it (logged); one that keeps coming stops the process.
     yield* Supervisor.fork(
       "the inbox writer",
-      Queue.take(wake).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(writeAll), Effect.forever),
+      // Its calls are urgent: every update, and so every answer, comes in through them.
+      Queue.take(wake).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(WritePriority.asUrgent(writeAll)), Effect.forever),
       Supervisor.restart(),
       {
         onUp: Effect.zipRight(SubscriptionRef.set(ready, true), owe),

@@ -277,12 +277,11 @@ export const webhookLimits = {
   keepAliveTimeoutMs: 5_000
 } as const
 
-const sameSecret = (given: string | Array<string> | undefined, secret: string) => {
-  if (typeof given !== "string") return false
-  const a = crypto.createHash("sha256").update(given).digest()
-  const b = crypto.createHash("sha256").update(secret).digest()
-  return crypto.timingSafeEqual(a, b)
-}
+// The secret's digest is computed once; a request's header is hashed to the same length and
+// compared in constant time.
+const digest = (text: string) => crypto.createHash("sha256").update(text).digest()
+const sameSecret = (given: string | Array<string> | undefined, secretDigest: Buffer) =>
+  typeof given === "string" && crypto.timingSafeEqual(digest(given), secretDigest)
 
 const webhookServer = (
   intake: (update: unknown, raw?: string) => Effect.Effect<IntakeResult>,
@@ -293,9 +292,10 @@ const webhookServer = (
 ) =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
+    const secretDigest = digest(secret)
     const server = http.createServer((req, res) => {
       if (req.method !== "POST" || (req.url ?? "").split("?")[0] !== path) return void res.writeHead(404).end()
-      if (!sameSecret(req.headers[secretHeader], secret)) return void res.writeHead(401).end()
+      if (!sameSecret(req.headers[secretHeader], secretDigest)) return void res.writeHead(401).end()
       const chunks: Array<Buffer> = []
       let size = 0
       req.on("data", (chunk: Buffer) => {

@@ -109,6 +109,19 @@ export const entryKey = (entry: HistoryEntry): string =>
 export type AppendResult = "appended" | "replaced" | "unchanged"
 
 /**
+ * That the bot answered message `message_id` of `scope` with message `response_id` (what
+ * `recordResponse` records).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryResponse {
+  readonly scope: HistoryScope
+  readonly message_id: string | number
+  readonly response_id: string | number
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -139,6 +152,15 @@ export interface HistoryStoreShape {
   readonly retract: (chatId: string, eventId: string, at: number) => Effect.Effect<boolean, StoreError>
   /** Appends items in order, atomically (one transaction in a SQL store). */
   readonly appendAll: (items: ReadonlyArray<HistoryItem>) => Effect.Effect<ReadonlyArray<AppendResult>, StoreError>
+  /**
+   * `appendAll`, then `recordResponse` of each response, in order, atomically: one write in a
+   * SQL store (in a unit of work, part of the unit's one write — a bot's reply and the link
+   * from the message it answers recorded together). The items' results.
+   */
+  readonly appendAllResponding: (
+    items: ReadonlyArray<HistoryItem>,
+    responses: ReadonlyArray<HistoryResponse>
+  ) => Effect.Effect<ReadonlyArray<AppendResult>, StoreError>
   /**
    * The item whose message id is `externalId`, or else the inbound item whose
    * `bot_response_id` is `externalId` (the bot's reply was not stored as an item).

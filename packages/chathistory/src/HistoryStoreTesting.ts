@@ -143,6 +143,34 @@ export const historyStoreContract = <E>(
         assert.isFalse(yield* store.recordResponse(scope, "99", "100"))
       }))
 
+    it.effect("appendAllResponding appends, then links each answered message to the bot's answer, in one write", () =>
+      Effect.gen(function*() {
+        const store = yield* HistoryStore.HistoryStore
+        const chatId = chat("responding")
+        const scope = { chat_id: chatId, topic_id: "3" }
+        yield* store.append(testItem(chatId, "10", { topic_id: "3" }))
+        yield* store.append(testItem(chatId, "12", { topic_id: "4" }))
+        const reply = testItem(chatId, "11", { topic_id: "3", kind: "outbound_agent", reply_to_message_id: "10" })
+        const results = yield* store.appendAllResponding([reply, testItem(chatId, "13", { topic_id: "3" })], [
+          { scope, message_id: "10", response_id: 11 },
+          // A message of the same call is linked too; one in another topic, or never stored, is not.
+          { scope, message_id: 13, response_id: "14" },
+          { scope, message_id: "12", response_id: "15" },
+          { scope, message_id: "99", response_id: "100" },
+          { scope, message_id: "", response_id: "16" }
+        ])
+        assert.deepStrictEqual(results, ["appended", "appended"])
+        const answered = Option.getOrThrow(yield* store.lookup(scope, "10")).item
+        assert.strictEqual(answered.bot_response_id, "11")
+        assert.deepStrictEqual(Option.getOrThrow(yield* store.lookup(scope, "11")).item, reply)
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "13")).item.bot_response_id, "14")
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup({ chat_id: chatId, topic_id: "4" }, "12")).item.bot_response_id, null)
+        assert.isTrue(Option.isNone(yield* store.lookup(scope, "99")))
+        // Responses alone are written too.
+        assert.deepStrictEqual(yield* store.appendAllResponding([], [{ scope, message_id: "10", response_id: "17" }]), [])
+        assert.strictEqual(Option.getOrThrow(yield* store.lookup(scope, "10")).item.bot_response_id, "17")
+      }))
+
     it.effect("reads are scoped by chat and topic", () =>
       Effect.gen(function*() {
         const store = yield* HistoryStore.HistoryStore

@@ -23,6 +23,7 @@ import { makeSqlContextStore } from "../src/internal/contextStore.js"
 import { makeDb } from "../src/internal/db.js"
 import * as Pg from "../src/Pg.js"
 import * as SqlStore from "../src/SqlStore.js"
+import * as WritePriority from "../src/WritePriority.js"
 import { pgLayerWithClient, pgUrl, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
 
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
@@ -197,6 +198,60 @@ for (const [engine, layer] of engines) {
           }
         }
         assert.deepStrictEqual(yield* stored(chats), { messages: expected(chats, ids), items: expected(chats, ids) })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("replies recorded with their links (appendAllResponding) at once, with other chats' messages: each whole", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `replies-${engine}`
+        const other = `replies-other-${engine}`
+        const ids = Array.from({ length: 12 }, (_, i) => i + 1)
+        yield* history.appendAll(ids.map((id) => item(chat, id)))
+        // Each reply (id + 100) answers message id, in a unit with its context write; beside them, other chats' messages.
+        yield* Effect.forEach([...ids.map((id) => ["reply", id] as const), ...ids.map((id) => ["other", id] as const)], ([what, id]) =>
+          what === "reply"
+            ? unit.run(Effect.zip(
+              apply([message(chat, id + 100, { sender_user_id: 1 })]),
+              history.appendAllResponding([{ ...item(chat, id + 100), kind: "outbound_agent", reply_to_message_id: String(id) }], [
+                { scope: { chat_id: chat, topic_id: "1" }, message_id: id, response_id: id + 100 }
+              ])
+            ))
+            : unit.run(Effect.zip(apply([message(other, id)]), history.appendAll([item(other, id)]))), { concurrency: "unbounded" })
+        for (const id of ids) {
+          const answered = Option.getOrThrow(yield* history.lookup({ chat_id: chat, topic_id: "1" }, String(id))).item
+          assert.strictEqual(answered.bot_response_id, String(id + 100), `message ${id} linked to its reply`)
+        }
+        assert.deepStrictEqual(yield* stored([chat, other]), {
+          messages: [...expected([chat], ids.map((id) => id + 100)), ...expected([other], ids)].sort(),
+          items: [...expected([chat], [...ids, ...ids.map((id) => id + 100)]), ...expected([other], ids)].sort()
+        })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("an urgent unit (WritePriority) does not wait for the group of ordinary units running, nor for those queued behind it", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `urgent-${engine}`
+        const inside = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        // An ordinary unit that holds its group open until the gate opens; another queued behind it.
+        const holding = yield* Effect.fork(unit.run(Effect.gen(function*() {
+          yield* apply([message(`${chat}-a`, 1)])
+          yield* Deferred.succeed(inside, undefined)
+          yield* Deferred.await(gate)
+        })))
+        yield* Deferred.await(inside)
+        const queued = yield* Effect.fork(unit.run(apply([message(`${chat}-b`, 1)])))
+        // The urgent unit is recorded while both wait (it would wait for the gate in their queue).
+        yield* WritePriority.asUrgent(unit.run(Effect.zip(apply([message(chat, 1)]), history.appendAll([item(chat, 1)]))))
+        assert.isTrue(Option.isSome(yield* history.lookup({ chat_id: chat, topic_id: "1" }, "1")))
+        assert.isTrue(Option.isNone(yield* Fiber.poll(holding)))
+        assert.isTrue(Option.isNone(yield* Fiber.poll(queued)))
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holding)
+        yield* Fiber.join(queued)
+        assert.deepStrictEqual((yield* stored([`${chat}-a`, `${chat}-b`, chat])).messages, [`${chat}-a/1`, `${chat}-b/1`, `${chat}/1`].sort())
       }).pipe(Effect.provide(layer())))
 
     it.effect("a unit that fails among others keeps nothing; the others are recorded", () =>

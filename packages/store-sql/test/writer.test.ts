@@ -26,7 +26,7 @@ import { makeDb } from "../src/internal/db.js"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
 import * as SqliteEngine from "../src/internal/sqliteEngine.js"
-import { maxRestarts, SqliteWriterStopped } from "../src/internal/sqliteWriter.js"
+import { maxRestarts, ordinaryInFlight, SqliteWriterStopped } from "../src/internal/sqliteWriter.js"
 import { tempDir } from "./helpers.js"
 
 const open = (synchronous = "NORMAL") =>
@@ -264,5 +264,28 @@ describe("SQLite writer thread", () => {
       // And the writes go on, on a new thread.
       yield* units.run(history.appendAll([item("c0", 1000)]))
       assert.strictEqual(engine.writer.starts(), 2)
+    }))
+
+  it.scoped("an urgent call is sent at once, ahead of the ordinary calls waiting beyond the few the thread holds", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "urgent.db")
+      const context = yield* Layer.build(Sqlite.layerClient({ filename }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
+      const engine = Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
+      // Migrated: the unit procedure's statements exist. An empty unit writes nothing and answers true.
+      yield* UnitOfWork.pipe(Effect.provide(SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provide(Layer.succeedContext(context)))))
+      const order: Array<string> = []
+      const ordinary = 4 * ordinaryInFlight
+      const calls = yield* Effect.forEach(Array.from({ length: ordinary }, (_, i) => i), (i) =>
+        Effect.fork(Effect.tap(engine.writer.call("unit", "{}"), () => Effect.sync(() => order.push(`ordinary ${i}`)))))
+      // Every ordinary call has been sent or is waiting for its turn.
+      yield* Effect.yieldNow()
+      yield* engine.writer.call("unit", "{}", true)
+      order.push("urgent")
+      yield* Fiber.joinAll(calls)
+      const at = order.indexOf("urgent")
+      assert.isAtMost(at, ordinaryInFlight, `the urgent call answered after ${at} ordinary ones: ${order.join(", ")}`)
+      assert.strictEqual(order.length, ordinary + 1)
+      // Ordinary calls keep their order.
+      assert.deepStrictEqual(order.filter((o) => o !== "urgent"), Array.from({ length: ordinary }, (_, i) => `ordinary ${i}`))
     }))
 })

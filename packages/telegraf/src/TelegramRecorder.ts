@@ -250,7 +250,11 @@ const storeAll = (
             owners.push(k)
           }
         }
-        const results = yield* history.appendAll(items)
+        // The bot's answers of the run (a reply recorded with `recordSent`) go with its items: one write.
+        const responses = run.flatMap((mapped) =>
+          (mapped.responses ?? []).map((r) => ({ scope: { chat_id: r.chat_id, topic_id: r.topic_id }, message_id: r.message_id, response_id: r.response_id }))
+        )
+        const results = yield* (responses.length === 0 ? history.appendAll(items) : history.appendAllResponding(items, responses))
         const written = run.map(() => 0)
         results.forEach((r, k) => {
           if (r !== "unchanged") written[owners[k]!]!++
@@ -260,15 +264,6 @@ const storeAll = (
         for (let k = 0; k < run.length; k++) {
           for (const r of run[k]!.retractions ?? []) {
             if (yield* history.retract(r.chat_id, r.event_id, r.at)) written[k]!++
-          }
-        }
-        for (const mapped of run) {
-          for (const response of mapped.responses ?? []) {
-            yield* history.recordResponse(
-              { chat_id: response.chat_id, topic_id: response.topic_id },
-              response.message_id,
-              response.response_id
-            )
           }
         }
         run.forEach((mapped, k) => {

@@ -335,6 +335,17 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
 
   const empty: ReadonlyArray<HistoryEntry> = []
 
+  const recordResponse = (scope: HistoryScope, messageId: string | number, responseId: string | number): boolean => {
+    const chat = chats.get(scope.chat_id)
+    const id = externalIdOf(messageId)
+    const response = externalIdOf(responseId)
+    if (chat === undefined || Option.isNone(id) || Option.isNone(response)) return false
+    const entry = chat.byId.get(id.value)
+    if (entry === undefined || entry.item.topic_id !== scope.topic_id) return false
+    replace(chat, entry, { ...entry.item, bot_response_id: response.value })
+    return true
+  }
+
   return {
     append: (item) => Effect.sync(() => append(item)),
     appendAll: (items) => Effect.sync(() => items.map(append)),
@@ -370,17 +381,13 @@ export const makeMemoryStore = (settings: MemoryOptions): HistoryStoreShape => {
         found.sort((a, b) => cmp(a, b.anchor, b.seq))
         return found.slice(Math.max(0, found.length - options.limit))
       }),
-    recordResponse: (scope, messageId, responseId) =>
+    appendAllResponding: (items, responses) =>
       Effect.sync(() => {
-        const chat = chats.get(scope.chat_id)
-        const id = externalIdOf(messageId)
-        const response = externalIdOf(responseId)
-        if (chat === undefined || Option.isNone(id) || Option.isNone(response)) return false
-        const entry = chat.byId.get(id.value)
-        if (entry === undefined || entry.item.topic_id !== scope.topic_id) return false
-        replace(chat, entry, { ...entry.item, bot_response_id: response.value })
-        return true
+        const results = items.map(append)
+        for (const r of responses) recordResponse(r.scope, r.message_id, r.response_id)
+        return results
       }),
+    recordResponse: (scope, messageId, responseId) => Effect.sync(() => recordResponse(scope, messageId, responseId)),
     stats: Effect.sync((): HistoryStoreStats => ({
       chats: chats.size,
       items: total,

@@ -4,7 +4,7 @@
  * message id. Every read is one indexed range scan in one chat and topic.
  */
 import { HistoryItem, mergeVersions, replacesEventItem, toMigratedChat } from "@deixis/chathistory/HistoryItem"
-import type { AppendResult, HistoryEntry, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
+import type { AppendResult, HistoryEntry, HistoryResponse, HistoryScope, HistoryStoreShape, HistoryStoreStats } from "@deixis/chathistory/HistoryStore"
 import { externalIdOf } from "@deixis/chathistory/HistoryStore"
 import { StoreError } from "@deixis/core/ContextStore"
 import { compareMessageIds, migratedMessageId, positionLength } from "@deixis/core/Ids"
@@ -103,12 +103,21 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   ]
 
   /** What a batch of appends reads: its chats (sorted) with their count of items without a message id, and the keys it looks up. */
-  const keysOf = (items: ReadonlyArray<HistoryItem>) => {
+  const keysOf = (entries: ReadonlyArray<Entry>) => {
     const idless = new Map<string, number>()
-    for (const item of items) {
-      idless.set(item.chat_id, (idless.get(item.chat_id) ?? 0) + (item.message_id === null ? 1 : 0))
-    }
     const ids = new Map<string, readonly [string, string]>()
+    const items: Array<HistoryItem> = []
+    for (const entry of entries) {
+      if ("respond" in entry) {
+        // The message answered: read as an append's is, its chat's counter moved with the write.
+        const { chat_id, message_id } = entry.respond
+        if (!idless.has(chat_id)) idless.set(chat_id, 0)
+        if (storable(message_id)) ids.set(pairKey(chat_id, message_id), [chat_id, message_id])
+        continue
+      }
+      items.push(entry)
+      idless.set(entry.chat_id, (idless.get(entry.chat_id) ?? 0) + (entry.message_id === null ? 1 : 0))
+    }
     const events = new Map<string, readonly [string, string]>()
     const topics = new Map<string, readonly [string, string]>()
     for (const item of items) {
@@ -122,6 +131,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     }
     return { idless, chats: [...idless.keys()].sort(), ids, events, topics }
   }
+
+  // An append, or the link from a message to the bot's answer (`recordResponse`) written with them.
+  type Entry = HistoryItem | { readonly respond: { readonly chat_id: string; readonly message_id: string; readonly response_id: string; readonly topic: string } }
 
   // The reads of a batch, each a statement over its keys passed in bulk as the table `k`.
   const storedRead = {
@@ -166,7 +178,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
    * item without a message id.
    */
   const planAppends = (
-    items: ReadonlyArray<HistoryItem>,
+    items: ReadonlyArray<Entry>,
     held: Effect.Effect.Success<ReturnType<typeof heldOf>>,
     nextSeq: Map<string, number>
   ) => {
@@ -179,6 +191,17 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     const insertRows: Array<ReadonlyArray<Scalar>> = []
     const updates = new Map<string, HistoryItem>()
     for (const incoming of items) {
+      if ("respond" in incoming) {
+        // `recordResponse` over what is stored and what the batch wrote before: no result of its own.
+        const { chat_id, message_id, response_id, topic } = incoming.respond
+        const k = pairKey(chat_id, message_id)
+        const before = inserts.get(k) ?? updates.get(k) ?? stored.get(k)
+        if (before === undefined || topicKey(before.topic_id) !== topic) continue
+        const item: HistoryItem = { ...before, bot_response_id: response_id }
+        if (inserts.has(k)) inserts.set(k, item)
+        else updates.set(k, item)
+        continue
+      }
       const id = incoming.message_id
       const topic = topicKey(incoming.topic_id)
       if (id !== null) {
@@ -263,7 +286,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
    * ids, the newest message of each topic an item without an id follows, then the new rows
    * and the replaced ones. The result is what appending them one by one gives.
    */
-  const appendMany = (items: ReadonlyArray<HistoryItem>): Effect.Effect<Array<AppendResult>, SqlError | string> =>
+  const appendMany = (items: ReadonlyArray<Entry>): Effect.Effect<Array<AppendResult>, SqlError | string> =>
     Effect.gen(function*() {
       const keys = keysOf(items)
       const { chats, idless } = keys
@@ -328,7 +351,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
    */
   const processGroup = (requests: ReadonlyArray<unknown>): Effect.Effect<Processed<Array<AppendResult>>, SqlError | string> =>
     Effect.gen(function*() {
-      const batches = requests as ReadonlyArray<ReadonlyArray<HistoryItem>>
+      const batches = requests as ReadonlyArray<ReadonlyArray<Entry>>
       const items = batches.flat()
       const keys = keysOf(items)
       const { chats, idless } = keys
@@ -345,8 +368,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const results: Array<Array<AppendResult>> = []
       let at = 0
       for (const batch of batches) {
-        results.push(plan.results.slice(at, at + batch.length))
-        at += batch.length
+        const n = batch.filter((entry) => !("respond" in entry)).length
+        results.push(plan.results.slice(at, at + n))
+        at += n
       }
       if (plan.insertRows.length + plan.updateRows.length + plan.eventRows.length === 0) return { results, write: undefined }
       return {
@@ -361,7 +385,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     })
 
   /** In an optimistic unit of work, deferred to its one write; else in a transaction of its own (a savepoint in the caller's). */
-  const appendWith = (items: ReadonlyArray<HistoryItem>) =>
+  const appendWith = (items: ReadonlyArray<Entry>) =>
     Effect.withFiberRuntime<Array<AppendResult>, SqlError | string>((fiber) => {
       const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
         ? optimisticOf(fiber.currentContext, db.sql)
@@ -376,6 +400,20 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const appendAll = (items: ReadonlyArray<HistoryItem>): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> =>
     items.length === 0 ? Effect.succeed([]) : appendWith(items).pipe(Effect.mapError(failStore("appendAll")))
+
+  const appendAllResponding = (
+    items: ReadonlyArray<HistoryItem>,
+    responses: ReadonlyArray<HistoryResponse>
+  ): Effect.Effect<ReadonlyArray<AppendResult>, StoreError> => {
+    const entries: Array<Entry> = [...items]
+    for (const r of responses) {
+      const id = externalIdOf(r.message_id)
+      const response = externalIdOf(r.response_id)
+      if (Option.isNone(id) || Option.isNone(response) || !storable(r.scope.chat_id, r.scope.topic_id)) continue
+      entries.push({ respond: { chat_id: r.scope.chat_id, message_id: id.value, response_id: response.value, topic: topicKey(r.scope.topic_id) } })
+    }
+    return entries.length === 0 ? Effect.succeed([]) : appendWith(entries).pipe(Effect.mapError(failStore("appendAll")))
+  }
 
   const retract = (chatId: string, eventId: string, at: number): Effect.Effect<boolean, StoreError> =>
     db.query(sql`DELETE FROM deixis_history WHERE chat_id = ${chatId} AND event_id = ${eventId} AND sent_at <= ${at} RETURNING 1 AS gone`).pipe(
@@ -525,6 +563,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   const store: HistoryStoreShape = {
     append,
     appendAll,
+    appendAllResponding,
     retract,
     lookup: (scope, externalId) => read(lookup(scope, externalId)),
     around: (scope, externalId, window) => read(around(scope, externalId, window)),

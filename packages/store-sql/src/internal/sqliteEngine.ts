@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as path from "node:path"
+import * as WritePriority from "../WritePriority.js"
 import { tracker } from "./availability.js"
 import { type EngineShape, SqlEngine } from "./engine.js"
 import { groupCommit } from "./groupCommit.js"
@@ -82,11 +83,15 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       availability: tracker(),
       transaction: groupCommit(client),
       clientFor: reader === undefined ? () => client : router(client, reader),
-      call: (name, argument) => Effect.map(writer.call(name, JSON.stringify(argument)), (ok) => ok === true),
-      body: (name, argument) => writer.call(name, JSON.stringify(argument)) as Effect.Effect<any, SqlError>
+      call: (name, argument) => Effect.map(urgentCall(writer, name, argument), (ok) => ok === true),
+      body: (name, argument) => urgentCall(writer, name, argument) as Effect.Effect<any, SqlError>
     }
     return { filename: options.filename, writer, client, reader, engine }
   }).pipe(Effect.provide(Reactivity.layer))
+
+// A call to the writer thread, urgent when its fiber's writes are (`WritePriority`).
+const urgentCall = (writer: sqliteWriter.Writer, name: Parameters<sqliteWriter.Writer["call"]>[0], argument: unknown) =>
+  Effect.withFiberRuntime<unknown, SqlError>((fiber) => writer.call(name, JSON.stringify(argument), fiber.getFiberRef(WritePriority.urgent)))
 
 interface Shared {
   users: number

@@ -15,6 +15,11 @@
  * `Supervisor` (core's; both apps provide one to their stores), the process ends: its
  * supervisor fails with `FiberDied` (one Fatal line, a non-zero exit), never a live process that
  * cannot write.
+ *
+ * **Urgent calls first.** The thread answers in the order it is sent; so that a write someone
+ * waits for (an answer's, `WritePriority`) does not queue behind a backlog of others, at most
+ * {@link ordinaryInFlight} ordinary calls are sent ahead at a time — the rest wait here, and an
+ * urgent call is sent at once, behind those few.
  */
 import { SqlError } from "@effect/sql/SqlError"
 import type { Connection } from "@effect/sql/SqlConnection"
@@ -46,6 +51,13 @@ export class SqliteWriterStopped extends Data.TaggedError("SqliteWriterStopped")
 
 /** Deaths of the thread within a minute after which it is not started again. */
 export const maxRestarts = 5
+
+/**
+ * Ordinary (not urgent) calls the thread is sent at a time: enough that it never idles between
+ * them (their group commit takes what is queued), few enough that an urgent call sent now waits
+ * for no more than these.
+ */
+export const ordinaryInFlight = 4
 
 /** How long closing waits for the thread to finish its last checkpoint before it is terminated. */
 const closeTimeout = 10_000
@@ -93,9 +105,10 @@ export interface Writer extends SqliteConnection {
   /**
    * Runs a write body of the thread (sqliteProcedures.ts) over `argument` (JSON text), in the
    * thread's own group commit: its result once committed (`apply`, `unit`: false when what it
-   * checks had moved, nothing written).
+   * checks had moved, nothing written). An `urgent` call is sent at once; an ordinary one waits
+   * while {@link ordinaryInFlight} others are with the thread.
    */
-  readonly call: (name: procedures.Procedure, argument: string) => Effect.Effect<unknown, SqlError>
+  readonly call: (name: procedures.Procedure, argument: string, urgent?: boolean) => Effect.Effect<unknown, SqlError>
   /** Kills the thread as a bug in it would (tests of the supervision). */
   readonly crash: Effect.Effect<void>
   /** How many times the thread was started (1 until it dies). */
@@ -231,6 +244,28 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       })
     )
 
+    // Ordinary calls with the thread, and those waiting for their turn (in order).
+    let ordinary = 0
+    const turns: Array<() => void> = []
+    const turn = Effect.async<void>((resume) => {
+      if (ordinary < ordinaryInFlight) {
+        ordinary++
+        return resume(Effect.void)
+      }
+      turns.push(() => resume(Effect.void))
+    })
+    // The slot passes to the next waiting call, or is given back.
+    const done = Effect.sync(() => {
+      const next = turns.shift()
+      if (next === undefined) ordinary--
+      else next()
+    })
+    // Uninterruptible as `send` is: once waiting, a call is sent (its slot always handed on).
+    const call = (name: procedures.Procedure, argument: string, urgent = false) => {
+      const sent = send((id) => ({ op: "call", id, name, argument }))
+      return urgent ? sent : Effect.uninterruptible(Effect.zipRight(turn, Effect.ensuring(sent, done)))
+    }
+
     // A transaction belongs to the thread it began on: after a restart its statements fail
     // (the dead thread's connection rolled it back) until the transaction's ROLLBACK.
     let transactionOf: number | undefined
@@ -278,7 +313,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       export: Effect.map(send((id) => ({ op: "export", id })), (bytes) => bytes as Uint8Array),
       backup: (destination: string) => Effect.asVoid(send((id) => ({ op: "backup", id, destination }))),
       loadExtension: (path: string) => Effect.asVoid(send((id) => ({ op: "loadExtension", id, path }))),
-      call: (name, argument) => send((id) => ({ op: "call", id, name, argument })),
+      call,
       crash: Effect.asVoid(Effect.either(send((id) => ({ op: "crash", id })))),
       starts: () => generation
     }

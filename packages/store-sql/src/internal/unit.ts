@@ -16,7 +16,7 @@
  * dozen round trips. When a chat moved, the group runs again; a member that meets anything the
  * group cannot take (a migration, a second write to a store, a read its group's writes could
  * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
- * form the next.
+ * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`).
  */
 import { StoreError } from "@deixis/core/ContextStore"
 import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
+import * as WritePriority from "../WritePriority.js"
 import { type Db, describe } from "./db.js"
 import { storeError } from "./availability.js"
 import { Group, Unit, type UnitState } from "./unitState.js"
@@ -72,21 +73,29 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   /** A group's writes in one call; false when a chat or counter it read has moved. */
   const write = (writes: Partial<Record<"context" | "history", object>>) => db.call!("unit", writes)
 
-  // The group running now, and the units waiting for the next one (PostgreSQL).
-  let current: Group | undefined
-  const waiting: Array<Deferred.Deferred<readonly [Group, number]>> = []
-  const startNext = () => {
-    current = undefined
-    if (waiting.length === 0) return
-    const members = waiting.splice(0, maxGroup)
-    const group = current = new Group(members.length, write, followCaches, startNext)
+  // Per lane, the group running now and the units waiting for the next one. Urgent units
+  // (`WritePriority`: an answer's) form groups of their own, beside the ordinary ones: they never
+  // wait for a group of other chats' recording, nor join one. Two groups at once are safe as
+  // two processes' are: each group's write checks that nothing it read has moved.
+  interface Lane {
+    current: Group | undefined
+    readonly waiting: Array<Deferred.Deferred<readonly [Group, number]>>
+  }
+  const lanes: Record<"ordinary" | "urgent", Lane> = { ordinary: { current: undefined, waiting: [] }, urgent: { current: undefined, waiting: [] } }
+  const startNext = (lane: Lane) => () => {
+    lane.current = undefined
+    if (lane.waiting.length === 0) return
+    const members = lane.waiting.splice(0, maxGroup)
+    const group = lane.current = new Group(members.length, write, followCaches, startNext(lane))
     members.forEach((d, i) => Deferred.unsafeDone(d, Exit.succeed([group, i] as const)))
   }
-  const join: Effect.Effect<readonly [Group, number]> = Effect.suspend(() => {
-    if (current === undefined) {
-      current = new Group(1, write, followCaches, startNext)
-      return Effect.succeed([current, 0] as const)
+  const join: Effect.Effect<readonly [Group, number]> = Effect.withFiberRuntime((fiber) => {
+    const lane = lanes[fiber.getFiberRef(WritePriority.urgent) ? "urgent" : "ordinary"]
+    if (lane.current === undefined) {
+      lane.current = new Group(1, write, followCaches, startNext(lane))
+      return Effect.succeed([lane.current, 0] as const)
     }
+    const waiting = lane.waiting
     const place = Deferred.unsafeMake<readonly [Group, number]>(FiberId.none)
     waiting.push(place)
     return Deferred.await(place).pipe(Effect.onInterrupt(() =>
