@@ -89,8 +89,9 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
-  // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
+  // Outside a transaction, SQLite reads on its read connection (see readConnection.ts), in place.
   const clientOf = engine.clientFor
+  const readConnection = engine.readConnection
   const health = engine.availability
   const runOutside = (client: SqlClient.SqlClient, text: string, params: ReadonlyArray<Param>) => client.unsafe<Row>(text, params)
   // Every statement and write tells the database's health (see availability.ts).
@@ -102,7 +103,9 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       // In an optimistic unit (see unitState.ts) only the reads a store planned for run; anything
       // else would run outside the unit's one write.
       const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
-      return unit === undefined ? runOutside(clientOf(text), text, params) : escalate(unit, "a statement the unit cannot defer")
+      if (unit !== undefined) return escalate(unit, "a statement the unit cannot defer")
+      const reading = readConnection?.(text)
+      return reading === undefined ? runOutside(clientOf(text), text, params) : reading.execute(text, params, undefined)
     }))
   const transaction = engine.transaction
   const inTransaction: Db["transaction"] = (effect) =>

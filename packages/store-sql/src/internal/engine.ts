@@ -7,6 +7,7 @@
  * are built in (see `dbOf` in db.ts), never from a registry keyed by client.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -31,6 +32,13 @@ export interface EngineShape {
   readonly transaction: Transaction
   /** Which client runs a statement outside a transaction (SQLite: reads on the read connection). */
   readonly clientFor: (text: string) => SqlClient.SqlClient
+  /**
+   * The connection that runs a statement outside a transaction in place, when one does (SQLite's
+   * read connection: synchronous, in this thread, never reserved by a transaction): the
+   * statement costs one step, without the client's span and connection permit. Undefined (or
+   * none for the text): the statement goes through `clientFor`.
+   */
+  readonly readConnection?: ((text: string) => Connection | undefined) | undefined
   /**
    * Runs a write body over what the caller read and reduced (PostgreSQL: `deixis_apply` /
    * `deixis_unit`; SQLite: the writer thread's procedures): true once written, false when what

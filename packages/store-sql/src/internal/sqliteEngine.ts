@@ -69,19 +69,29 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
     })
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined
+    let readConnection: EngineShape["readConnection"]
+    let clientFor: EngineShape["clientFor"] = () => client
     if (!memory) {
       // Opened once the writer has put the file in WAL mode.
-      const read = yield* sqliteClient.make({ filename: options.filename, readonly: true, disableWAL: true })
+      const readOptions = { filename: options.filename, readonly: true, disableWAL: true }
+      const connection = yield* sqliteClient.makeConnection(readOptions)
+      const read = yield* sqliteClient.fromConnection(connection, readOptions)
       yield* Effect.all([read.unsafe(`PRAGMA busy_timeout = ${options.busyTimeout}`), read.unsafe(`PRAGMA cache_size = -65536`)], {
         discard: true
       })
       reader = read
+      const route = router(client, read)
+      clientFor = route
+      // A read runs on the read connection in place: better-sqlite3 is synchronous and nothing
+      // else holds that connection, so the client's permit and per-statement span are only cost.
+      readConnection = (text) => route(text) === read ? connection.connection : undefined
     }
     const engine: EngineShape = {
       client,
       availability: tracker(),
       transaction: groupCommit(client),
-      clientFor: reader === undefined ? () => client : router(client, reader),
+      clientFor,
+      readConnection,
       call: (name, argument) => Effect.map(writer.call(name, JSON.stringify(argument)), (ok) => ok === true),
       body: (name, argument) => writer.call(name, JSON.stringify(argument)) as Effect.Effect<any, SqlError>
     }
