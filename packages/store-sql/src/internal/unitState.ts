@@ -275,7 +275,10 @@ export class Group {
       if (ready("history", 3)) return this.processWindow("history", 4)
       if (running.length === 0 && this.busy === 0 && !this.ending) {
         this.ending = true
-        return detached(this.endAttempt())
+        // In the fiber that finished last, which waits for the outcome anyway: uninterruptible, so
+        // the group's write and every member's outcome are never cut short (a fiber of its own
+        // cost a fork per group). Its statements are planned: none is gated by the unit.
+        return Effect.uninterruptible(this.endAttempt())
       }
       return Effect.void
     })
