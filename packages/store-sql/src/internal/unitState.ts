@@ -154,7 +154,7 @@ const newWindow = (): Window => ({ requests: [], processed: false, owner: undefi
 /** The fiber's context without the unit: set once in a fiber of its own (no restore needed, unlike `mapInputContext`). */
 const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.omit(Unit)(context))
 
-/** Runs `effect` in a fiber of its own, outside the member's unit (its reads and the group's write are planned). */
+/** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
 const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
 
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
