@@ -81,7 +81,6 @@ export interface TelegramOptions {
 const events = (telegram: TelegramOptions) =>
   Effect.gen(function*() {
     const ingest = yield* ContextIngest.ContextIngest
-    const recorder = yield* Effect.context<TelegramRecorder.Services>()
     return {
       ingest: ({ payload }: { readonly payload: ReadonlyArray<ContextEvent.ContextEvent> }) => applyEvents(ingest, payload),
       telegramSent: ({ payload }: { readonly payload: typeof TelegramSent.Type }) =>
@@ -103,33 +102,32 @@ const events = (telegram: TelegramOptions) =>
             history_items: result.recorded,
             answered
           }
-        }).pipe(Effect.provide(recorder))
+        })
     }
   })
 
+// The recorder's services are the executors' runtime's (the handlers' requirements are the
+// layer's, as with HttpApiBuilder): not provided again per request, which copied the context.
 const webhook = (telegram: TelegramOptions) =>
-  Effect.gen(function*() {
-    const recorder = yield* Effect.context<TelegramRecorder.Services>()
-    return {
-      // The very recorder the Telegraf middleware runs: one recording path.
-      telegram: ({ payload }: { readonly payload: typeof TelegramUpdates.Type }) =>
-        Effect.gen(function*() {
-          const updates = Array.isArray(payload) ? payload : [payload]
-          const result = yield* TelegramRecorder.recordBatch(updates, telegram)
-          const skipped = result.updates.flatMap((r, index) =>
-            r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
-          )
-          const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
-          yield* noteScopes("telegram", result.updates.map((r) => r.mapped.scope))
-          return {
-            updates: updates.length,
-            skipped,
-            events: result.applied,
-            history_items: result.recorded,
-            ...(migrations.length === 0 ? {} : { migrations })
-          }
-        }).pipe(Effect.provide(recorder))
-    }
+  Effect.succeed({
+    // The very recorder the Telegraf middleware runs: one recording path.
+    telegram: ({ payload }: { readonly payload: typeof TelegramUpdates.Type }) =>
+      Effect.gen(function*() {
+        const updates = Array.isArray(payload) ? payload : [payload]
+        const result = yield* TelegramRecorder.recordBatch(updates, telegram)
+        const skipped = result.updates.flatMap((r, index) =>
+          r.mapped.skipped === undefined ? [] : [{ index, reason: r.mapped.skipped }]
+        )
+        const migrations = result.updates.flatMap((r, index) => (r.migrated === undefined ? [] : [{ index, ...r.migrated }]))
+        yield* noteScopes("telegram", result.updates.map((r) => r.mapped.scope))
+        return {
+          updates: updates.length,
+          skipped,
+          events: result.applied,
+          history_items: result.recorded,
+          ...(migrations.length === 0 ? {} : { migrations })
+        }
+      })
   })
 
 // The spec keeps the scoring diagnostics "for logs only": an answer carries them when asked.

@@ -294,6 +294,32 @@ for (const [engine, layer] of engines) {
         assert.deepStrictEqual(yield* stored([chat]), { messages: expected([chat], rest), items: expected([chat], rest) })
       }).pipe(Effect.provide(layer())))
 
+    it.effect("the unit that completes its group last, interrupted as the group writes: the others are recorded, none waits forever", () =>
+      Effect.gen(function*() {
+        const unit = yield* UnitOfWork
+        const history = yield* HistoryStore
+        const chat = `last-${engine}`
+        const ids = Array.from({ length: 6 }, (_, i) => i + 1)
+        const release = yield* Deferred.make<void>()
+        const completing = yield* Deferred.make<void>()
+        const fibers = yield* Effect.forEach(ids, (id) =>
+          Effect.fork(unit.run(Effect.gen(function*() {
+            yield* apply([message(chat, id)])
+            yield* history.appendAll([item(chat, id)])
+            // Unit 6 completes after every other: its fiber ends the group's attempt and runs its one write.
+            if (id === 6) yield* Effect.zipRight(Deferred.await(release), Deferred.succeed(completing, undefined))
+          }))))
+        yield* Deferred.succeed(release, undefined)
+        yield* Deferred.await(completing)
+        yield* Fiber.interrupt(fibers[5]!)
+        const exits = yield* Effect.forEach(fibers, Fiber.await)
+        assert.deepStrictEqual(exits.slice(0, 5).map(Exit.isSuccess), [true, true, true, true, true])
+        const { items, messages } = yield* stored([chat])
+        // Unit 6 is whole either way: in the group's write, or out of it.
+        assert.deepStrictEqual(messages, items)
+        assert.includeMembers(items, expected([chat], ids.slice(0, 5)))
+      }).pipe(Effect.provide(layer())))
+
     it.effect("a unit that writes twice to a store, reads its own write or moves a chat, among others: each is recorded whole", () =>
       Effect.gen(function*() {
         const unit = yield* UnitOfWork

@@ -120,6 +120,27 @@ describe("SQLite writer thread", () => {
       assert.isTrue(seen.every((s) => s))
     }))
 
+  it.scoped("a read outside a transaction runs on the read connection in place, anything else on the writer; a failing read fails typed", () =>
+    Effect.gen(function*() {
+      const { db, engine } = yield* open()
+      const direct = engine.readConnection!
+      assert.isDefined(direct("SELECT k FROM t"))
+      assert.isDefined(direct("WITH x AS (SELECT 1 AS k) SELECT k FROM x"))
+      assert.isUndefined(direct("INSERT INTO t (k) VALUES ('a')"))
+      assert.isUndefined(direct("WITH x AS (SELECT 'b' AS k) INSERT INTO t (k) SELECT k FROM x"))
+      assert.isUndefined(direct("PRAGMA user_version = 3"))
+      // The read connection is read-only: these writes landing at all means they ran on the writer.
+      yield* db.run`INSERT INTO t (k) VALUES ('a')`
+      yield* db.run`WITH x AS (SELECT 'b' AS k) INSERT INTO t (k) SELECT k FROM x`
+      assert.deepStrictEqual(yield* db.run`SELECT k FROM t ORDER BY k`, [{ k: "a" }, { k: "b" }])
+      const failed = yield* Effect.flip(db.run`SELECT nope FROM t`)
+      assert.instanceOf(failed, SqlError)
+      // A database in memory has no read connection: every statement goes to its one client.
+      const memory = yield* SqliteEngine.make({ filename: ":memory:", busyTimeout: 0, synchronous: "NORMAL" })
+      assert.isUndefined(memory.readConnection)
+      assert.isUndefined(memory.engine.execute)
+    }))
+
   it.scoped("the thread dies: the transaction it held fails typed and is rolled back, a log line says so, the next write runs on a new thread", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []

@@ -505,27 +505,39 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
       return { results, write: applyArgument(changes, loaded, p, chats, batches[batches.length - 1]!.options.now), written, chatsChanged }
     })
 
+  const failApply = failStore("apply")
   const apply = (events: ReadonlyArray<ContextEvent>, options: ApplyOptions): Effect.Effect<ApplyResult, StoreError> => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
-    return Effect.withFiberRuntime<ApplyResult, SqlError | string>((fiber) => {
+    return Effect.withFiberRuntime<ApplyResult, StoreError>((fiber) => {
       const outside = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
       const unit = outside ? optimisticOf(fiber.currentContext, db.sql) : undefined
-      const applied = unit !== undefined
-        ? Effect.map(unit.group!.submit(unit, "context", cache, { events, options }, processGroup), (result) => ({ result, written: [] }))
-        : outside && db.call !== undefined
-        ? Effect.flatMap(inLane(events, options), (result) =>
-          result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
-        : applyLocked(events, options)
-      // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
-      // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
-      // own transaction this was only a savepoint, which may still roll back: the cache is left at
-      // the old revision, which the committed write moves past.
-      return Effect.map(applied, ({ result, written }) => {
-        if (outside) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
-        return result
-      })
+      // A member of an optimistic group only hands its batch to the group (read, reduced and
+      // written with the others'): no span of its own, the unit of work's span covers it (a
+      // span per recorded update cost more than the hand-off).
+      if (unit !== undefined) return Effect.mapError(unit.group!.submit(unit, "context", cache, { events, options }, processGroup), failApply)
+      return applyAlone(outside, events, options)
+    })
+  }
+
+  /** A batch on its own (outside a unit, or in a transaction): its own write, under its own span. */
+  const applyAlone = (
+    outside: boolean,
+    events: ReadonlyArray<ContextEvent>,
+    options: ApplyOptions
+  ): Effect.Effect<ApplyResult, StoreError> => {
+    const applied = outside && db.call !== undefined
+      ? Effect.flatMap(inLane(events, options), (result) =>
+        result === undefined ? applyLocked(events, options) : Effect.succeed({ result, written: [] }))
+      : applyLocked(events, options)
+    // Committed: this process's cache follows its own write (see ContextCache.wrote). Inside a
+    // unit of work the unit does that after its commit (`written` is empty). Inside a caller's
+    // own transaction this was only a savepoint, which may still roll back: the cache is left at
+    // the old revision, which the committed write moves past.
+    return Effect.map(applied, ({ result, written }) => {
+      if (outside) for (const w of written) cache.wrote(w.chatId, w.from, w.touched)
+      return result
     }).pipe(
-      Effect.mapError(failStore("apply")),
+      Effect.mapError(failApply),
       // No stack trace captured for the span: it would cost a write more than its statements.
       Effect.withSpan("SqlContextStore.apply", { captureStackTrace: false })
     )

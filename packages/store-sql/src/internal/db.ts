@@ -89,12 +89,11 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   // cost of a small SQLite statement itself) is paid once, by the transaction, not by each of
   // its statements. Outside one, every statement takes the acquirer (SQLite's single connection
   // is shared; PostgreSQL's pool lends one).
-  // Outside a transaction, SQLite reads on its read connection (see readConnection.ts).
+  // Outside a transaction, the engine's own way when it has one (SQLite: a read on its read
+  // connection in place; PostgreSQL: a prepared statement on its pool), else its client for the text.
   const clientOf = engine.clientFor
   const health = engine.availability
-  const execute = engine.execute
-  const runOutside = (text: string, params: ReadonlyArray<Param>) =>
-    execute !== undefined ? execute(text, params) : clientOf(text).unsafe<Row>(text, params)
+  const runOutside = engine.execute ?? ((text: string, params: ReadonlyArray<Param>) => clientOf(text).unsafe<Row>(text, params))
   // Every statement and write tells the database's health (see availability.ts).
   const query = (statement: Fragment) =>
     observed(health, false, Effect.withFiberRuntime<ReadonlyArray<Row>, SqlError>((fiber) => {

@@ -34,7 +34,8 @@ export interface EngineShape {
   readonly clientFor: (text: string) => SqlClient.SqlClient
   /**
    * Runs one statement outside a transaction, where the engine has its own way (PostgreSQL over
-   * its own pool: a named prepared statement); undefined: through `clientFor(text)`.
+   * its own pool: a named prepared statement; SQLite: a read on the read connection in place,
+   * without the client's span and permit); undefined: through `clientFor(text)`.
    */
   readonly execute?: ((text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>) | undefined
   /**

@@ -28,7 +28,8 @@ export interface Options {
 
 const failed = (cause: unknown, message: string) => new SqlError({ cause, message })
 
-const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never, Scope.Scope> =>
+/** A connection to `options.filename` in this thread, with the statement path below (closed with the scope). */
+export const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never, Scope.Scope> =>
   Effect.gen(function*() {
     const db = new Sqlite(options.filename, { readonly: options.readonly ?? false })
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))

@@ -9,6 +9,7 @@
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Context from "effect/Context"
@@ -23,6 +24,7 @@ import { type EngineShape, SqlEngine } from "./engine.js"
 import { groupCommit } from "./groupCommit.js"
 import { SettingsConflict, SqlStoreError } from "./stores.js"
 import { router } from "./readConnection.js"
+import type { Row } from "./statement.js"
 import * as sqliteClient from "./sqliteClient.js"
 import * as sqliteWriter from "./sqliteWriter.js"
 
@@ -49,6 +51,11 @@ export interface SqliteEngineShape {
   readonly client: SqliteClient.SqliteClient
   /** The read-only connection on this thread; none for a database in memory. */
   readonly reader: SqlClient.SqlClient | undefined
+  /**
+   * The connection that runs a statement in place, when it is a read (`reader`'s own): the
+   * engine's `execute` uses it; none for a database in memory.
+   */
+  readonly readConnection: ((text: string) => Connection | undefined) | undefined
   /** The engine the stores over `client` use. */
   readonly engine: EngineShape
 }
@@ -70,23 +77,36 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
     })
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined
+    let readConnection: SqliteEngineShape["readConnection"]
+    let clientFor: EngineShape["clientFor"] = () => client
     if (!memory) {
       // Opened once the writer has put the file in WAL mode.
-      const read = yield* sqliteClient.make({ filename: options.filename, readonly: true, disableWAL: true })
+      const readOptions = { filename: options.filename, readonly: true, disableWAL: true }
+      const connection = yield* sqliteClient.makeConnection(readOptions)
+      const read = yield* sqliteClient.fromConnection(connection, readOptions)
       yield* Effect.all([read.unsafe(`PRAGMA busy_timeout = ${options.busyTimeout}`), read.unsafe(`PRAGMA cache_size = -65536`)], {
         discard: true
       })
       reader = read
+      const route = router(client, read)
+      clientFor = route
+      // A read runs on the read connection in place: better-sqlite3 is synchronous and nothing
+      // else holds that connection, so the client's permit and per-statement span are only cost.
+      readConnection = (text) => route(text) === read ? connection.connection : undefined
     }
     const engine: EngineShape = {
       client,
       availability: tracker(),
       transaction: groupCommit(client),
-      clientFor: reader === undefined ? () => client : router(client, reader),
+      clientFor,
+      execute: readConnection === undefined ? undefined : (text, params) => {
+        const connection = readConnection(text)
+        return connection === undefined ? client.unsafe<Row>(text, params) : connection.execute(text, params, undefined)
+      },
       call: (name, argument) => Effect.map(urgentCall(writer, name, argument), (ok) => ok === true),
       body: (name, argument) => urgentCall(writer, name, argument) as Effect.Effect<any, SqlError>
     }
-    return { filename: options.filename, writer, client, reader, engine }
+    return { filename: options.filename, writer, client, reader, readConnection, engine }
   }).pipe(Effect.provide(Reactivity.layer))
 
 // A call to the writer thread, urgent when its fiber's writes are (`WritePriority`).

@@ -151,9 +151,11 @@ interface Member {
 
 const newWindow = (): Window => ({ requests: [], processed: false, owner: undefined, process: undefined })
 
-/** Runs `effect` in a fiber of its own, outside the member's unit (its reads and the group's write are planned). */
-const detached = (effect: Effect.Effect<void>): Effect.Effect<void> =>
-  Effect.asVoid(Effect.forkDaemon(Effect.mapInputContext(effect, (context) => Context.omit(Unit)(context))))
+/** The fiber's context without the unit: set once in a fiber of its own (no restore needed, unlike `mapInputContext`). */
+const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.omit(Unit)(context))
+
+/** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
+const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
 
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
 export const groupAttempts = 4
@@ -273,7 +275,10 @@ export class Group {
       if (ready("history", 3)) return this.processWindow("history", 4)
       if (running.length === 0 && this.busy === 0 && !this.ending) {
         this.ending = true
-        return detached(this.endAttempt())
+        // In the fiber that finished last, which waits for the outcome anyway: uninterruptible, so
+        // the group's write and every member's outcome are never cut short (a fiber of its own
+        // cost a fork per group). Its statements are planned: none is gated by the unit.
+        return Effect.uninterruptible(this.endAttempt())
       }
       return Effect.void
     })
