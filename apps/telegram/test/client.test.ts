@@ -5,6 +5,7 @@
  */
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { assert, describe, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { TelegramError } from "telegraf"
@@ -62,4 +63,19 @@ describe("apps/telegram: the Bot API client", () => {
       ))
       assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error.unsent === true)
     }))
+
+  it.live("on the live clock, a call without an answer in time fails as timed out; one answered in time succeeds", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const api = yield* FakeBotApi.make({ botId: F.botId, username: F.botUsername })
+      const telegram = TelegramSend.client("123:TOKEN", api.apiRoot)
+      const policy = { ...config("").send, maxAttempts: 1, timeout: Duration.millis(200) }
+      const call = (text: string) =>
+        TelegramSend.send("sendMessage", (signal) => telegram.callApi("sendMessage", { chat_id: F.forum.id, text } as never, { signal } as never), policy)
+      const held = api.hang("sendMessage", (c) => c.payload["text"] === "held")
+      const exit = yield* Effect.exit(call("held"))
+      assert.isTrue(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error.timed_out === true)
+      held.release()
+      const sent = yield* call("in time")
+      assert.strictEqual((sent as { text?: string }).text, "in time")
+    })))
 })
