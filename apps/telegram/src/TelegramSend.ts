@@ -272,6 +272,9 @@ export const client = (token: string, apiRoot: string): Telegram => {
   const request = secure ? https.request : http.request
   const target = { protocol: base.protocol, hostname: base.hostname, port: base.port, agent, method: "POST" }
   const telegrafs = telegram.callApi.bind(telegram)
+  // As node-fetch words a network error: the URL (its token scrubbed by `classify`), Node's error as its cause and its code kept.
+  const failed = (method: string, error: Error & { readonly code?: unknown }) =>
+    Object.assign(new Error(`request to ${base.href}${method} failed, reason: ${error.message}`, { cause: error }), { code: error.code })
   const post = (method: string, payload: Record<string, unknown>, signal: AbortSignal | undefined) =>
     new Promise<unknown>((resolve, reject) => {
       const body = JSON.stringify(payload, replacer)
@@ -283,8 +286,8 @@ export const client = (token: string, apiRoot: string): Telegram => {
       }, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("error", reject)
-        res.on("aborted", () => reject(new Error(`the answer to ${method} was cut off`)))
+        res.on("error", (error) => reject(failed(method, error)))
+        res.on("aborted", () => reject(failed(method, new Error("the answer was cut off"))))
         res.on("end", () => {
           const status = res.statusCode ?? 0
           if (status >= 500) return reject(new TelegramError({ error_code: status, description: res.statusMessage ?? "" }, { method, payload }))
@@ -298,7 +301,7 @@ export const client = (token: string, apiRoot: string): Telegram => {
           reject(new TelegramError(data as ConstructorParameters<typeof TelegramError>[0], { method, payload }))
         })
       })
-      req.on("error", reject)
+      req.on("error", (error) => reject(failed(method, error)))
       req.end(body)
     })
   telegram.callApi = ((method: string, payload: Record<string, unknown>, options: { readonly signal?: AbortSignal } = {}) =>
