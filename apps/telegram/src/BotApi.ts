@@ -88,7 +88,7 @@ type CallApiSignal = NonNullable<NonNullable<Parameters<Telegram["callApi"]>[2]>
  * @category constructors
  */
 export const make = (options: Options): Service => {
-  const telegram = new Telegram(Redacted.value(options.token), { apiRoot: options.apiRoot, webhookReply: false })
+  const telegram = TelegramSend.client(Redacted.value(options.token), options.apiRoot)
   const call = <A>(method: string, payload: Record<string, unknown>, policy: SendPolicy = options.send) =>
     TelegramSend.send<A>(
       method,

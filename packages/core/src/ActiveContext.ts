@@ -165,8 +165,10 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
     const scoring = yield* Scoring.Scoring
     const kinds = yield* KindRegistry
     let sequence = 0
+    // Objects only: the pool's plain messages (kinds the registry marks `message`) are never
+    // listed, so they are not read (the costliest part of an SQL store's pool).
     const inactiveDebug = (query: PoolQuery, now: number) =>
-      Effect.map(store.pool({ ...query, active_only: false, keep_expired: true }), (pool) =>
+      Effect.map(store.pool({ ...query, active_only: false, keep_expired: true, limits: { ...query.limits, recent_messages: 0 } }), (pool) =>
         pool.entries
           .filter((e) => !isActive(e.object, now) && kinds.get(e.object.kind)?.message !== true)
           .slice(0, 20)

@@ -107,6 +107,23 @@ describe("list_active_context_objects", () => {
         ])
       })))
 
+    it.effect("inactive debug: the objects seen, never the plain messages around them", () =>
+      withCore(Effect.gen(function*() {
+        yield* ingest(
+          inTopic(7, 1, { links: [{ url: "https://example.com/a" }] }),
+          inTopic(7, 2, { direction: "outbound", sender_user_id: 999 }),
+          inTopic(7, 3),
+          inTopic(7, 4),
+          inTopic(7, 5),
+          inTopic(7, 6)
+        )
+        const result = yield* list({ chat_id: 1, topic_id: 7, current_message_id: 6, include_inactive_debug: true })
+        assert.deepStrictEqual(result.objects, [])
+        assert.deepStrictEqual(result.inactive_debug, [
+          { object_id: "1/1/link", kind: "link", source_message_id: "1", why_inactive: "never_activated" }
+        ])
+      })))
+
     it.effect("mixed active object ordering", () =>
       withCore(Effect.gen(function*() {
         yield* ingest(inTopic(7, 1, { links: [{ url: "https://example.com/a" }] }), activate("summarized", { source_message_id: 1, kind: "link" }))
