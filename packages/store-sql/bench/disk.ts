@@ -46,6 +46,24 @@ const mainThreadCpu = (): number => {
 
 const chatOf = (n: number) => String(-100_200_000 - (n % CHATS))
 
+/** The database a run starts from: `perChat` messages in each of `chats` chats, with their history, 500 to a unit. */
+export const preload = (chats: number, perChat: number) =>
+  Effect.gen(function*() {
+    const ingest = yield* ContextIngest
+    const history = yield* HistoryStore
+    const unit = yield* UnitOfWork
+    for (let c = 0; c < chats; c++) {
+      const chat = chatOf(c)
+      for (let from = 1; from <= perChat; from += 500) {
+        const ids = Array.from({ length: Math.min(500, perChat - from + 1) }, (_, k) => from + k)
+        yield* unit.run(Effect.zipRight(
+          ingest.apply(decode(ids.map((id) => event(chat, id, T0 + id * 1000)))),
+          history.appendAll(ids.map((id) => item(chat, id, T0 + id * 1000)))
+        ))
+      }
+    }
+  })
+
 export const event = (chat: string, id: number, at: number) => ({
   type: "message_observed",
   chat_id: chat,
@@ -93,16 +111,7 @@ export const diskSuite = async (): Promise<string> => {
     const inbox = yield* UpdateInbox
     // The database: MESSAGES messages in CHATS chats, with their history, in batches.
     const perChat = Math.ceil(MESSAGES / CHATS)
-    for (let c = 0; c < CHATS; c++) {
-      const chat = chatOf(c)
-      for (let from = 1; from <= perChat; from += 500) {
-        const ids = Array.from({ length: Math.min(500, perChat - from + 1) }, (_, k) => from + k)
-        yield* unit.run(Effect.zipRight(
-          ingest.apply(decode(ids.map((id) => event(chat, id, T0 + id * 1000)))),
-          history.appendAll(ids.map((id) => item(chat, id, T0 + id * 1000)))
-        ))
-      }
-    }
+    yield* preload(CHATS, perChat)
     // Let the load's checkpoint (the writer thread's, after a second of quiet) settle before measuring.
     yield* Effect.sleep("2500 millis")
     let next = 0

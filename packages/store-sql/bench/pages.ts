@@ -20,7 +20,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Sqlite from "../src/Sqlite.js"
-import { decode, event, item } from "./disk.js"
+import { decode, event, item, preload } from "./disk.js"
 
 const MESSAGES = Number(process.env["PAGES_MESSAGES"] ?? 100_000)
 const UPDATES = Number(process.env["PAGES_UPDATES"] ?? 300)
@@ -57,16 +57,7 @@ export const pagesSuite = async (): Promise<string> => {
     const history = yield* HistoryStore
     const unit = yield* UnitOfWork
     const inbox = yield* UpdateInbox
-    for (let c = 0; c < CHATS; c++) {
-      const chat = chatOf(c)
-      for (let from = 1; from <= perChat; from += 500) {
-        const ids = Array.from({ length: Math.min(500, perChat - from + 1) }, (_, k) => from + k)
-        yield* unit.run(Effect.zipRight(
-          ingest.apply(decode(ids.map((id) => event(chat, id, T0 + id * 1000)))),
-          history.appendAll(ids.map((id) => item(chat, id, T0 + id * 1000)))
-        ))
-      }
-    }
+    yield* preload(CHATS, perChat)
     yield* Effect.sleep("1500 millis")
     let next = 0
     const record = (n: number) =>
