@@ -1,11 +1,11 @@
 /**
  * Concurrency with order, after grammY runner's `sequentialize`: tasks with the same key (a
  * chat, or a forum topic of a chat) run one after another in submission order; tasks with
- * different keys run in parallel, at most `concurrency` at once; a chat-wide task (key
+ * different keys run in parallel, at most a lane's bound at once; a chat-wide task (key
  * `<chat>/*`, see {@link chatWide}) also runs after every earlier task of its chat, in any topic; at most `capacity` tasks wait
  * or run in all (`submit` waits for room, `offer` says no). A slow or stuck task delays only
  * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
- * on a lane's workers (at most `concurrency` fibers of a `FiberSet`, started on demand, then
+ * on a lane's workers (at most its bound of fibers of a `FiberSet`, started on demand, then
  * kept), so a task costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
  * the urgent lane with its earlier tasks, ahead of other keys' recording; the recording lane lets
  * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`). A key
@@ -61,7 +61,10 @@ export interface Dispatcher {
  * @category models
  */
 export interface DispatcherOptions {
+  /** Workers of the urgent lane (answers), and of the others unless given. */
   readonly concurrency: number
+  /** Workers of the recording lane (default: `concurrency`). */
+  readonly recordingConcurrency?: number | undefined
   /** Workers of the send lane (default: `concurrency`). */
   readonly sendConcurrency?: number | undefined
   readonly capacity: number
@@ -85,7 +88,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // Workers run in the dispatcher's own context (that of its creator), whoever submitted.
     const fork = yield* FiberSet.runtime(fibers)<never>()
     const keys = new Map<string, Key>()
-    const normal: Lane = { max: concurrency, running: 0, ready: [], head: 0, idle: [] }
+    const normal: Lane = { max: Math.max(1, options.recordingConcurrency ?? concurrency), running: 0, ready: [], head: 0, idle: [] }
     const urgent: Lane = { max: concurrency, running: 0, ready: [], head: 0, idle: [] }
     const sends: Lane = { max: Math.max(1, options.sendConcurrency ?? concurrency), running: 0, ready: [], head: 0, idle: [] }
     let queued = 0
