@@ -362,6 +362,26 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.sameMembers(started, ["send A", "send B", "send C"])
     }))
 
+  it.scoped("recording runs under its own bound: one recording at a time while answers of other chats go on", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 4, recordingConcurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      yield* Effect.addFinalizer(() => gate.open)
+      const done: Array<string> = []
+      const started: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      yield* dispatcher.submit("-200", Effect.zipRight(Effect.sync(() => void started.push("recording 1")), Effect.zipRight(gate.await, mark("recording 1"))))
+      yield* dispatcher.submit("-300", Effect.zipRight(Effect.sync(() => void started.push("recording 2")), mark("recording 2")))
+      yield* eventually("recording 1 runs", () => started.includes("recording 1"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs", () => done.includes("answer"))
+      // The recording lane's one worker is taken: the other chat's recording has not started.
+      assert.deepStrictEqual(started, ["recording 1"])
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["answer", "recording 1", "recording 2"])
+    }))
+
   it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second", holdMillis: 60_000 })
