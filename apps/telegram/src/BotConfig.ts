@@ -123,7 +123,7 @@ export const defaults = {
   send: { maxAttempts: 5, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(60), timeout: Duration.seconds(15) },
   polling: { timeout: Duration.seconds(30), conflictTimeout: Duration.minutes(5) },
   concurrency: 32,
-  recordingConcurrency: 32,
+  recordingConcurrency: 4,
   queueCapacity: 10_000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
