@@ -23,6 +23,7 @@ export const benchConfig = ({ Duration, LogLevel, Option, Redacted }: Modules, a
   send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30), timeout: Duration.seconds(15) },
   polling: { timeout: Duration.seconds(10), conflictTimeout: Duration.minutes(5) },
   concurrency: 32,
+  recordingConcurrency: 4,
   queueCapacity: 10_000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),

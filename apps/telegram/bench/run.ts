@@ -21,7 +21,8 @@
  * BENCH_RUNS, BENCH_BASE (`apps/telegram` of another checkout, built: its `dist/main.js` runs each
  * scenario too, started alternately with this one's — a before/after in one run), BENCH_FLOOR=0 skips the floor, BENCH_NODE_ARGS (node options for the bot's process,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_BOT_ENV (`KEY=value …` added to the bot's
- * environment, for experiments: the figures are the default configuration's), BENCH_SHOW_LOG=1
+ * environment, for experiments: the figures are the default configuration's), BENCH_VARIANTS
+ * (`KEY=value …|KEY=value …`: this checkout's bot once per variant, alternated), BENCH_SHOW_LOG=1
  * (the end of each bot's log), DEIXIS_TEST_PG_URL.
  */
 import * as FakeBotApi from "@deixis/telegraf/testing"
@@ -163,9 +164,18 @@ interface Burst {
 
 const baseDir = process.env["BENCH_BASE"]
 /** The bots compared: this checkout's, and BENCH_BASE's when set (each row says which). */
-const bots = baseDir === undefined ? [{ name: "", dir: appDir }] : [{ name: "base", dir: path.resolve(baseDir) }, { name: "this", dir: appDir }]
+// BENCH_VARIANTS="KEY=value …|KEY=value …": this checkout's bot once per variant (its env added), alternated too.
+const parseEnv = (text: string): Record<string, string> =>
+  Object.fromEntries(text.split(" ").filter((kv) => kv.includes("=")).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]))
+const variants = (process.env["BENCH_VARIANTS"] ?? "").split("|").map((v) => v.trim()).filter((v) => v !== "")
+const mineBots = variants.length === 0
+  ? [{ name: baseDir === undefined ? "" : "this", dir: appDir, env: {} }]
+  : variants.map((v) => ({ name: v, dir: appDir, env: parseEnv(v) }))
+const bots: ReadonlyArray<{ readonly name: string; readonly dir: string; readonly env: Record<string, string> }> = baseDir === undefined
+  ? mineBots
+  : [{ name: "base", dir: path.resolve(baseDir), env: {} }, ...mineBots]
 
-const scenario = (store: string, transport: "polling" | "webhook", schemas: Array<string>, botDir = appDir, bursts = runs) =>
+const scenario = (store: string, transport: "polling" | "webhook", schemas: Array<string>, botDir = appDir, bursts = runs, botEnv: Record<string, string> = {}) =>
   Effect.gen(function*() {
     const api = yield* FakeBotApi.make({ username: "bench_bot", longPollMillis: 1000, date: Math.floor(Date.now() / 1000) })
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "deixis-bot-bench-"))
@@ -192,7 +202,8 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
               }
               : {}),
             ...storeEnv(store, schemas),
-            ...extraEnv
+            ...extraEnv,
+            ...botEnv
           },
           ready: `${ops}/readyz`,
           // For profiling the shipped process: BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
@@ -269,14 +280,14 @@ const main = Effect.gen(function*() {
         // The webhook on memory and SQLite (PostgreSQL's polling figure says what it adds).
         if (transport === "webhook" && store === "pg") continue
         if (bots.length === 1) {
-          rows.push({ store, transport, runs: yield* scenario(store, transport as "polling" | "webhook", schemas) })
+          rows.push({ store, transport, runs: yield* scenario(store, transport as "polling" | "webhook", schemas, appDir, runs, bots[0]!.env) })
           continue
         }
         // Before and after alternately, a burst each per start, so both see the same load.
         const mine = bots.map((bot) => ({ store: bot.name === "" ? store : `${store} (${bot.name})`, transport, runs: [] as Array<Burst> }))
         rows.push(...mine)
         for (let run = 0; run < runs; run++) {
-          for (const [i, bot] of bots.entries()) mine[i]!.runs.push(...(yield* scenario(store, transport as "polling" | "webhook", schemas, bot.dir, 1)))
+          for (const [i, bot] of bots.entries()) mine[i]!.runs.push(...(yield* scenario(store, transport as "polling" | "webhook", schemas, bot.dir, 1, bot.env)))
         }
       }
     }

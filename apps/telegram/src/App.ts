@@ -165,6 +165,7 @@ export const runWith = <E, R>(
       llm: Option.match(config.llm, { onNone: () => "off", onSome: (llm) => `on (${llm.model})` }),
       health: `:${opsPort}/healthz, /metrics`,
       concurrency: config.concurrency,
+      recording_concurrency: config.recordingConcurrency,
       default_time_zone: config.timeZone
     }))
     yield* Lifecycle.starts

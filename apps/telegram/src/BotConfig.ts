@@ -72,8 +72,13 @@ export interface BotConfig {
   readonly transport: Transport
   readonly send: SendPolicy
   readonly polling: PollingPolicy
-  /** Updates handled at once (different chats); one chat's (topic's) are always in order. */
+  /** Answers (commands, LLM turns) handled at once (different chats); one chat's (topic's) updates are always in order. */
   readonly concurrency: number
+  /**
+   * Runs of updates that need no answer recorded at once (different chats): fewer, while a
+   * backlog waits, make larger runs (one unit of work each).
+   */
+  readonly recordingConcurrency: number
   /** Updates waiting or being handled at most; polling waits and the webhook answers 503 beyond. */
   readonly queueCapacity: number
   /** How long an update being handled is held by its receiver before another process may take it over. */
@@ -118,6 +123,7 @@ export const defaults = {
   send: { maxAttempts: 5, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(60), timeout: Duration.seconds(15) },
   polling: { timeout: Duration.seconds(30), conflictTimeout: Duration.minutes(5) },
   concurrency: 32,
+  recordingConcurrency: 4,
   queueCapacity: 10_000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
@@ -246,6 +252,7 @@ export const config: Config.Config<BotConfig> = Config.all({
     conflictTimeout: Config.duration("BOT_POLL_CONFLICT_TIMEOUT").pipe(Config.withDefault(defaults.polling.conflictTimeout))
   }),
   concurrency: positive("BOT_CONCURRENCY", defaults.concurrency),
+  recordingConcurrency: positive("BOT_RECORDING_CONCURRENCY", defaults.recordingConcurrency),
   queueCapacity: positive("BOT_QUEUE_CAPACITY", defaults.queueCapacity),
   updateLease: Config.duration("BOT_UPDATE_LEASE").pipe(Config.withDefault(defaults.updateLease)),
   updateRetention: Config.duration("BOT_UPDATE_RETENTION").pipe(Config.withDefault(defaults.updateRetention)),

@@ -1,14 +1,16 @@
 /**
  * Concurrency with order, after grammY runner's `sequentialize`: tasks with the same key (a
  * chat, or a forum topic of a chat) run one after another in submission order; tasks with
- * different keys run in parallel, at most `concurrency` at once; a chat-wide task (key
+ * different keys run in parallel, at most a lane's bound at once; a chat-wide task (key
  * `<chat>/*`, see {@link chatWide}) also runs after every earlier task of its chat, in any topic; at most `capacity` tasks wait
  * or run in all (`submit` waits for room, `offer` says no). A slow or stuck task delays only
  * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
- * on a lane's workers (at most `concurrency` fibers of a `FiberSet`, started on demand, then
+ * on a lane's workers (at most its bound of fibers of a `FiberSet`, started on demand, then
  * kept), so a task costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
- * the urgent lane with its earlier tasks, ahead of other keys' recording; the other lane lets
- * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`).
+ * the urgent lane with its earlier tasks, ahead of other keys' recording; the recording lane lets
+ * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`). A key
+ * whose next task is a `send` (the reminder sender's: mostly a wait on Telegram) takes a worker
+ * of a third lane (`sendConcurrency`), so slow calls never take recording's few workers.
  *
  * Closing the dispatcher's scope waits for the tasks (at most `shutdownTimeout`), then
  * interrupts those still running.
@@ -29,9 +31,14 @@ export interface Dispatcher {
   /**
    * Queues a task after the key's earlier ones, waiting while the dispatcher is full. An
    * `urgent` task (one that answers someone) runs under a bound of its own: it waits for its
-   * key's earlier tasks, never for other keys' backlog of recording.
+   * key's earlier tasks, never for other keys' backlog of recording. A `send` task (one that
+   * mostly waits on a call out) runs, in its key's order, under the send lane's own bound.
    */
-  readonly submit: (key: string, task: Effect.Effect<void>, options?: { readonly urgent?: boolean }) => Effect.Effect<void>
+  readonly submit: (
+    key: string,
+    task: Effect.Effect<void>,
+    options?: { readonly urgent?: boolean | undefined; readonly send?: boolean | undefined }
+  ) => Effect.Effect<void>
   /** Queues a task if there is room now; false when full. */
   readonly offer: (key: string, task: Effect.Effect<void>) => Effect.Effect<boolean>
   /** Tasks waiting or running under one key. */
@@ -54,7 +61,12 @@ export interface Dispatcher {
  * @category models
  */
 export interface DispatcherOptions {
+  /** Workers of the urgent lane (answers), and of the others unless given. */
   readonly concurrency: number
+  /** Workers of the recording lane (default: `concurrency`). */
+  readonly recordingConcurrency?: number | undefined
+  /** Workers of the send lane (default: `concurrency`). */
+  readonly sendConcurrency?: number | undefined
   readonly capacity: number
   readonly shutdownTimeout: Duration.DurationInput
   /** How long a `hold` lasts unless renewed (real time; default 200 ms). */
@@ -76,18 +88,19 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // Workers run in the dispatcher's own context (that of its creator), whoever submitted.
     const fork = yield* FiberSet.runtime(fibers)<never>()
     const keys = new Map<string, Key>()
-    const normal: Lane = { running: 0, ready: [], head: 0, idle: [] }
-    const urgent: Lane = { running: 0, ready: [], head: 0, idle: [] }
+    const normal: Lane = { max: Math.max(1, options.recordingConcurrency ?? concurrency), running: 0, ready: [], head: 0, idle: [] }
+    const urgent: Lane = { max: concurrency, running: 0, ready: [], head: 0, idle: [] }
+    const sends: Lane = { max: Math.max(1, options.sendConcurrency ?? concurrency), running: 0, ready: [], head: 0, idle: [] }
     let queued = 0
     let held = false
     let holdTimer: ReturnType<typeof setTimeout> | undefined
     const holdMillis = options.holdMillis ?? 200
     const sliceMillis = 4
 
-    // The lane a key waits in: the urgent one while it holds an answer.
+    // The lane a key waits in: the urgent one while it holds an answer, else its next task's.
     const enqueue = (k: Key) => {
       if (k.running || k.at >= k.entries.length || k.entries[k.at]!.blockers > 0) return
-      const lane = k.urgent > 0 ? urgent : normal
+      const lane = k.urgent > 0 ? urgent : k.entries[k.at]!.send ? sends : normal
       if (k.queuedIn === lane) return
       // Promoted: its place in the other lane is skipped when reached.
       k.queuedIn = lane
@@ -95,13 +108,13 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
       pump(lane)
     }
     // Wakes an idle worker for each ready key, or starts one while the lane has fewer than
-    // `concurrency` (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
+    // its bound (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
     const pump = (lane: Lane) => {
       if (lane === normal && (held || answersWaiting())) return
       for (let ready = lane.ready.length - lane.head; ready > 0; ready--) {
         const idle = lane.idle.pop()
         if (idle !== undefined) idle()
-        else if (lane.running < concurrency) {
+        else if (lane.running < lane.max) {
           lane.running++
           // Scheduled, not run in place: the submitter goes on (a batch is queued whole first).
           fork(worker(lane), { immediate: false })
@@ -207,9 +220,9 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
         }
       }).pipe(Effect.ensuring(Effect.sync(() => void lane.running--)))
 
-    const start = (key: string, task: Effect.Effect<void>, isUrgent: boolean) =>
+    const start = (key: string, task: Effect.Effect<void>, isUrgent: boolean, send: boolean) =>
       Effect.sync(() => {
-        const entry: Entry = { key, task, urgent: isUrgent, blockers: 0, after: [] }
+        const entry: Entry = { key, task, urgent: isUrgent, send, blockers: 0, after: [] }
         // A chat-wide task waits for the chat's own key and each of its topics' keys too.
         if (key.endsWith(chatWideSuffix)) {
           const chat = key.slice(0, -chatWideSuffix.length)
@@ -247,11 +260,12 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     )
 
     return {
-      submit: (key, task, submitOptions) => Effect.zipRight(room.take(1), start(key, task, submitOptions?.urgent === true)),
+      submit: (key, task, submitOptions) =>
+        Effect.zipRight(room.take(1), start(key, task, submitOptions?.urgent === true, submitOptions?.send === true)),
       offer: (key, task) =>
         Effect.suspend(() =>
           // `queued` counts exactly the permits taken (a permit is taken, then the task counted, in one step).
-          queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task, false), true))
+          queued >= capacity ? Effect.succeed(false) : Effect.zipRight(room.take(1), Effect.as(start(key, task, false, false), true))
         ),
       depthOf: (key) => {
         const k = keys.get(key)
@@ -272,6 +286,8 @@ interface Entry {
   readonly key: string
   readonly task: Effect.Effect<void>
   readonly urgent: boolean
+  /** Runs in the send lane (unless its key holds an answer). */
+  readonly send: boolean
   /** Tasks of other keys it waits for (a chat-wide task: its chat's earlier ones). */
   blockers: number
   /** Chat-wide tasks waiting for this one. */
@@ -290,6 +306,8 @@ interface Key {
 
 /** Keys whose first task is ready, in turn, and the workers taking them. */
 interface Lane {
+  /** Workers at most. */
+  readonly max: number
   /** Workers started (running a task or idle). */
   running: number
   ready: Array<Key>

@@ -50,7 +50,7 @@ export type IntakeResult = "queued" | "deferred" | "duplicate" | "malformed" | "
  */
 export type IntakeOptions = Pick<
   BotConfig,
-  "concurrency" | "queueCapacity" | "updateLease" | "updateRetention" | "updateMaxAttempts" | "shutdownTimeout"
+  "concurrency" | "recordingConcurrency" | "queueCapacity" | "updateLease" | "updateRetention" | "updateMaxAttempts" | "shutdownTimeout"
 > & {
   readonly owner: string
   readonly source: string
@@ -199,8 +199,12 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     )
     const dispatcher = yield* Dispatcher.make({
       concurrency: options.concurrency,
+      recordingConcurrency: options.recordingConcurrency,
       // The reminder sender's tasks (at most `reminderRoom`) share the dispatcher, never the
       // updates' room: the ledger admits at most `capacity` updates, so `submit` never waits.
+      // They run in the send lane (`reminderConcurrency` workers): a few slow sends (a 429's
+      // wait) never hold up the recording of every chat.
+      sendConcurrency: reminderConcurrency,
       capacity: capacity + reminderRoom,
       shutdownTimeout: options.shutdownTimeout
     })
@@ -537,6 +541,15 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
  * @category constants
  */
 export const reminderRoom = 256
+
+/**
+ * Reminders sent at once: the workers of the dispatcher's send lane, which the reminder
+ * sender's tasks take (in their chat's order) instead of recording's (`BOT_RECORDING_CONCURRENCY`).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const reminderConcurrency = 32
 
 // The chat an update is claimed by across processes: its dispatcher key's chat (a topic's
 // updates are ordered within their chat's claim).

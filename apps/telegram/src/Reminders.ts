@@ -177,7 +177,8 @@ export const start = (
         // (which extends the claim first) is the one that goes.
         if (inFlight.has(idOf(r))) continue
         inFlight.add(idOf(r))
-        yield* dispatcher.submit(options.keyOf(r), settle(r))
+        // In the send lane: a slow send (a 429's wait) takes none of recording's workers.
+        yield* dispatcher.submit(options.keyOf(r), settle(r), { send: true })
       }
       return claimed.length === Math.min(room, 64)
     })

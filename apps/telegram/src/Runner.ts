@@ -96,6 +96,7 @@ export type LaunchOptions = Pick<
   | "send"
   | "polling"
   | "concurrency"
+  | "recordingConcurrency"
   | "queueCapacity"
   | "updateLease"
   | "updateRetention"

@@ -336,6 +336,52 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.deepStrictEqual(done, ["recording 1", "answer A", "answer B", "recording 2", "recording 3"])
     }))
 
+  it.scoped("send tasks take workers of their own: slow sends hold neither other chats' recording nor their chat's order", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 1, sendConcurrency: 2, capacity: 10, shutdownTimeout: "1 second" })
+      const sending = yield* Effect.makeLatch(false)
+      yield* Effect.addFinalizer(() => sending.open)
+      const done: Array<string> = []
+      const started: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      const slowSend = (name: string) => Effect.zipRight(Effect.sync(() => void started.push(name)), Effect.zipRight(sending.await, mark(name)))
+      // Three slow sends (a 429's wait): two run at once, the third waits for the send lane.
+      yield* dispatcher.submit("-100", slowSend("send A"), { send: true })
+      yield* dispatcher.submit("-101", slowSend("send B"), { send: true })
+      yield* dispatcher.submit("-102", slowSend("send C"), { send: true })
+      // The first send's chat records after it; other chats record at once on the one worker.
+      yield* dispatcher.submit("-100", mark("recording after send A"))
+      yield* dispatcher.submit("-200", mark("recording 1"))
+      yield* dispatcher.submit("-300", mark("recording 2"))
+      yield* eventually("the other chats' recording runs", () => done.includes("recording 2"))
+      assert.deepStrictEqual(done, ["recording 1", "recording 2"])
+      assert.deepStrictEqual(started, ["send A", "send B"])
+      yield* sending.open
+      yield* dispatcher.idle
+      assert.isAbove(done.indexOf("recording after send A"), done.indexOf("send A"))
+      assert.sameMembers(started, ["send A", "send B", "send C"])
+    }))
+
+  it.scoped("recording runs under its own bound: one recording at a time while answers of other chats go on", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 4, recordingConcurrency: 1, capacity: 10, shutdownTimeout: "1 second" })
+      const gate = yield* Effect.makeLatch(false)
+      yield* Effect.addFinalizer(() => gate.open)
+      const done: Array<string> = []
+      const started: Array<string> = []
+      const mark = (name: string) => Effect.sync(() => void done.push(name))
+      yield* dispatcher.submit("-200", Effect.zipRight(Effect.sync(() => void started.push("recording 1")), Effect.zipRight(gate.await, mark("recording 1"))))
+      yield* dispatcher.submit("-300", Effect.zipRight(Effect.sync(() => void started.push("recording 2")), mark("recording 2")))
+      yield* eventually("recording 1 runs", () => started.includes("recording 1"))
+      yield* dispatcher.submit("-100", mark("answer"), { urgent: true })
+      yield* eventually("the answer runs", () => done.includes("answer"))
+      // The recording lane's one worker is taken: the other chat's recording has not started.
+      assert.deepStrictEqual(started, ["recording 1"])
+      yield* gate.open
+      yield* dispatcher.idle
+      assert.deepStrictEqual(done, ["answer", "recording 1", "recording 2"])
+    }))
+
   it.scoped("while held, recording waits and answers go on; released, the recording runs in order", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 4, capacity: 10, shutdownTimeout: "1 second", holdMillis: 60_000 })

@@ -35,6 +35,7 @@ export const config = (apiRoot: string, overrides: Partial<BotConfig> = {}): Bot
   send: { maxAttempts: 3, baseDelay: Duration.seconds(1), maxDelay: Duration.seconds(30), timeout: Duration.seconds(15) },
   polling: { timeout: Duration.seconds(1), conflictTimeout: Duration.minutes(5) },
   concurrency: 8,
+  recordingConcurrency: 8,
   queueCapacity: 1000,
   updateLease: Duration.minutes(5),
   updateRetention: Duration.days(2),
