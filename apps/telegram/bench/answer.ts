@@ -12,33 +12,11 @@
  */
 import { fork } from "node:child_process"
 import * as fs from "node:fs"
-import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import { benchConfig } from "./config.js"
-
-const here = path.dirname(fileURLToPath(import.meta.url))
-const base = process.env["BENCH_BASE"] ?? path.join(here, "..")
-const src = fs.existsSync(path.join(base, ".bench", "src")) ? path.join(base, ".bench", "src") : path.join(base, "src")
-const req = createRequire(path.join(base, "package.json"))
-// A package's ESM entry, as the app's own imports resolve it (see burst.ts).
-const resolveImport = (specifier: string): string => {
-  const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
-  const subpath = `.${specifier.slice(name.length)}`
-  for (const dir of req.resolve.paths(name) ?? []) {
-    const manifest = path.join(dir, name, "package.json")
-    if (!fs.existsSync(manifest)) continue
-    const exports: Record<string, unknown> = JSON.parse(fs.readFileSync(manifest, "utf8")).exports ?? {}
-    const target = exports[subpath]
-    const file = typeof target === "string" ? target : (target as { import?: string; default?: string } | null)?.import ??
-      (target as { default?: string } | null)?.default
-    if (file === undefined) break
-    return path.join(dir, name, file)
-  }
-  return req.resolve(specifier)
-}
-const load = (specifier: string) => import(pathToFileURL(resolveImport(specifier)).href)
+import { base, load, loadApp } from "./modules.js"
 
 const cpuMs = (u = process.cpuUsage()) => (u.user + u.system) / 1000
 
@@ -70,9 +48,9 @@ if (process.argv[2] === "fake") {
   })))
 } else {
   const [App, Bot, Runner, { StoreConfig }, Effect, Duration, Logger, LogLevel, Option, Redacted] = await Promise.all([
-    import(pathToFileURL(path.join(src, "App.js")).href),
-    import(pathToFileURL(path.join(src, "Bot.js")).href),
-    import(pathToFileURL(path.join(src, "Runner.js")).href),
+    loadApp("App.js"),
+    loadApp("Bot.js"),
+    loadApp("Runner.js"),
     load("@deixis/store-sql"),
     load("effect/Effect"),
     load("effect/Duration"),

@@ -13,44 +13,16 @@
  * scenario against that checkout's code (a before/after in one run).
  */
 import * as fs from "node:fs"
-import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { PerformanceObserver } from "node:perf_hooks"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import { benchConfig } from "./config.js"
-
-const here = path.dirname(fileURLToPath(import.meta.url))
-const base = process.env["BENCH_BASE"] ?? path.join(here, "..")
-const src = fs.existsSync(path.join(base, ".bench", "src")) ? path.join(base, ".bench", "src") : path.join(base, "src")
-const req = createRequire(path.join(base, "package.json"))
-// A package's ESM entry (its "import" condition, as the app's own imports resolve it), found from
-// `base`: `require.resolve` picks the CommonJS build — a second copy of Effect beside the app's,
-// running the bench's fibers (and those they fork) on the other copy's runtime.
-const resolveImport = (specifier: string): string => {
-  const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
-  const subpath = `.${specifier.slice(name.length)}`
-  for (const dir of req.resolve.paths(name) ?? []) {
-    const manifest = path.join(dir, name, "package.json")
-    if (!fs.existsSync(manifest)) continue
-    const exports: Record<string, unknown> = JSON.parse(fs.readFileSync(manifest, "utf8")).exports ?? {}
-    const pattern = Object.keys(exports).filter((k) => k.endsWith("*") && subpath.startsWith(k.slice(0, -1)))
-      .sort((a, b) => b.length - a.length)[0]
-    const key = exports[subpath] !== undefined ? subpath : pattern
-    const target = key === undefined ? undefined : exports[key]
-    const file = typeof target === "string" ? target : (target as { import?: string; default?: string } | null)?.import ??
-      (target as { default?: string } | null)?.default
-    if (file === undefined) break
-    return path.join(dir, name, key === pattern ? file.replace("*", subpath.slice(key!.length - 1)) : file)
-  }
-  return req.resolve(specifier)
-}
-const load = (specifier: string) => import(pathToFileURL(resolveImport(specifier)).href)
+import { base, load, loadApp } from "./modules.js"
 
 const [App, Bot, Runner, { StoreConfig }, { TelegramRecorder }, FakeBotApi, Effect, Duration, Logger, LogLevel, Option, Redacted] = await Promise.all([
-  import(pathToFileURL(path.join(src, "App.js")).href),
-  import(pathToFileURL(path.join(src, "Bot.js")).href),
-  import(pathToFileURL(path.join(src, "Runner.js")).href),
+  loadApp("App.js"),
+  loadApp("Bot.js"),
+  loadApp("Runner.js"),
   load("@deixis/store-sql"),
   load("@deixis/telegraf"),
   load("@deixis/telegraf/testing"),
