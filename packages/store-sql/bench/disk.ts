@@ -28,7 +28,8 @@ const MESSAGES = Number(process.env["DISK_MESSAGES"] ?? 100_000)
 const UPDATES = Number(process.env["DISK_UPDATES"] ?? 10_000)
 const INBOX = process.env["DISK_INBOX"] === "1"
 const SYNCHRONOUS = (process.env["DISK_SYNCHRONOUS"] ?? "normal") as "normal" | "full"
-const CHATS = 50
+/** Chats the runs write to. */
+export const CHATS = 50
 const CONCURRENCY = 10
 const T0 = Date.parse("2026-11-01T00:00:00Z")
 
@@ -61,6 +62,36 @@ export const preload = (chats: number, perChat: number) =>
           history.appendAll(ids.map((id) => item(chat, id, T0 + id * 1000)))
         ))
       }
+    }
+  })
+
+/**
+ * Records the run's update `n` (a new message in chat `n % CHATS`, after the `perChat` preloaded)
+ * as the Telegram recorder writes it — one unit of work — between the inbox's receive and settle
+ * when `withInbox`.
+ */
+export const recordUpdate = (perChat: number, withInbox: boolean) => (n: number) =>
+  Effect.gen(function*() {
+    const ingest = yield* ContextIngest
+    const history = yield* HistoryStore
+    const unit = yield* UnitOfWork
+    const inbox = yield* UpdateInbox
+    const chat = chatOf(n)
+    const id = perChat + 1 + Math.floor(n / CHATS)
+    const at = T0 + id * 1000
+    const owner = "bench"
+    if (withInbox) {
+      yield* inbox.receive({
+        source: "bench",
+        updates: [{ update_id: n + 1, chat, payload: JSON.stringify({ update_id: n + 1, message: { text: `message ${id}` } }) }],
+        owner,
+        now: Date.now(),
+        lease: 60_000
+      })
+    }
+    yield* unit.run(Effect.zipRight(ingest.apply(decode([event(chat, id, at)])), history.appendAll([item(chat, id, at)])))
+    if (withInbox) {
+      yield* inbox.settle({ source: "bench", owner, now: Date.now(), lease: 60_000, done: [n + 1], returned: [], hold: [], release: [chat], stall: [] })
     }
   })
 
@@ -105,36 +136,13 @@ export const diskSuite = async (): Promise<string> => {
     Logger.minimumLogLevel(LogLevel.None)
   ))
   const result = await runtime.runPromise(Effect.gen(function*() {
-    const ingest = yield* ContextIngest
-    const history = yield* HistoryStore
-    const unit = yield* UnitOfWork
-    const inbox = yield* UpdateInbox
     // The database: MESSAGES messages in CHATS chats, with their history, in batches.
     const perChat = Math.ceil(MESSAGES / CHATS)
     yield* preload(CHATS, perChat)
     // Let the load's checkpoint (the writer thread's, after a second of quiet) settle before measuring.
     yield* Effect.sleep("2500 millis")
     let next = 0
-    const record = (n: number) =>
-      Effect.gen(function*() {
-        const chat = chatOf(n)
-        const id = perChat + 1 + Math.floor(n / CHATS)
-        const at = T0 + id * 1000
-        const owner = "bench"
-        if (INBOX) {
-          yield* inbox.receive({
-            source: "bench",
-            updates: [{ update_id: n + 1, chat, payload: JSON.stringify({ update_id: n + 1, message: { text: `message ${id}` } }) }],
-            owner,
-            now: Date.now(),
-            lease: 60_000
-          })
-        }
-        yield* unit.run(Effect.zipRight(ingest.apply(decode([event(chat, id, at)])), history.appendAll([item(chat, id, at)])))
-        if (INBOX) {
-          yield* inbox.settle({ source: "bench", owner, now: Date.now(), lease: 60_000, done: [n + 1], returned: [], hold: [], release: [chat], stall: [] })
-        }
-      })
+    const record = recordUpdate(perChat, INBOX)
     const bytes = writeBytes()
     // Bytes written when half the updates were recorded: does the cost grow with the database?
     let recorded = 0

@@ -5,11 +5,7 @@
  * WAL is not checkpointed meanwhile) as the Telegram recorder does, 10 at once, then reads the
  * WAL they left: its frames, each a page, named by the b-tree it belongs to (`dbstat`).
  */
-import { HistoryStore } from "@deixis/chathistory/HistoryStore"
-import { ContextIngest } from "@deixis/core/ContextIngest"
 import * as Deixis from "@deixis/core/Deixis"
-import { UpdateInbox } from "@deixis/core/UpdateInbox"
-import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -20,15 +16,12 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Sqlite from "../src/Sqlite.js"
-import { decode, event, item, preload } from "./disk.js"
+import { CHATS, preload, recordUpdate } from "./disk.js"
 
 const MESSAGES = Number(process.env["PAGES_MESSAGES"] ?? 100_000)
 const UPDATES = Number(process.env["PAGES_UPDATES"] ?? 300)
 const INBOX = process.env["PAGES_INBOX"] === "1"
-const CHATS = 50
 const CONCURRENCY = 10
-const T0 = Date.parse("2026-11-01T00:00:00Z")
-const chatOf = (n: number) => String(-100_200_000 - (n % CHATS))
 
 /** The WAL's frames since its last reset: page number of each, and how many were commits. */
 const walFrames = (file: string) => {
@@ -53,32 +46,10 @@ export const pagesSuite = async (): Promise<string> => {
   const runtime = ManagedRuntime.make(Layer.mergeAll(Deixis.layerWith(stores), stores, Logger.minimumLogLevel(LogLevel.None)))
   const perChat = Math.ceil(MESSAGES / CHATS)
   const frames = await runtime.runPromise(Effect.gen(function*() {
-    const ingest = yield* ContextIngest
-    const history = yield* HistoryStore
-    const unit = yield* UnitOfWork
-    const inbox = yield* UpdateInbox
     yield* preload(CHATS, perChat)
     yield* Effect.sleep("1500 millis")
     let next = 0
-    const record = (n: number) =>
-      Effect.gen(function*() {
-        const chat = chatOf(n)
-        const id = perChat + 1 + Math.floor(n / CHATS)
-        const at = T0 + id * 1000
-        if (INBOX) {
-          yield* inbox.receive({
-            source: "bench",
-            updates: [{ update_id: n + 1, chat, payload: JSON.stringify({ update_id: n + 1, message: { text: `message ${id}` } }) }],
-            owner: "bench",
-            now: Date.now(),
-            lease: 60_000
-          })
-        }
-        yield* unit.run(Effect.zipRight(ingest.apply(decode([event(chat, id, at)])), history.appendAll([item(chat, id, at)])))
-        if (INBOX) {
-          yield* inbox.settle({ source: "bench", owner: "bench", now: Date.now(), lease: 60_000, done: [n + 1], returned: [], hold: [], release: [chat], stall: [] })
-        }
-      })
+    const record = recordUpdate(perChat, INBOX)
     yield* Effect.forEach(Array.from({ length: CONCURRENCY }, () => 0), () =>
       Effect.gen(function*() {
         while (next < UPDATES) yield* record(next++)
