@@ -5,6 +5,7 @@
  * answers on the default address). An unreachable server fails the tests that need it; nothing is skipped.
  * Built from the engines' own entry points (`Sqlite`, `Pg`); the root's layers load them lazily.
  */
+import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import type { ChatSnapshot, PoolQuery } from "@deixis/core/ContextStore"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
@@ -75,6 +76,23 @@ export const pgLayerWithClient = (
 
 /** The time the cache tests' events and pools run at. */
 export const T0 = Date.parse("2026-11-25T10:00:00Z")
+
+/** History item `id` of `chat`: a user's message in topic 1, sent at `T0 + id` seconds. */
+export const item = (chat: string, id: number): HistoryItem => ({
+  channel: "telegram",
+  kind: "inbound_user",
+  chat_id: chat,
+  topic_id: "1",
+  chat_type: "supergroup",
+  message_id: String(id),
+  reply_to_message_id: null,
+  bot_response_id: null,
+  sent_at: T0 + id * 1000,
+  sender: { user_id: "7", username: null, nickname: "A", is_bot: false, display_ref: "A" },
+  text: `message ${id}`,
+  quote: null,
+  attachments: []
+})
 
 /** A pool query in topic 1 of `chat` (sender 7, links preferred, the sender's own taken), with `over` on top. */
 export const poolQuery = (chat: string, over: Partial<PoolQuery> = {}): PoolQuery => ({

@@ -6,7 +6,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
-import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
 import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
@@ -21,7 +20,7 @@ import { dbOf } from "../src/internal/db.js"
 import { layerClient } from "../src/internal/pgClient.js"
 import { namer, type PgPool } from "../src/internal/pgEngine.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, pgUrl, T0 } from "./helpers.js"
+import { freshSchema, item, pgUrl, T0 } from "./helpers.js"
 
 /** Every statement text sent, in order: by every client the pool lends (its own `query` included). */
 const counting = () => {
@@ -76,22 +75,6 @@ const message = (chat: string, id: number) => ({
   topic_id: 1,
   sender_user_id: 7,
   text: `message ${id}`
-})
-
-const item = (chat: string, id: number): HistoryItem => ({
-  channel: "telegram",
-  kind: "inbound_user",
-  chat_id: chat,
-  topic_id: "1",
-  chat_type: "supergroup",
-  message_id: String(id),
-  reply_to_message_id: null,
-  bot_response_id: null,
-  sent_at: T0 + id * 1000,
-  sender: { user_id: "7", username: null, nickname: "A", is_bot: false, display_ref: "A" },
-  text: `message ${id}`,
-  quote: null,
-  attachments: []
 })
 
 /** The statements `effect` sends. */

@@ -6,7 +6,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
-import type { HistoryItem } from "@deixis/chathistory/HistoryItem"
 import { ContextEventBatch } from "@deixis/core/ContextEvent"
 import { ContextStore } from "@deixis/core/ContextStore"
 import * as TtlPolicy from "@deixis/core/TtlPolicy"
@@ -24,7 +23,7 @@ import { makeDb } from "../src/internal/db.js"
 import * as Pg from "../src/Pg.js"
 import * as SqlStore from "../src/SqlStore.js"
 import * as WritePriority from "../src/WritePriority.js"
-import { pgLayerWithClient, pgUrl, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
+import { item, pgLayerWithClient, pgUrl, poolQuery, sqliteLayerWithClient, T0 } from "./helpers.js"
 
 const decode = Schema.decodeUnknownSync(ContextEventBatch)
 
@@ -36,22 +35,6 @@ const message = (chat: string, id: number, extra: Record<string, unknown> = {}) 
   sender_user_id: 7,
   links: [{ url: `https://example.com/${chat}/${id}` }],
   ...extra
-})
-
-const item = (chat: string, id: number): HistoryItem => ({
-  channel: "telegram",
-  kind: "inbound_user",
-  chat_id: chat,
-  topic_id: "1",
-  chat_type: "supergroup",
-  message_id: String(id),
-  reply_to_message_id: null,
-  bot_response_id: null,
-  sent_at: T0 + id * 1000,
-  sender: { user_id: "7", username: null, nickname: "A", is_bot: false, display_ref: "A" },
-  text: `message ${id}`,
-  quote: null,
-  attachments: []
 })
 
 const query = poolQuery
