@@ -19,7 +19,6 @@ import { layerStores, pgConfig, type PgOptions, SqlStoreError, type Stores } fro
 
 const defaults = defaultsOf(pgConfig)
 
-
 /** The connection URL with `search_path` set at connection start, so every pooled connection uses the schema. */
 const urlFor = (options: PgOptions): Redacted.Redacted => {
   const raw = typeof options.url === "string" ? options.url : Redacted.value(options.url)
