@@ -202,6 +202,12 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
   const hasObjects = (alias: string) =>
     raw(`EXISTS (SELECT 1 FROM deixis_objects o WHERE o.chat_id = ${alias}.chat_id AND o.source_message_id = ${alias}.message_id)`)
   const unionAll = (parts: ReadonlyArray<Fragment>) => join(parts, "\nUNION ALL\n")
+  /**
+   * Where the messages' topic index holds only rows in a topic (`Dialect.topicIndexesPartial`):
+   * its predicate, spelled out in a read of topic `topic` so the planner may use it (a bound
+   * topic proves nothing); nothing for no topic, read off the primary key instead.
+   */
+  const inTopicIndex = (topic: string) => d.topicIndexesPartial && topic !== "" ? raw(" AND topic <> ''") : empty
 
   /**
    * SQLite: the bodies of the objects a window picks, read for those alone. `picks` selects
@@ -275,13 +281,16 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
         ? " AND w.from_bot = 0"
         : " AND w.from_bot = 1"
       // Plain messages by position, in a window of the newest 64: not the current one, and not one
-      // that carries objects (those objects stand for it).
-      if (home && bot === "") {
+      // that carries objects (those objects stand for it). A topic the topic index leaves out (no
+      // topic, `Dialect.topicIndexesPartial`) is read off the primary key, the table itself.
+      const byTopic = home && !(d.topicIndexesPartial && topic === "")
+      const messagesScoped = home ? sql`${scoped}${inTopicIndex(topic)}` : scoped
+      if (byTopic && bot === "") {
         // The window read off the topic index alone; the columns read for the messages taken.
         parts.push(messagePart(
           "m",
           sql`SELECT m.* FROM (SELECT w.id_len, w.message_id FROM (SELECT chat_id, id_len, message_id, topic FROM deixis_messages INDEXED BY deixis_messages_topic
-             WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
+             WHERE ${messagesScoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
            WHERE w.${inScope} AND w.message_id <> ${q.current_message_id} AND NOT ${hasObjects("w")}
            ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}) AS k
            CROSS JOIN deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = k.id_len AND m.message_id = k.message_id
@@ -291,9 +300,9 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
         parts.push(messagePart(
           "m",
           sql`SELECT * FROM (SELECT chat_id, id_len, message_id, topic, reply_to, sender, from_bot, sent_at FROM deixis_messages${
-            home ? raw(" INDEXED BY deixis_messages_topic") : empty
+            byTopic ? raw(" INDEXED BY deixis_messages_topic") : empty
           }
-             WHERE ${scoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
+             WHERE ${messagesScoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
            WHERE w.${inScope} AND w.message_id <> ${q.current_message_id}${raw(bot)} AND NOT ${hasObjects("w")}
            ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}`
         ))
@@ -308,8 +317,8 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
   const windowParts = (chatId: string, topic: string): Fragment => {
     const J = d.orderedJoin
     const recent = (columns: string) =>
-      sql`SELECT ${raw(columns)} FROM deixis_messages${d.indexedBy("deixis_messages_topic")}
-      WHERE chat_id = CAST(${chatId} AS TEXT) AND topic = CAST(${topic} AS TEXT) ORDER BY id_len DESC, message_id${d.C} DESC LIMIT ${
+      sql`SELECT ${raw(columns)} FROM deixis_messages${d.topicIndexesPartial && topic === "" ? empty : d.indexedBy("deixis_messages_topic")}
+      WHERE chat_id = CAST(${chatId} AS TEXT) AND topic = CAST(${topic} AS TEXT)${inTopicIndex(topic)} ORDER BY id_len DESC, message_id${d.C} DESC LIMIT ${
         raw(String(windowSize))
       }`
     // Whether a window message is a source of objects is read off `wo` (complete unless it hit its
@@ -369,7 +378,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     parts.push(
       sql`SELECT 'e' AS part, CAST(NULL AS TEXT) AS body, ${
         raw(nulls)
-      } WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ${q.chat_id} AND topic = ${topic})
+      } WHERE EXISTS (SELECT 1 FROM deixis_messages WHERE chat_id = ${q.chat_id} AND topic = ${topic}${inTopicIndex(topic)})
          OR EXISTS (SELECT 1 FROM deixis_objects WHERE chat_id = ${q.chat_id} AND topic = ${topic})`
     )
   }

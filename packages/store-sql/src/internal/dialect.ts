@@ -64,6 +64,14 @@ export interface Dialect extends Placeholders {
    * same statement as the scope (`headAndScope` in contextPool.ts).
    */
   readonly poolFunction: boolean
+  /**
+   * Whether the indexes that order a chat's rows by topic or find them by message id hold only
+   * the rows in a topic (`topic <> ''`): SQLite since migration 19, so a message or history item
+   * of a chat without topics writes one b-tree (its primary key) instead of two. A row in no
+   * topic is then read by its primary key: `deixis_messages` by position, `deixis_history` by
+   * its position `('', anchor_len, anchor, 0)`, which for a message is its id's.
+   */
+  readonly topicIndexesPartial: boolean
   /** Column types and table options of the schema. */
   readonly ddl: {
     readonly big: string
@@ -76,4 +84,6 @@ export interface Dialect extends Placeholders {
   }
   /** `statements` where they apply: PostgreSQL only (its functions, its collations and indexes). */
   readonly pgOnly: (statements: ReadonlyArray<string>) => ReadonlyArray<string>
+  /** `statements` where they apply: SQLite only (its partial indexes, see {@link Dialect.topicIndexesPartial}). */
+  readonly sqliteOnly: (statements: ReadonlyArray<string>) => ReadonlyArray<string>
 }

@@ -72,12 +72,26 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   /** Rows come newest first; entries are returned oldest first. */
   const oldestFirst = (rows: ReadonlyArray<Row>) => Either.map(entriesOf(rows), (entries) => entries.reverse())
 
+  /**
+   * The item of message `id` in chat `chatId`, in whatever topic it is: where the message-id
+   * index holds only items in a topic (`Dialect.topicIndexesPartial`), one in no topic is found
+   * by its position, a message's being `('', its id's length, its id, 0)`.
+   */
+  const byMessageId = (select: Fragment, chatId: string, id: string): Fragment =>
+    db.dialect.topicIndexesPartial
+      ? sql`${select} FROM deixis_history WHERE chat_id = ${chatId} AND topic = '' AND anchor_len = ${positionLength(id)} AND anchor = ${id} AND seq = 0
+         UNION ALL ${select} FROM deixis_history WHERE chat_id = ${chatId} AND message_id = ${id} AND topic <> ''`
+      : sql`${select} FROM deixis_history WHERE chat_id = ${chatId} AND message_id = ${id}`
+
+  /** A message's item in `topic` by its position (its primary key on both engines). */
+  const messageAt = (topic: string, id: string) => sql`topic = ${topic} AND anchor_len = ${positionLength(id)} AND anchor = ${id} AND seq = 0`
+
   const find = (scope: HistoryScope, externalId: unknown) =>
     Effect.gen(function*() {
       const id = externalIdOf(externalId)
       if (Option.isNone(id) || !storable(scope.chat_id, scope.topic_id)) return Option.none<Row>()
       // By message id first; only when no item has it, by the id of the bot's response.
-      const byId = yield* db.query(sql`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
+      const byId = yield* db.query(byMessageId(sql`SELECT topic, ${columns}`, scope.chat_id, id.value))
       const row = byId[0] ??
         (yield* db.query(
           sql`SELECT topic, ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND response_id = ${id.value} ORDER BY seq DESC LIMIT 1`))[0]
@@ -105,14 +119,14 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   /** What a batch of appends reads: its chats (sorted) with their count of items without a message id, and the keys it looks up. */
   const keysOf = (entries: ReadonlyArray<Entry>) => {
     const idless = new Map<string, number>()
-    const ids = new Map<string, readonly [string, string]>()
+    const ids = new Map<string, readonly [string, string, number]>()
     const items: Array<HistoryItem> = []
     for (const entry of entries) {
       if ("respond" in entry) {
         // The message answered: read as an append's is, its chat's counter moved with the write.
         const { chat_id, message_id } = entry.respond
         if (!idless.has(chat_id)) idless.set(chat_id, 0)
-        if (storable(message_id)) ids.set(pairKey(chat_id, message_id), [chat_id, message_id])
+        if (storable(message_id)) ids.set(pairKey(chat_id, message_id), [chat_id, message_id, positionLength(message_id)])
         continue
       }
       items.push(entry)
@@ -122,7 +136,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
     const topics = new Map<string, readonly [string, string]>()
     for (const item of items) {
       if (item.message_id !== null) {
-        if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id])
+        if (storable(item.message_id)) ids.set(pairKey(item.chat_id, item.message_id), [item.chat_id, item.message_id, positionLength(item.message_id)])
       } else {
         if (item.event_id !== undefined) events.set(pairKey(item.chat_id, item.event_id), [item.chat_id, item.event_id])
         const topic = topicKey(item.topic_id)
@@ -136,10 +150,17 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   type Entry = HistoryItem | { readonly respond: { readonly chat_id: string; readonly message_id: string; readonly response_id: string; readonly topic: string } }
 
   // The reads of a batch, each a statement over its keys passed in bulk as the table `k`.
+  // By message id in any topic (see `byMessageId`).
   const storedRead = {
-    columns: [["chat_id", "TEXT"], ["message_id", "TEXT"]],
+    columns: [["chat_id", "TEXT"], ["message_id", "TEXT"], ["anchor_len", "INTEGER"]],
     statement: (from: Fragment) =>
-      sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
+      db.dialect.topicIndexesPartial
+        ? sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
+           ${join} deixis_history h ON h.chat_id = k.chat_id AND h.topic = '' AND h.anchor_len = k.anchor_len AND h.anchor = k.message_id AND h.seq = 0
+          UNION ALL
+          SELECT h.chat_id, h.message_id, h.body FROM ${from}
+           ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id AND h.topic <> ''`
+        : sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
        ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`
   } as const
   const eventsRead = {
@@ -270,14 +291,19 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       ])
     }
     const updateRows = [...updates.values()].map((item) => [
-      item.chat_id, item.message_id, item.reply_to_message_id, item.bot_response_id, item.sent_at, JSON.stringify(item)
+      item.chat_id, topicKey(item.topic_id), positionLength(item.message_id!), item.message_id, item.reply_to_message_id, item.bot_response_id,
+      item.sent_at, JSON.stringify(item)
     ] as const)
     const eventRows = [...eventUpdates.values()].map((item) =>
       [item.chat_id, item.event_id!, item.reply_to_message_id, item.sent_at, JSON.stringify(item)] as const
     )
     return { results, insertRows, updateRows, eventRows }
   }
-  const updateColumns = [["chat_id", "TEXT"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]] as const
+  // A replaced message is found by its position: its topic, its id's length, its id (the anchor), 0.
+  const updateColumns = [
+    ["chat_id", "TEXT"], ["topic", "TEXT"], ["anchor_len", "INTEGER"], ["message_id", "TEXT"], ["reply_to", "TEXT"], ["response_id", "TEXT"],
+    ["sent_at", "BIGINT"], ["body", "TEXT"]
+  ] as const
   const eventColumns = [["chat_id", "TEXT"], ["event_id", "TEXT"], ["reply_to", "TEXT"], ["sent_at", "BIGINT"], ["body", "TEXT"]] as const
 
   /**
@@ -315,7 +341,8 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
          SELECT chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, 0, body FROM ${from} WHERE true`)
       yield* bulk(updateColumns, updateRows, (from) =>
         sql`UPDATE deixis_history SET reply_to = k.reply_to, response_id = k.response_id, sent_at = k.sent_at, rev = rev + 1, body = k.body
-           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.message_id = k.message_id`)
+           FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.topic = k.topic AND deixis_history.anchor_len = k.anchor_len
+             AND deixis_history.anchor = k.message_id AND deixis_history.seq = 0`)
       yield* bulk(eventColumns, eventRows, (from) =>
         sql`UPDATE deixis_history SET reply_to = k.reply_to, sent_at = k.sent_at, rev = rev + 1, body = k.body
            FROM ${from} WHERE deixis_history.chat_id = k.chat_id AND deixis_history.event_id = k.event_id`)
@@ -436,7 +463,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
         const next = toMigratedChat(yield* itemOf(r["body"]), to)
         const messageId = next.message_id
         if (messageId !== null) {
-          const taken = yield* db.query(sql`SELECT 1 AS found FROM deixis_history WHERE chat_id = ${to} AND message_id = ${messageId}`)
+          const taken = yield* db.query(byMessageId(sql`SELECT 1 AS found`, to, messageId))
           if (taken.length > 0) continue
         }
         // An item placed before any message ("" anchor) goes before the old chat's messages.
@@ -518,13 +545,15 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const id = externalIdOf(messageId)
       const response = externalIdOf(responseId)
       if (Option.isNone(id) || Option.isNone(response) || !storable(scope.chat_id, scope.topic_id)) return false
-      const rows = yield* db.query(sql`SELECT topic, body FROM deixis_history WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
+      // In the scope's topic by position: a message id is stored once in a chat, in one topic.
+      const at = messageAt(topicKey(scope.topic_id), id.value)
+      const rows = yield* db.query(sql`SELECT body FROM deixis_history WHERE chat_id = ${scope.chat_id} AND ${at}`)
       const row = rows[0]
-      if (row === undefined || str(row["topic"]) !== topicKey(scope.topic_id)) return false
+      if (row === undefined) return false
       const item = yield* itemOf(row["body"])
       const next: HistoryItem = { ...item, bot_response_id: response.value }
       yield* db.query(
-        sql`UPDATE deixis_history SET response_id = ${response.value}, rev = rev + 1, body = ${JSON.stringify(next)} WHERE chat_id = ${scope.chat_id} AND message_id = ${id.value}`)
+        sql`UPDATE deixis_history SET response_id = ${response.value}, rev = rev + 1, body = ${JSON.stringify(next)} WHERE chat_id = ${scope.chat_id} AND ${at}`)
       return true
     })).pipe(Effect.mapError(failStore("recordResponse")))
 

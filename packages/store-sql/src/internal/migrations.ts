@@ -333,6 +333,24 @@ export const migrations: ReadonlyArray<Migration> = [
     // PostgreSQL, where a transaction driven from the process took one per statement and two
     // more for BEGIN and COMMIT (see `inboxFunctions`).
     statements: (dialect) => dialect.pgOnly([...inboxFunctions, applyWriteFunction, applyFunction18, unitFunction18])
+  },
+  {
+    version: 19,
+    name: "topic_indexes_partial",
+    // SQLite: the messages' topic index and the history's message-id index hold only the rows in
+    // a topic (see `Dialect.topicIndexesPartial`). In a chat without topics both repeated its
+    // primary key's order, one more b-tree leaf written per message and per item: a recorded
+    // message now writes two per-chat b-trees (`deixis_messages`, `deixis_history`'s key)
+    // instead of four. Rows in no topic are read by their primary keys; the message-id index
+    // stays unique among the rows it holds, and a history append still finds an id in any topic
+    // first (historyStore.ts). PostgreSQL keeps its indexes.
+    statements: (dialect) =>
+      dialect.sqliteOnly([
+        `DROP INDEX deixis_messages_topic`,
+        `CREATE INDEX deixis_messages_topic ON deixis_messages (chat_id, topic, id_len, message_id) WHERE topic <> ''`,
+        `DROP INDEX deixis_history_message`,
+        `CREATE UNIQUE INDEX deixis_history_message ON deixis_history (chat_id, message_id) WHERE topic <> ''`
+      ])
   }
 ]
 

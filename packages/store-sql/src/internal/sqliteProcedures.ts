@@ -98,7 +98,7 @@ export const make = (
     ),
     byMessage: db.prepare(
       `UPDATE deixis_history SET reply_to = @reply_to, response_id = @response_id, sent_at = @sent_at, rev = rev + 1, body = @body
-       WHERE chat_id = @chat_id AND message_id = @message_id`
+       WHERE chat_id = @chat_id AND topic = @topic AND anchor_len = @anchor_len AND anchor = @message_id AND seq = 0`
     ),
     byEvent: db.prepare(
       `UPDATE deixis_history SET reply_to = @reply_to, sent_at = @sent_at, rev = rev + 1, body = @body

@@ -50,6 +50,8 @@ export const pg: Dialect = {
   poolFunction: true,
   pooled: true,
   rowid: false,
+  topicIndexesPartial: false,
   ddl: { big: "BIGINT", int: "INTEGER", small: "SMALLINT", C: ` COLLATE "C"`, noRowid: "" },
-  pgOnly: (statements) => statements
+  pgOnly: (statements) => statements,
+  sqliteOnly: () => []
 }

@@ -44,6 +44,8 @@ export const sqlite: Dialect = {
   poolFunction: false,
   pooled: false,
   rowid: true,
+  topicIndexesPartial: true,
   ddl: { big: "INTEGER", int: "INTEGER", small: "INTEGER", C: "", noRowid: " WITHOUT ROWID" },
-  pgOnly: () => []
+  pgOnly: () => [],
+  sqliteOnly: (statements) => statements
 }
