@@ -14,10 +14,11 @@ import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import { makeSqlUpdateInbox } from "../src/internal/botStores.js"
 import { makeSqlContextStore } from "../src/internal/contextStore.js"
+import { makeSqlHistoryStore } from "../src/internal/historyStore.js"
 import { makeDb } from "../src/internal/db.js"
 import { migrate, migrations } from "../src/internal/migrations.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, pgLayer, pgUrl, sqliteLayer, tempDir, writeSnapshotRows } from "./helpers.js"
+import { freshSchema, item, pgLayer, pgUrl, poolQuery, sqliteLayer, tempDir, writeSnapshotRows } from "./helpers.js"
 import { sql } from "../src/internal/statement.js"
 
 /** Keys as the environment spells them (`DEIXIS_PG_URL`). */
@@ -302,4 +303,73 @@ describe("migration 9 (update attempts)", () => {
 
   it.scoped("PostgreSQL: an update pending at version 8 is handed out after the upgrade, its receipt counted as its first attempt", () =>
     inFreshPgSchema(upgradeFrom8))
+})
+
+// A database at version 18 (the messages' topic index and the history's message-id index over
+// every row) holding messages and items in no topic and in a topic: after migration 19 (SQLite:
+// those indexes hold only rows in a topic) every read finds them, and a message id stays stored
+// once in its chat whatever topic a later copy names.
+const upgradeFrom18 = Effect.gen(function*() {
+  const db = makeDb(yield* SqlClient.SqlClient)
+  assert.deepStrictEqual(yield* migrate(db, undefined, 18), allVersions.filter((v) => v <= 18))
+  const context = makeSqlContextStore(db, { ...SqlStore.retentionDefaults })
+  const history = makeSqlHistoryStore(db, { history_retention: 0, sweep_batch: 100 }).store
+  const plain = "upgrade-19-plain"
+  const mixed = "upgrade-19-mixed"
+  yield* context.apply(
+    decode([
+      { type: "message_observed", chat_id: plain, message_id: 1 },
+      { type: "message_observed", chat_id: plain, message_id: 2, reply_to_message_id: 1 },
+      { type: "message_observed", chat_id: mixed, message_id: 1, topic_id: 5 },
+      { type: "message_observed", chat_id: mixed, message_id: 2 }
+    ]),
+    { now: T0, ttl: TtlPolicy.defaultPolicy }
+  )
+  yield* history.appendAll([{ ...item(plain, 1), topic_id: null }, item(mixed, 1), { ...item(mixed, 2), topic_id: null }])
+  assert.deepStrictEqual(yield* migrate(db, undefined), allVersions.filter((v) => v > 18))
+  if (db.dialect.name === "sqlite") {
+    const indexes = yield* db.query(sql`SELECT sql FROM sqlite_master WHERE name IN ('deixis_messages_topic', 'deixis_history_message')`)
+    assert.deepStrictEqual(indexes.map((r) => / WHERE topic <> ''$/.test(String(r["sql"]))), [true, true])
+  }
+  // Messages in no topic and in a topic, read by the pool's window of each scope.
+  const messages = (chat: string, topic: string | null) =>
+    Effect.map(
+      context.pool(poolQuery(chat, { topic_id: topic, current_message_id: "3", sender_user_id: null, include_owned: false })),
+      (pool) => pool.entries.map((e) => e.object.source_message_id)
+    )
+  assert.deepStrictEqual(yield* messages(plain, null), ["2", "1"])
+  assert.deepStrictEqual(yield* messages(mixed, null), ["2"])
+  assert.deepStrictEqual(yield* messages(mixed, "5"), ["1"])
+  // Items in no topic and in a topic, by id; a copy naming another topic replaces nothing there.
+  const lookup = (chat: string, topic: string | null, id: string) =>
+    Effect.map(history.lookup({ chat_id: chat, topic_id: topic }, id), (found) => found._tag === "Some" ? found.value.item.text : null)
+  assert.deepStrictEqual(
+    [yield* lookup(plain, null, "1"), yield* lookup(mixed, "1", "1"), yield* lookup(mixed, null, "2"), yield* lookup(mixed, null, "1")],
+    ["message 1", "message 1", "message 2", null]
+  )
+  const copies = yield* history.appendAll([
+    { ...item(plain, 1), topic_id: "5", text: "edited", edited_at: T0 + 60_000 },
+    { ...item(mixed, 2), topic_id: "1", text: "edited", edited_at: T0 + 60_000 },
+    { ...item(mixed, 1), topic_id: null, text: "edited", edited_at: T0 + 60_000 }
+  ])
+  assert.deepStrictEqual(copies, ["replaced", "replaced", "replaced"])
+  const ids = (chat: string, topic: string | null) =>
+    Effect.map(history.recent({ chat_id: chat, topic_id: topic }, 10), (entries) => entries.map((e) => e.item.message_id))
+  assert.deepStrictEqual([yield* ids(plain, "5"), yield* ids(mixed, null), yield* ids(mixed, "1")], [[], ["2"], ["1"]])
+  assert.deepStrictEqual(
+    [yield* lookup(plain, null, "1"), yield* lookup(mixed, null, "2"), yield* lookup(mixed, "1", "1")],
+    ["edited", "edited", "edited"]
+  )
+  // The bot's answer, linked by position, found by its id.
+  assert.isTrue(yield* history.recordResponse({ chat_id: plain, topic_id: null }, "1", "99"))
+  assert.deepStrictEqual(yield* lookup(plain, null, "99"), "edited")
+})
+
+describe("migration 19 (indexes of rows in a topic)", () => {
+  it.scoped("SQLite: messages and items in no topic and in a topic, written at version 18, are read and replaced after the upgrade", () =>
+    Effect.flatMap(tempDir, (dir) =>
+      upgradeFrom18.pipe(Effect.provide(SqlStore.layerSqliteClient({ filename: path.join(dir, "u18.db") })))))
+
+  it.scoped("PostgreSQL: messages and items in no topic and in a topic, written at version 18, are read and replaced after the upgrade", () =>
+    inFreshPgSchema(upgradeFrom18))
 })
