@@ -307,8 +307,9 @@ describe("migration 9 (update attempts)", () => {
 
 // A database at version 18 (the messages' topic index and the history's message-id index over
 // every row) holding messages and items in no topic and in a topic: after migration 19 (SQLite:
-// those indexes hold only rows in a topic) every read finds them, and a message id stays stored
-// once in its chat whatever topic a later copy names.
+// those indexes hold only rows in a topic, the inbox's chat claims a WITHOUT ROWID table) every
+// read finds them, and a message id stays stored once in its chat whatever topic a later copy
+// names. (An inbox's claims carried through it: "migration 9" below.)
 const upgradeFrom18 = Effect.gen(function*() {
   const db = makeDb(yield* SqlClient.SqlClient)
   assert.deepStrictEqual(yield* migrate(db, undefined, 18), allVersions.filter((v) => v <= 18))
@@ -330,6 +331,8 @@ const upgradeFrom18 = Effect.gen(function*() {
   if (db.dialect.name === "sqlite") {
     const indexes = yield* db.query(sql`SELECT sql FROM sqlite_master WHERE name IN ('deixis_messages_topic', 'deixis_history_message')`)
     assert.deepStrictEqual(indexes.map((r) => / WHERE topic <> ''$/.test(String(r["sql"]))), [true, true])
+    const claims = yield* db.query(sql`SELECT sql FROM sqlite_master WHERE name = 'deixis_update_chats'`)
+    assert.match(String(claims[0]?.["sql"]), /WITHOUT ROWID$/)
   }
   // Messages in no topic and in a topic, read by the pool's window of each scope.
   const messages = (chat: string, topic: string | null) =>

@@ -343,13 +343,28 @@ export const migrations: ReadonlyArray<Migration> = [
     // message now writes two per-chat b-trees (`deixis_messages`, `deixis_history`'s key)
     // instead of four. Rows in no topic are read by their primary keys; the message-id index
     // stays unique among the rows it holds, and a history append still finds an id in any topic
-    // first (historyStore.ts). PostgreSQL keeps its indexes.
+    // first (historyStore.ts). The update inbox's chat claims, rewritten by every receive and
+    // settlement, become one b-tree keyed by (source, chat) instead of a row table and its key.
+    // PostgreSQL keeps its schema.
     statements: (dialect) =>
       dialect.sqliteOnly([
         `DROP INDEX deixis_messages_topic`,
         `CREATE INDEX deixis_messages_topic ON deixis_messages (chat_id, topic, id_len, message_id) WHERE topic <> ''`,
         `DROP INDEX deixis_history_message`,
-        `CREATE UNIQUE INDEX deixis_history_message ON deixis_history (chat_id, message_id) WHERE topic <> ''`
+        `CREATE UNIQUE INDEX deixis_history_message ON deixis_history (chat_id, message_id) WHERE topic <> ''`,
+        `CREATE TABLE deixis_update_chats_19 (
+          source TEXT NOT NULL,
+          chat TEXT NOT NULL,
+          owner TEXT NOT NULL,
+          lease_until INTEGER NOT NULL,
+          waiting INTEGER NOT NULL,
+          PRIMARY KEY (source, chat)
+        ) WITHOUT ROWID`,
+        `INSERT INTO deixis_update_chats_19 (source, chat, owner, lease_until, waiting)
+          SELECT source, chat, owner, lease_until, waiting FROM deixis_update_chats`,
+        `DROP TABLE deixis_update_chats`,
+        `ALTER TABLE deixis_update_chats_19 RENAME TO deixis_update_chats`,
+        `CREATE INDEX deixis_update_chats_lease ON deixis_update_chats (source, lease_until)`
       ])
   }
 ]
