@@ -479,8 +479,30 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // The entries the writer took and has not answered yet: answered "unrecorded" when it dies
     // (the transport does not confirm them; Telegram sends them again).
     let taking: ReadonlyArray<Entry> = []
+    // A settlement owed while no update waits is held for the next batch, for at most
+    // `settleDelayMillis` of real time (a scheduling matter, not the Clock): under load a batch
+    // comes within that, and the settlement goes in its write — one round trip, where a
+    // settlement at every finished run took one each, and a page waited behind it.
+    let batchArrived: (() => void) | undefined
+    const batchOrSoon = Effect.async<void>((resume) => {
+      const done = () => {
+        clearTimeout(timer)
+        batchArrived = undefined
+        resume(Effect.void)
+      }
+      const timer = setTimeout(done, settleDelayMillis)
+      batchArrived = done
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        batchArrived = undefined
+      })
+    })
     const writeAll: Effect.Effect<void> = Effect.gen(function*() {
       for (;;) {
+        if (
+          inbox.settleAndReceive !== undefined && claimDue === undefined && ledger.writing === undefined && Ledger.owesAnything(ledger) &&
+          (yield* Queue.size(inbound)) === 0
+        ) yield* batchOrSoon
         // Updates waiting (and no claim of stale chats due): the settlement goes in their write.
         const early = inbox.settleAndReceive !== undefined && claimDue === undefined ? [...(yield* Queue.takeUpTo(inbound, 100))] : []
         taking = early
@@ -526,7 +548,11 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     yield* Supervisor.forkRestarting("the claim extender", owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever))
     const intakeAll = (items: Items) =>
       Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
-        Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
+        Queue.offer(inbound, { items, result }).pipe(
+          Effect.zipRight(Effect.sync(() => batchArrived?.())),
+          Effect.zipRight(owe),
+          Effect.zipRight(Deferred.await(result))
+        ))
     const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
       Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
 
@@ -552,6 +578,15 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
 
     return { dispatcher, intake, intakeAll, queued: () => ledger.total, room, ready, ledger: () => ledger }
   })
+
+/**
+ * How long (real time, in milliseconds) a settlement owed waits for the next batch of updates
+ * to go in its write (`UpdateInbox.settleAndReceive`), when the inbox has that.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const settleDelayMillis = 10
 
 /**
  * Room the dispatcher keeps for the reminder sender's tasks beside the updates' (`Runner`
