@@ -469,7 +469,9 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
     // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
     // arriving together, or a polled page) in one receive — so none of them waits behind the
-    // others for long, and under load each call covers many updates.
+    // others for long, and under load each call covers many updates. Where the inbox has
+    // `settleAndReceive`, updates waiting take the settlement owed into their write (one round
+    // trip), and a settlement owed while none wait is held briefly for the next ones.
     interface Entry {
       readonly items: Items
       readonly result: Deferred.Deferred<ReadonlyArray<IntakeResult>>
