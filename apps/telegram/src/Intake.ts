@@ -11,7 +11,8 @@
  * @since 0.3.0
  */
 import * as Supervisor from "@deixis/core/Supervisor"
-import { type Handed, UpdateInbox } from "@deixis/core/UpdateInbox"
+import type { StoreError } from "@deixis/core/ContextStore"
+import { type Exchanged, type Handed, type Incoming, UpdateInbox } from "@deixis/core/UpdateInbox"
 import * as WritePriority from "@deixis/store-sql/WritePriority"
 import type { UpdateMapper } from "@deixis/telegraf"
 import * as Clock from "effect/Clock"
@@ -157,19 +158,21 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // stays in the ledger until the write is known to be done: failed, it is owed again.
     // Uninterruptible for the reason `receive` is (below): what a settlement hands over must
     // reach the ledger.
-    const settleNow: Effect.Effect<void> = Effect.uninterruptible(Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
+    const takeSettlement = (now: number): Ledger.Taken | undefined => {
       const [next, taken] = Ledger.take(ledger, now, lease, stopping)
       apply(next)
+      return taken
+    }
+    const settlementWritten = <A, E>(exit: Exit.Exit<A, E>) =>
+      Effect.sync(() => apply(Exit.isSuccess(exit) ? Ledger.written(ledger) : Ledger.unwritten(ledger)))
+    // Written with the next settlement (an id not written when the process dies is handled again).
+    const notSettled = (error: StoreError) => StoreOutage.logFailure("Warning", "updates not settled in the inbox; trying again", error)
+    const settleNow: Effect.Effect<void> = Effect.uninterruptible(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const taken = takeSettlement(now)
       if (taken === undefined) return
-      const handed = yield* inbox.settle({ source, owner: options.owner, ...taken }).pipe(
-        Effect.onExit((exit) => Effect.sync(() => apply(Exit.isSuccess(exit) ? Ledger.written(ledger) : Ledger.unwritten(ledger)))),
-        Effect.either
-      )
-      if (handed._tag === "Left") {
-        // Written with the next settlement (an id not written when the process dies is handled again).
-        return yield* StoreOutage.logFailure("Warning", "updates not settled in the inbox; trying again", handed.left)
-      }
+      const handed = yield* inbox.settle({ source, owner: options.owner, ...taken }).pipe(Effect.onExit(settlementWritten), Effect.either)
+      if (handed._tag === "Left") return yield* notSettled(handed.left)
       yield* queue(handed.right.map(fromStore), performance.now(), now)
     }))
 
@@ -381,7 +384,9 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // Uninterruptible: what the inbox hands this process in `receive` must reach the ledger, or
     // a stop between the two (the write runs on the store's writer thread, so the write commits
     // whatever happens here) would leave its chats claimed, and unsettled, until the lease ends.
-    const receive = (items: Items) =>
+    // `settleFirst`: the settlement owed is written first, in the same write as the batch where the
+    // inbox can (`settleAndReceive`: one round trip, where two calls in turn took two).
+    const receive = (items: Items, settleFirst: boolean) =>
       Effect.uninterruptible(Effect.gen(function*() {
         const arrived = performance.now()
         const results: Array<IntakeResult> = items.map(() => "queued")
@@ -397,25 +402,35 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
           const key = Dispatcher.keyOf(update)
           valid.push({ index, payload, work: work(update["update_id"] as number, claimChat(key), 1, update) })
         }
-        if (valid.length === 0) return results
-        if (ledger.total + valid.length > capacity) {
+        const busy = valid.length > 0 && ledger.total + valid.length > capacity
+        if (valid.length === 0 || busy) {
           for (const v of valid) results[v.index] = "busy"
+          if (settleFirst) yield* settleNow
           return results
         }
         const now = yield* Clock.currentTimeMillis
-        const received = yield* inbox.receive({
+        const incoming: Incoming = {
           source,
           updates: valid.map((v) => ({ update_id: v.work.update_id, chat: v.work.chat, payload: v.payload })),
           owner: options.owner,
           now,
           lease
-        }).pipe(Effect.either)
-        if (received._tag === "Left") {
-          yield* StoreOutage.logFailure("Error", "updates not recorded", received.left).pipe(Effect.annotateLogs({ updates: valid.length }))
+        }
+        const both = settleFirst ? inbox.settleAndReceive : undefined
+        const taken = both === undefined ? undefined : takeSettlement(now)
+        const written = yield* (both === undefined || taken === undefined
+          ? Effect.map(inbox.receive(incoming), (received): Exchanged => ({ settled: [], received }))
+          : both({ source, owner: options.owner, ...taken }, incoming).pipe(Effect.onExit(settlementWritten))).pipe(Effect.either)
+        if (written._tag === "Left") {
+          if (taken !== undefined) yield* notSettled(written.left)
+          yield* StoreOutage.logFailure("Error", "updates not recorded", written.left).pipe(Effect.annotateLogs({ updates: valid.length }))
           for (const v of valid) results[v.index] = "unrecorded"
           return results
         }
-        const fresh = new Set(received.right.fresh)
+        // What the settlement handed over comes before the batch (as two calls in turn would have it).
+        if (taken !== undefined) yield* queue(written.right.settled.map(fromStore), performance.now(), now)
+        const received = written.right.received
+        const fresh = new Set(received.fresh)
         const mine = new Map<number, Work>()
         for (const v of valid) {
           if (fresh.has(v.work.update_id)) {
@@ -429,7 +444,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         }
         // The batch's own updates as mapped above; earlier ones of their chats from the store.
         yield* queue(
-          received.right.handed.map((h) => {
+          received.handed.map((h) => {
             const own = mine.get(h.update_id)
             return own === undefined ? fromStore(h) : own
           }),
@@ -454,7 +469,9 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // The inbox writer: one fiber makes every inbox call, in turn — the settlement owed, a claim
     // of stale chats when one is due, then every update that arrived meanwhile (webhook requests
     // arriving together, or a polled page) in one receive — so none of them waits behind the
-    // others for long, and under load each call covers many updates.
+    // others for long, and under load each call covers many updates. Where the inbox has
+    // `settleAndReceive`, updates waiting take the settlement owed into their write (one round
+    // trip), and a settlement owed while none wait is held briefly for the next ones.
     interface Entry {
       readonly items: Items
       readonly result: Deferred.Deferred<ReadonlyArray<IntakeResult>>
@@ -464,16 +481,43 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // The entries the writer took and has not answered yet: answered "unrecorded" when it dies
     // (the transport does not confirm them; Telegram sends them again).
     let taking: ReadonlyArray<Entry> = []
+    // A settlement owed while no update waits is held for the next batch, for at most
+    // `settleDelayMillis` of real time (a scheduling matter, not the Clock): under load a batch
+    // comes within that, and the settlement goes in its write — one round trip, where a
+    // settlement at every finished run took one each, and a page waited behind it.
+    let batchArrived: (() => void) | undefined
+    const batchOrSoon = Effect.async<void>((resume) => {
+      const done = () => {
+        clearTimeout(timer)
+        batchArrived = undefined
+        resume(Effect.void)
+      }
+      const timer = setTimeout(done, settleDelayMillis)
+      batchArrived = done
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        batchArrived = undefined
+      })
+    })
     const writeAll: Effect.Effect<void> = Effect.gen(function*() {
       for (;;) {
-        yield* settleNow
-        const claim = claimDue
-        claimDue = undefined
-        if (claim !== undefined) yield* Effect.ensuring(claimStale, Deferred.succeed(claim, undefined))
-        const entries = [...(yield* Queue.takeUpTo(inbound, 100))]
+        if (
+          inbox.settleAndReceive !== undefined && claimDue === undefined && ledger.writing === undefined && Ledger.owesAnything(ledger) &&
+          (yield* Queue.size(inbound)) === 0
+        ) yield* batchOrSoon
+        // Updates waiting (and no claim of stale chats due): the settlement goes in their write.
+        const early = inbox.settleAndReceive !== undefined && claimDue === undefined ? [...(yield* Queue.takeUpTo(inbound, 100))] : []
+        taking = early
+        if (early.length === 0) {
+          yield* settleNow
+          const claim = claimDue
+          claimDue = undefined
+          if (claim !== undefined) yield* Effect.ensuring(claimStale, Deferred.succeed(claim, undefined))
+        }
+        const entries = early.length > 0 ? early : [...(yield* Queue.takeUpTo(inbound, 100))]
         if (entries.length === 0) return
         taking = entries
-        const results = yield* receive(entries.flatMap((e) => e.items))
+        const results = yield* receive(entries.flatMap((e) => e.items), early.length > 0)
         taking = []
         let at = 0
         for (const entry of entries) {
@@ -506,7 +550,11 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     yield* Supervisor.forkRestarting("the claim extender", owe.pipe(Effect.delay(Duration.millis(lease / 8)), Effect.forever))
     const intakeAll = (items: Items) =>
       Effect.flatMap(Deferred.make<ReadonlyArray<IntakeResult>>(), (result) =>
-        Queue.offer(inbound, { items, result }).pipe(Effect.zipRight(owe), Effect.zipRight(Deferred.await(result))))
+        Queue.offer(inbound, { items, result }).pipe(
+          Effect.zipRight(Effect.sync(() => batchArrived?.())),
+          Effect.zipRight(owe),
+          Effect.zipRight(Deferred.await(result))
+        ))
     const intake = (update: unknown, raw?: string): Effect.Effect<IntakeResult> =>
       Effect.map(intakeAll([{ update, raw }]), (results) => results[0]!)
 
@@ -532,6 +580,15 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
 
     return { dispatcher, intake, intakeAll, queued: () => ledger.total, room, ready, ledger: () => ledger }
   })
+
+/**
+ * How long (real time, in milliseconds) a settlement owed waits for the next batch of updates
+ * to go in its write (`UpdateInbox.settleAndReceive`), when the inbox has that.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const settleDelayMillis = 10
 
 /**
  * Room the dispatcher keeps for the reminder sender's tasks beside the updates' (`Runner`

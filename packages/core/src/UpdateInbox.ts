@@ -132,6 +132,18 @@ export interface Settlement {
 }
 
 /**
+ * What `settleAndReceive` did: the settlement's hand-over (`settle`'s result), then the batch's
+ * (`receive`'s).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Exchanged {
+  readonly settled: ReadonlyArray<Handed>
+  readonly received: Received
+}
+
+/**
  * @since 0.1.0
  * @category models
  */
@@ -143,6 +155,14 @@ export interface UpdateInboxShape {
   readonly receive: (incoming: Incoming) => Effect.Effect<Received, StoreError>
   /** Applies a {@link Settlement}; returns the updates handed over for the chats it kept. */
   readonly settle: (settlement: Settlement) => Effect.Effect<ReadonlyArray<Handed>, StoreError>
+  /**
+   * `settle` then `receive`, in that order, as one write (one transaction, one round trip): a
+   * receiver that owes a settlement when a batch arrives writes both at once. Either fails with
+   * the other (neither is written). Optional: where absent, a caller makes the two calls in turn.
+   *
+   * @since 0.3.0
+   */
+  readonly settleAndReceive?: ((settlement: Settlement, incoming: Incoming) => Effect.Effect<Exchanged, StoreError>) | undefined
   /**
    * Takes over at most `limit` chats whose claim expired: claimed for `owner`, every update of
    * theirs not done handed out, oldest id first, each counted as one more attempt (in the same

@@ -120,6 +120,24 @@ export const updateInboxContract = <E>(name: string, inboxLayer: Layer.Layer<Upd
         assert.deepStrictEqual((yield* inbox.receive(incoming(7, { owner: "b" }))).waiting, ["c"])
       }))
 
+    test("settleAndReceive (where the adapter has it) settles, then receives, as the two calls in turn would", (inbox) =>
+      Effect.gen(function*() {
+        if (inbox.settleAndReceive === undefined) return
+        yield* inbox.receive(incoming(1))
+        yield* inbox.receive(incoming(2, { owner: "b" }))
+        // Released first: the update waiting for the chat is handed over, then the batch's after it.
+        const both = yield* inbox.settleAndReceive(settlement({ done: [1], release: ["c"] }), incoming([3, 4, 1]))
+        assert.deepStrictEqual(both.settled, [{ update_id: 2, chat: "c", payload: payload(2), attempts: 1 }])
+        assert.deepStrictEqual([...both.received.fresh].sort(), [3, 4])
+        assert.deepStrictEqual(tries(both.received.handed), [[3, 1], [4, 1]])
+        // A chat released with nothing waiting is free for the batch's other owner.
+        const next = yield* inbox.settleAndReceive(settlement({ done: [2, 3, 4], release: ["c"] }), incoming(5, { owner: "b" }))
+        assert.deepStrictEqual(next.settled, [])
+        assert.deepStrictEqual(ids(next.received.handed), [5])
+        // Nothing to settle, nothing received: nothing written.
+        assert.deepStrictEqual(yield* inbox.settleAndReceive(settlement({}), incoming([])), { settled: [], received: { fresh: [], handed: [], waiting: [] } })
+      }))
+
     test("an update given back waits again, its hand-out not counted", (inbox) =>
       Effect.gen(function*() {
         yield* inbox.receive(incoming([1, 2]))

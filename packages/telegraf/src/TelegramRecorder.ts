@@ -26,6 +26,8 @@ import * as WritePolicy from "@deixis/chathistory/WritePolicy"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { UnitOfWork } from "@deixis/core/UnitOfWork"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
@@ -120,6 +122,12 @@ const annotations = (mapped: MappedUpdate) => ({
   topic_id: mapped.scope?.topic_id ?? "none"
 })
 
+
+// Whether a Debug line would be kept: the mapper's notes are Debug, and an update of a sender
+// without a username carries one — building their Effects (two `annotateLogs`, each a fiber-ref
+// change in and out that hashes both annotation maps) cost more than recording a plain message.
+const debugEnabled = (fiber: { readonly getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A }): boolean =>
+  LogLevel.lessThanEqual(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
 const logMapped = (mapped: MappedUpdate): Effect.Effect<void> =>
   // Most updates have nothing to say: no Effect is built for them (this runs for every update).
@@ -292,7 +300,7 @@ export const record = (update: unknown, options: RecordOptions = {}): Effect.Eff
 
 const single = (mapped: MappedUpdate, options: RecordOptions): Effect.Effect<RecordResult, StoreError, Services> =>
   Effect.zipRight(
-    logMapped(mapped),
+    Effect.withFiberRuntime<void>((fiber) => debugEnabled(fiber) ? logMapped(mapped) : Effect.void),
     Effect.map(store([mapped], options), (result): RecordResult => ({
       ...result.updates[0]!,
       applied: mapped.events.length === 0 ? null : result.applied
@@ -325,8 +333,8 @@ export const recordMapped = (
   mapped: ReadonlyArray<MappedUpdate>,
   options: RecordOptions = {}
 ): Effect.Effect<BatchResult, StoreError, Services> =>
-  Effect.suspend(() => {
-    const logs = mapped.map(logMapped).filter((log) => log !== Effect.void)
+  Effect.withFiberRuntime((fiber) => {
+    const logs = debugEnabled(fiber) ? mapped.map(logMapped).filter((log) => log !== Effect.void) : []
     return logs.length === 0 ? store(mapped, options) : Effect.zipRight(Effect.all(logs, { discard: true }), store(mapped, options))
   })
 

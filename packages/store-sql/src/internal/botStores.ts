@@ -8,13 +8,14 @@ import { StoreError } from "@deixis/core/ContextStore"
 import { migratedIdPrefix } from "@deixis/core/Ids"
 import type { ClaimedReminder, Reminder, ReminderStoreShape } from "@deixis/core/ReminderStore"
 import { Reminder as ReminderSchema } from "@deixis/core/ReminderStore"
-import type { UpdateInboxShape } from "@deixis/core/UpdateInbox"
+import type { Incoming, UpdateInboxShape } from "@deixis/core/UpdateInbox"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type Db, describe, num, type Row, str, topicKey } from "./db.js"
+import { settles } from "./inbox.js"
 import { sql as fragment } from "./statement.js"
 import { storeError } from "./availability.js"
 
@@ -104,18 +105,29 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
   }
 }
 
+// One id once, even when the batch repeats it.
+const uniqueIds = (incoming: Incoming): Incoming => ({
+  ...incoming,
+  updates: [...new Map(incoming.updates.map((u) => [u.update_id, u] as const)).values()]
+})
+
 export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => ({
   receive: (incoming) => {
-    // One id once, even when the batch repeats it.
-    const updates = [...new Map(incoming.updates.map((u) => [u.update_id, u] as const)).values()]
-    if (updates.length === 0) return Effect.succeed({ fresh: [], handed: [], waiting: [] })
-    return db.body("receive", { ...incoming, updates }).pipe(Effect.mapError(fail("update receive")))
+    const unique = uniqueIds(incoming)
+    if (unique.updates.length === 0) return Effect.succeed({ fresh: [], handed: [], waiting: [] })
+    return db.body("receive", unique).pipe(Effect.mapError(fail("update receive")))
   },
   settle: (settlement) =>
-    settlement.done.length + settlement.returned.length + settlement.hold.length + settlement.release.length +
-          settlement.stall.length + (settlement.surrender?.length ?? 0) === 0
-      ? Effect.succeed([])
-      : db.body("settle", settlement).pipe(Effect.mapError(fail("update settle"))),
+    settles(settlement) ? db.body("settle", settlement).pipe(Effect.mapError(fail("update settle"))) : Effect.succeed([]),
+  // SQLite runs both bodies whole on its writer thread, in one transaction: one round trip where
+  // two calls took two (and two commits). PostgreSQL has a server function per body (migration
+  // 18), so a caller makes the two calls there.
+  settleAndReceive: db.dialect.name !== "sqlite" ? undefined : (settlement, incoming) => {
+    const unique = uniqueIds(incoming)
+    return settles(settlement) || unique.updates.length > 0
+      ? db.body("exchange", { settlement, incoming: unique }).pipe(Effect.mapError(fail("update settle and receive")))
+      : Effect.succeed({ settled: [], received: { fresh: [], handed: [], waiting: [] } })
+  },
   claimStale: (request) => db.body("claimStale", request).pipe(Effect.mapError(fail("update claim"))),
   sweep: (before, limit) =>
     db.run`DELETE FROM deixis_updates WHERE (source, update_id) IN (

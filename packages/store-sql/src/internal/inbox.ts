@@ -7,7 +7,7 @@
  * are locked in sorted order (`FOR UPDATE`, `SKIP LOCKED` for stale claims); on SQLite the
  * transaction holds the database's write lock.
  */
-import type { Handed, Incoming, Received, Settlement } from "@deixis/core/UpdateInbox"
+import type { Exchanged, Handed, Incoming, Received, Settlement } from "@deixis/core/UpdateInbox"
 import type { Dialect } from "./dialect.js"
 import { chunks, empty, type Fragment, list, num, raw, type Row, sql, str, tuples } from "./statement.js"
 
@@ -15,7 +15,7 @@ import { chunks, empty, type Fragment, list, num, raw, type Row, sql, str, tuple
 export type Body<A> = Generator<Fragment, A, ReadonlyArray<Row>>
 
 /** The bodies a caller may name (sqliteProcedures.ts runs them by name). */
-export type InboxBody = "receive" | "settle" | "claimStale"
+export type InboxBody = "receive" | "settle" | "exchange" | "claimStale"
 
 /** `claimStale`'s request. */
 export interface ClaimRequest {
@@ -66,11 +66,14 @@ function* releaseIdle(source: string, owner: string, chats: ReadonlyArray<string
 /** `UpdateInbox.receive` (non-empty, ids unique). */
 export function* receive(d: Dialect, { lease, now, owner, source, updates: unique }: Incoming): Body<Received> {
   const { C, forUpdate } = d
+  const until = now + lease
   const fresh: Array<number> = []
   for (const chunk of chunks(unique, 7)) {
-    // Waiting (`lease_until` null, no attempt yet) until handed below.
+    // Written as handed to the receiver, its first attempt — what becomes of nearly every update
+    // (its chat claimed here with nothing waiting) — so the row is written once; put back to
+    // waiting below when its chat is held elsewhere or has earlier updates to hand first.
     const rows = yield sql`INSERT INTO deixis_updates (source, update_id, chat, received_at, lease_until, attempts, payload) VALUES ${
-      tuples(chunk.map((u) => [source, u.update_id, u.chat, now, null, 0, u.payload]))
+      tuples(chunk.map((u) => [source, u.update_id, u.chat, now, until, 1, u.payload]))
     } ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id`
     for (const row of rows) fresh.push(num(row["update_id"]))
   }
@@ -109,17 +112,21 @@ export function* receive(d: Dialect, { lease, now, owner, source, updates: uniqu
     if (str(row["owner"]) !== owner) takenOver.push(chat)
     else if (num(row["waiting"]) !== 0) withWaiting.push(chat)
   }
-  const until = now + lease
+  // The fresh updates not handed with the rest: waiting (`lease_until` null, no attempt yet) for
+  // their chat's holder, or handed below after their chat's earlier updates.
+  const notPlain = new Set([...waiting, ...takenOver, ...withWaiting])
+  const back = fresh.filter((id) => notPlain.has(byId.get(id)!.chat))
+  for (const chunk of chunks(back, 1)) {
+    yield sql`UPDATE deixis_updates SET lease_until = NULL, attempts = 0 WHERE source = ${source} AND update_id IN ${list(chunk)}`
+  }
   const handed: Array<Handed> = [
     ...(yield* handPending(source, takenOver, false, until)),
     ...(yield* handPending(source, withWaiting, true, until))
   ]
-  const plain = fresh.flatMap((id) => {
+  for (const id of fresh) {
     const u = byId.get(id)!
-    return claimed.has(u.chat) && !takenOver.includes(u.chat) && !withWaiting.includes(u.chat) ? [u] : []
-  })
-  yield* markHanded(source, plain.map((u) => u.update_id), until)
-  for (const u of plain) handed.push({ update_id: u.update_id, chat: u.chat, payload: u.payload, attempts: 1 })
+    if (!notPlain.has(u.chat)) handed.push({ update_id: u.update_id, chat: u.chat, payload: u.payload, attempts: 1 })
+  }
   return { fresh, handed: handed.sort((a, b) => a.update_id - b.update_id), waiting }
 }
 
@@ -166,6 +173,23 @@ export function* settle(_d: Dialect, { done, hold, lease, now, owner, release, r
   return handed
 }
 
+/** Whether a settlement has anything to write. */
+export const settles = (s: Settlement): boolean =>
+  s.done.length + s.returned.length + s.hold.length + s.release.length + s.stall.length + (s.surrender?.length ?? 0) > 0
+
+/** `UpdateInbox.settleAndReceive`'s request (the batch's ids unique). */
+export interface ExchangeRequest {
+  readonly settlement: Settlement
+  readonly incoming: Incoming
+}
+
+/** `UpdateInbox.settleAndReceive`: `settle`, then `receive`, in one transaction. */
+export function* exchange(d: Dialect, { incoming, settlement }: ExchangeRequest): Body<Exchanged> {
+  const settled = settles(settlement) ? yield* settle(d, settlement) : []
+  const received = incoming.updates.length === 0 ? { fresh: [], handed: [], waiting: [] } : yield* receive(d, incoming)
+  return { settled, received }
+}
+
 /** `UpdateInbox.claimStale`. */
 export function* claimStale(d: Dialect, { lease, limit, now, owner, source }: ClaimRequest): Body<Array<Handed>> {
   const rows = yield sql`SELECT chat FROM deixis_update_chats WHERE source = ${source} AND lease_until <= ${now}
@@ -184,6 +208,7 @@ export function* claimStale(d: Dialect, { lease, limit, now, owner, source }: Cl
 export interface Bodies {
   readonly receive: { readonly argument: Incoming; readonly result: Received }
   readonly settle: { readonly argument: Settlement; readonly result: Array<Handed> }
+  readonly exchange: { readonly argument: ExchangeRequest; readonly result: Exchanged }
   readonly claimStale: { readonly argument: ClaimRequest; readonly result: Array<Handed> }
 }
 
@@ -191,5 +216,6 @@ export interface Bodies {
 export const bodies = {
   receive: (d: Dialect, argument: unknown) => receive(d, argument as Incoming),
   settle: (d: Dialect, argument: unknown) => settle(d, argument as Settlement),
+  exchange: (d: Dialect, argument: unknown) => exchange(d, argument as ExchangeRequest),
   claimStale: (d: Dialect, argument: unknown) => claimStale(d, argument as ClaimRequest)
 } satisfies Record<InboxBody, (d: Dialect, argument: unknown) => Body<unknown>>
