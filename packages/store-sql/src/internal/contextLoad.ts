@@ -110,18 +110,16 @@ interface Read {
   readonly statement: (from: Fragment) => Fragment
 }
 
-export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
+export const makeLoad = ({ d, db, objectOf, probe }: ContextSql) => {
   /**
    * Runs every read, returning each one's rows: where the dialect can, in one statement (one round
-   * trip to PostgreSQL); else one after the other (SQLite runs in the process).
+   * trip to PostgreSQL); else together (`Db.bulkReads`: SQLite's in one step on its read connection, one snapshot).
    */
   const readAll = (reads: ReadonlyArray<Read | undefined>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
     const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
     const together = d.readTogether
     const run: Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> = together === undefined || wanted.length < 2
-      ? (wanted.length === 1
-        ? Effect.map(bulk(wanted[0]!.columns, wanted[0]!.rows, wanted[0]!.statement), (rows) => [rows])
-        : Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement)))
+      ? db.bulkReads(wanted)
       : Effect.map(
         db.query(together(wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
         (rows) => wanted.map((_, i) => {

@@ -59,6 +59,18 @@ export interface Db {
     rows: ReadonlyArray<ReadonlyArray<Scalar>>,
     statement: (from: Fragment) => Fragment
   ) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+  /**
+   * Several `bulk` reads, each one's rows: outside a transaction, where the engine can (SQLite's
+   * read connection), every statement in one step on one snapshot; else one after the other.
+   */
+  readonly bulkReads: (reads: ReadonlyArray<BulkRead>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError>
+}
+
+/** One read of `Db.bulkReads`: `statement` over `rows` passed in bulk as the table `k`. */
+export interface BulkRead {
+  readonly columns: ReadonlyArray<readonly [name: string, type: ColumnType]>
+  readonly rows: ReadonlyArray<ReadonlyArray<Scalar>>
+  readonly statement: (from: Fragment) => Fragment
 }
 
 /** The dialect of an `SqlClient`. */
@@ -133,19 +145,31 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
         : inTransaction(drive(() => bodies[name](dialect, argument) as Body<Bodies[typeof name]["result"]>))
     })
   const call = engine.call
+  // Reads in one step where the engine has a way (SQLite: its read connection, one snapshot),
+  // outside a transaction and any optimistic unit's gate (its planned reads run outside it).
+  const readAll = engine.readAll
+  const reads = readAll === undefined ? undefined : (statements: ReadonlyArray<Fragment>) =>
+    Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<Row>>, SqlError>((fiber) =>
+      Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
+        gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead)) === undefined
+        ? observed(health, false, readAll(statements.map((statement) => compile(dialect, statement))))
+        : Effect.forEach(statements, query)
+    )
   return withQuery({
     dialect,
     sql,
     call: call === undefined ? undefined : (name, argument) => observed(health, true, call(name, argument)),
     body,
     transaction: inTransaction
-  }, query)
+  }, query, reads)
 }
 
 /** A Db whose statements all run through `query` (`run` and `bulk` included). */
 export const withQuery = (
   db: Pick<Db, "dialect" | "sql" | "transaction" | "call" | "body">,
-  query: Db["query"]
+  query: Db["query"],
+  /** Statements run in one step (see `Db.bulkReads`); without, one after the other through `query`. */
+  reads?: (statements: ReadonlyArray<Fragment>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError>
 ): Db => {
   const bulk: Db["bulk"] = (columns, rows, statement) => {
     if (rows.length === 0) return Effect.succeed([])
@@ -156,7 +180,20 @@ export const withQuery = (
       : Effect.map(Effect.forEach(tables, (k) => query(statement(k))), (results) => results.flat())
   }
   const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
-  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk }
+  const bulkReads: Db["bulkReads"] = (all) => {
+    if (reads === undefined || all.every((r) => r.rows.length === 0)) return Effect.forEach(all, (r) => bulk(r.columns, r.rows, r.statement))
+    // Each read's statements (one per chunk of its keys) run together, then its rows joined again.
+    const parts = all.map((r) => r.rows.length === 0 ? [] : db.dialect.rowsTables(r.columns, r.rows).map(r.statement))
+    return Effect.map(reads(parts.flat()), (results) => {
+      let at = 0
+      return parts.map((part) => {
+        const rows = part.length === 1 ? results[at]! : results.slice(at, at + part.length).flat()
+        at += part.length
+        return rows
+      })
+    })
+  }
+  return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk, bulkReads }
 }
 
 /** A short, secret-free description of a driver failure. */

@@ -39,6 +39,11 @@ export interface EngineShape {
    */
   readonly execute?: ((text: string, params: ReadonlyArray<Param>) => Effect.Effect<ReadonlyArray<Row>, SqlError>) | undefined
   /**
+   * Runs reading statements outside a transaction in one step, on one snapshot (SQLite: its read
+   * connection, in place); each one's rows. Undefined: one after the other.
+   */
+  readonly readAll?: ((statements: ReadonlyArray<{ readonly text: string; readonly params: ReadonlyArray<Param> }>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError>) | undefined
+  /**
    * Runs a write body over what the caller read and reduced (PostgreSQL: `deixis_apply` /
    * `deixis_unit`; SQLite: the writer thread's procedures): true once written, false when what
    * it read has moved (nothing written). Undefined: the engine cannot, units run locked.

@@ -349,13 +349,13 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       return results
     })
 
-  /** Runs reads over keys in bulk: in one statement where the dialect can (PostgreSQL), else one after the other. */
+  /** Runs reads over keys in bulk: in one statement where the dialect can (PostgreSQL), else together (`Db.bulkReads`). */
   const readAll = (
     reads: ReadonlyArray<{ readonly columns: ReadonlyArray<readonly [string, ColumnType]>; readonly rows: ReadonlyArray<ReadonlyArray<Scalar>>; readonly statement: (from: Fragment) => Fragment }>
   ): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
     const together = db.dialect.readTogether
     const wanted = reads.filter((r) => r.rows.length > 0)
-    if (together === undefined || wanted.length < 2) return Effect.forEach(reads, (r) => bulk(r.columns, r.rows, r.statement))
+    if (together === undefined || wanted.length < 2) return db.bulkReads(reads)
     return Effect.map(
       db.query(together(wanted.map((r) => fragmentJoin(db.dialect.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
       (rows) => {

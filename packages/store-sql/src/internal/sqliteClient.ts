@@ -29,7 +29,7 @@ export interface Options {
 const failed = (cause: unknown, message: string) => new SqlError({ cause, message })
 
 /** A connection to `options.filename` in this thread, with the statement path below (closed with the scope). */
-export const makeConnection = (options: Options): Effect.Effect<SqliteConnection, never, Scope.Scope> =>
+export const makeConnection = (options: Options): Effect.Effect<LocalConnection, never, Scope.Scope> =>
   Effect.gen(function*() {
     const db = new Sqlite(options.filename, { readonly: options.readonly ?? false })
     yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
@@ -89,8 +89,45 @@ export const makeConnection = (options: Options): Effect.Effect<SqliteConnection
       },
       executeStream: () => Effect.dieMessage("executeStream not implemented") as any
     }
+    // Statements run together in one read transaction: one snapshot, and the pages the first one
+    // brought stay in the connection's cache for the others (a statement on its own is a
+    // transaction of its own, and after another connection's commit one starts with an empty cache).
+    let control: { readonly begin: Sqlite.Statement; readonly commit: Sqlite.Statement } | undefined
+    const readAll: LocalConnection["readAll"] = (statements) =>
+      Effect.withFiberRuntime((fiber) => {
+        const safe = Context.get(fiber.currentContext, Client.SafeIntegers)
+        const own = statements.length > 1 && !db.inTransaction
+        const out: Array<ReadonlyArray<any>> = []
+        try {
+          if (own) {
+            control ??= { begin: db.prepare("BEGIN"), commit: db.prepare("COMMIT") }
+            control.begin.run()
+          }
+          for (const { params, text } of statements) {
+            let s: Sqlite.Statement
+            try {
+              s = prepare(text)
+            } catch (cause) {
+              return Effect.fail(failed(cause, "Failed to prepare statement"))
+            }
+            if (safe) s.safeIntegers(true)
+            if (s.reader) out.push(s.all(...params))
+            else {
+              s.run(...params)
+              out.push([])
+            }
+          }
+          return Effect.succeed(out)
+        } catch (cause) {
+          return Effect.fail(failed(cause, "Failed to execute statement"))
+        } finally {
+          if (own && db.inTransaction) control!.commit.run()
+        }
+      })
+
     return {
       connection,
+      readAll,
       export: Effect.try({ try: () => db.serialize(), catch: (cause) => failed(cause, "Failed to export database") }),
       backup: (destination: string) =>
         Effect.tryPromise({ try: () => db.backup(destination), catch: (cause) => failed(cause, "Failed to backup database") }),
@@ -126,6 +163,14 @@ export interface SqliteConnection {
   readonly export: Effect.Effect<Uint8Array, SqlError>
   readonly backup: (destination: string) => Effect.Effect<void, SqlError>
   readonly loadExtension: (path: string) => Effect.Effect<void, SqlError>
+}
+
+/** A connection in this thread (`makeConnection`): statements also run in place together. */
+export interface LocalConnection extends SqliteConnection {
+  /** Statements run in place together, in one transaction of their own (see `makeConnection`); each one's rows. */
+  readonly readAll: (
+    statements: ReadonlyArray<{ readonly text: string; readonly params: ReadonlyArray<unknown> }>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<any>>, SqlError>
 }
 
 /** A `SqliteClient` over one connection (in this thread, or the writer thread's, see sqliteWriter.ts). */

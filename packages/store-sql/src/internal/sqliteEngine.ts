@@ -78,6 +78,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
     const client = yield* sqliteClient.fromConnection(writer, { filename: options.filename })
     let reader: SqlClient.SqlClient | undefined
     let readConnection: SqliteEngineShape["readConnection"]
+    let readAll: EngineShape["readAll"]
     let clientFor: EngineShape["clientFor"] = () => client
     if (!memory) {
       // Opened once the writer has put the file in WAL mode.
@@ -93,6 +94,11 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
       // A read runs on the read connection in place: better-sqlite3 is synchronous and nothing
       // else holds that connection, so the client's permit and per-statement span are only cost.
       readConnection = (text) => route(text) === read ? connection.connection : undefined
+      // A batch's reads (a unit group's loads): in place together, one snapshot, one step.
+      readAll = (statements) =>
+        statements.every(({ text }) => route(text) === read)
+          ? connection.readAll(statements)
+          : Effect.forEach(statements, ({ params, text }) => client.unsafe<Row>(text, params))
     }
     const engine: EngineShape = {
       client,
@@ -103,6 +109,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
         const connection = readConnection(text)
         return connection === undefined ? client.unsafe<Row>(text, params) : connection.execute(text, params, undefined)
       },
+      readAll,
       call: (name, argument) => Effect.map(urgentCall(writer, name, argument), (ok) => ok === true),
       body: (name, argument) => urgentCall(writer, name, argument) as Effect.Effect<any, SqlError>
     }

@@ -23,15 +23,13 @@ import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as WritePriority from "../WritePriority.js"
 import { type Db, describe } from "./db.js"
 import { storeError } from "./availability.js"
-import { Group, Unit, type UnitState } from "./unitState.js"
+import { Group, Once, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
 
@@ -79,7 +77,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   // two processes' are: each group's write checks that nothing it read has moved.
   interface Lane {
     current: Group | undefined
-    readonly waiting: Array<Deferred.Deferred<readonly [Group, number]>>
+    readonly waiting: Array<Once<readonly [Group, number]>>
   }
   const lanes: Record<"ordinary" | "urgent", Lane> = { ordinary: { current: undefined, waiting: [] }, urgent: { current: undefined, waiting: [] } }
   const startNext = (lane: Lane) => () => {
@@ -87,7 +85,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
     if (lane.waiting.length === 0) return
     const members = lane.waiting.splice(0, maxGroup)
     const group = lane.current = new Group(members.length, write, followCaches, startNext(lane))
-    members.forEach((d, i) => Deferred.unsafeDone(d, Exit.succeed([group, i] as const)))
+    members.forEach((d, i) => d.done(Exit.succeed([group, i] as const)))
   }
   const join: Effect.Effect<readonly [Group, number]> = Effect.withFiberRuntime((fiber) => {
     const lane = lanes[fiber.getFiberRef(WritePriority.urgent) ? "urgent" : "ordinary"]
@@ -96,9 +94,9 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
       return Effect.succeed([lane.current, 0] as const)
     }
     const waiting = lane.waiting
-    const place = Deferred.unsafeMake<readonly [Group, number]>(FiberId.none)
+    const place = new Once<readonly [Group, number]>()
     waiting.push(place)
-    return Deferred.await(place).pipe(Effect.onInterrupt(() =>
+    return place.wait().pipe(Effect.onInterrupt(() =>
       Effect.suspend(() => {
         const at = waiting.indexOf(place)
         if (at >= 0) {
@@ -106,10 +104,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
           return Effect.void
         }
         // Placed in a group just as it was interrupted: it leaves it.
-        return Effect.flatMap(Deferred.poll(place), Option.match({
-          onNone: () => Effect.void,
-          onSome: (placed) => Effect.flatMap(placed, ([group, index]) => group.leave(index))
-        }))
+        const placed = place.poll()
+        return placed === undefined || Exit.isFailure(placed) ? Effect.void : placed.value[0].leave(placed.value[1])
       })
     ))
   })

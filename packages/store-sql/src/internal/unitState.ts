@@ -18,10 +18,8 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import type { ContextCache, Touched } from "./contextCache.js"
 
@@ -103,6 +101,43 @@ export const guardChatRead = (sql: SqlClient.SqlClient, chatId: string) => <A, E
       : escalate(unit, "a chat read in a group whose writes change it")
   })
 
+/**
+ * A result set once that fibers wait for: what a `Deferred` is here, for less (a `Deferred` is
+ * made by copying Effect's prototype into a new object, some 3 µs each, and a recorded update
+ * made four). Set once; a later `done` changes nothing. Internal to the units of work.
+ */
+export class Once<A, E = never> {
+  private exit: Exit.Exit<A, E> | undefined = undefined
+  private waiters: Array<(exit: Exit.Exit<A, E>) => void> | undefined = undefined
+
+  /** Sets the result and wakes the fibers waiting for it (nothing when set already). */
+  done(exit: Exit.Exit<A, E>): void {
+    if (this.exit !== undefined) return
+    this.exit = exit
+    const waiters = this.waiters
+    this.waiters = undefined
+    if (waiters !== undefined) for (const wake of waiters) wake(exit)
+  }
+
+  /** The result, once set. */
+  poll(): Exit.Exit<A, E> | undefined {
+    return this.exit
+  }
+
+  /** Waits for the result (an interrupted waiter stops waiting). */
+  wait(): Effect.Effect<A, E> {
+    return Effect.async<A, E>((resume) => {
+      if (this.exit !== undefined) return resume(this.exit)
+      const waiters = this.waiters ??= []
+      waiters.push(resume)
+      return Effect.sync(() => {
+        const at = this.waiters?.indexOf(resume) ?? -1
+        if (at >= 0) this.waiters!.splice(at, 1)
+      })
+    })
+  }
+}
+
 // -----------------------------------------------------------------------------
 // Groups
 // -----------------------------------------------------------------------------
@@ -121,7 +156,7 @@ export interface Processed<Res> {
 
 /** One store's requests of an attempt, processed together once every member that may still send one has. */
 interface Window {
-  readonly requests: Array<{ readonly index: number; readonly request: unknown; readonly done: Deferred.Deferred<unknown, SqlError | string> }>
+  readonly requests: Array<{ readonly index: number; readonly request: unknown; readonly done: Once<unknown, SqlError | string> }>
   processed: boolean
   /** The store instance that processes the window (one per group: another one escalates). */
   owner: unknown
@@ -146,7 +181,7 @@ interface Member {
   contributed: boolean
   /** Its effect completed in this attempt: its part in the write is whole. */
   finished: boolean
-  outcome: Deferred.Deferred<Outcome>
+  outcome: Once<Outcome>
 }
 
 const newWindow = (): Window => ({ requests: [], processed: false, owner: undefined, process: undefined })
@@ -183,7 +218,7 @@ export class Group {
     private readonly ended: () => void
   ) {
     this.members = Array.from({ length: size }, () => ({
-      phase: 0, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: Deferred.unsafeMake<Outcome>(FiberId.none)
+      phase: 0, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
     }))
   }
 
@@ -225,10 +260,10 @@ export class Group {
       }
       window.owner = owner
       window.process = process as Window["process"]
-      const done = Deferred.unsafeMake<unknown, SqlError | string>(FiberId.none)
+      const done = new Once<unknown, SqlError | string>()
       window.requests.push({ index: state.index, request, done })
       member.phase = family === "context" ? 1 : 3
-      return Effect.zipRight(this.tick(), Deferred.await(done) as Effect.Effect<Res, SqlError | string>)
+      return Effect.zipRight(this.tick(), done.wait() as Effect.Effect<Res, SqlError | string>)
     })
   }
 
@@ -243,7 +278,7 @@ export class Group {
       } else {
         member.finished = true
       }
-      return Effect.zipRight(this.tick(), Deferred.await(member.outcome))
+      return Effect.zipRight(this.tick(), member.outcome.wait())
     })
   }
 
@@ -305,12 +340,12 @@ export class Group {
             const member = this.members[r.index]!
             member.contributed = true
             member.phase = next
-            Deferred.unsafeDone(r.done, Exit.succeed(results[i]))
+            r.done.done(Exit.succeed(results[i]))
           })
         } else {
           for (const r of requests) {
             this.members[r.index]!.phase = next
-            Deferred.unsafeDone(r.done, exit as Exit.Exit<never, SqlError | string>)
+            r.done.done(exit as Exit.Exit<never, SqlError | string>)
           }
         }
         return this.tick()
@@ -356,16 +391,16 @@ export class Group {
       member.phase = 0
       member.done = false
       member.finished = false
-      member.outcome = Deferred.unsafeMake<Outcome>(FiberId.none)
-      Deferred.unsafeDone(previous, Exit.succeed({ _tag: "again" }))
+      member.outcome = new Once<Outcome>()
+      previous.done(Exit.succeed({ _tag: "again" }))
     }
   }
 
   /** The group's last attempt: the live members' outcome, then the others' (escalated: locked; failed: their own exit). */
   private end(live: ReadonlyArray<Member>, outcome: Outcome) {
-    for (const member of live) Deferred.unsafeDone(member.outcome, Exit.succeed(outcome))
+    for (const member of live) member.outcome.done(Exit.succeed(outcome))
     for (const member of this.members) {
-      if (member.out) Deferred.unsafeDone(member.outcome, Exit.succeed<Outcome>(member.escalated ? { _tag: "locked" } : { _tag: "commit" }))
+      if (member.out) member.outcome.done(Exit.succeed<Outcome>(member.escalated ? { _tag: "locked" } : { _tag: "commit" }))
     }
     this.ended()
   }
