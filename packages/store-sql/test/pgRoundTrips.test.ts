@@ -126,6 +126,36 @@ describe("PostgreSQL round trips", () => {
       assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "u1", topic_id: "1" }, "2"))?.item.text, "message 2")
     }).pipe(Effect.provide(layerCounted(observe))))
 
+  it.effect("a unit of work sending its context batch and its history items at once reads both in one statement", () =>
+    Effect.gen(function*() {
+      const unit = yield* UnitOfWork
+      const store = yield* ContextStore
+      const history = yield* HistoryStore
+      // As the Telegram recorder sends them: neither waits for the other.
+      const record = (id: number) =>
+        unit.run(Effect.all([
+          store.apply(decode([message("j1", id)]), { now: T0, ttl: TtlPolicy.defaultPolicy }),
+          history.appendAll([item("j1", id)])
+        ], { concurrency: 2 }))
+      yield* record(1)
+      const second = yield* sentBy(sent, record(2))
+      assert.deepStrictEqual(second.texts.length, 2)
+      assert.match(second.texts[1]!, /deixis_unit/)
+      const [applied, appended] = second.result
+      assert.strictEqual(applied.applied, 1)
+      assert.deepStrictEqual(appended.length, 1)
+      assert.strictEqual(Option.getOrNull(yield* store.message("j1", "2"))?.message_id, "2")
+      assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "j1", topic_id: "1" }, "2"))?.item.text, "message 2")
+      // Three units at once, each sending both: the first runs alone, the two that came while it
+      // ran form the next group — each group one read and one write.
+      const many = yield* sentBy(sent, Effect.all([3, 4, 5].map(record), { concurrency: "unbounded" }))
+      assert.deepStrictEqual(many.texts.map((text) => /deixis_unit/.test(text)), [false, true, false, true])
+      assert.isTrue(many.texts.every((text) => !/^(BEGIN|COMMIT)/.test(text)))
+      for (const id of ["3", "4", "5"]) {
+        assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "j1", topic_id: "1" }, id))?.item.text, `message ${id}`)
+      }
+    }).pipe(Effect.provide(layerCounted(observe))))
+
   it.effect("a statement text run again is prepared on the connection, once", () =>
     Effect.gen(function*() {
       const db = yield* dbOf

@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
 import { type Fragment, join, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
+import { jointRead } from "./unitState.js"
 
 export interface PollRef {
   readonly chat_id: string
@@ -115,10 +116,22 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
    * Runs every read, returning each one's rows: where the dialect can, in one statement (one round
    * trip to PostgreSQL); else one after the other (SQLite runs in the process).
    */
-  const readAll = (reads: ReadonlyArray<Read | undefined>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
-    const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
+  const readAll = (reads: ReadonlyArray<Read | undefined>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>
+    Effect.withFiberRuntime((fiber) => {
+      const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
+      // A group's first read, with the history window's in the same statement (unitState.ts).
+      const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(
+        wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n"))
+      )
+      return Effect.map(joint ?? readApart(wanted), (results) => {
+        let at = 0
+        return reads.map((r) => (r !== undefined && r.rows.length > 0 ? results[at++]! : []))
+      })
+    })
+  /** The reads `wanted`: in one statement where the dialect can, else one after the other. */
+  const readApart = (wanted: ReadonlyArray<Read>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
     const together = d.readTogether
-    const run: Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> = together === undefined || wanted.length < 2
+    return together === undefined || wanted.length < 2
       ? (wanted.length === 1
         ? Effect.map(bulk(wanted[0]!.columns, wanted[0]!.rows, wanted[0]!.statement), (rows) => [rows])
         : Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement)))
@@ -129,10 +142,6 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
           return Array.isArray(part) ? part as ReadonlyArray<Row> : []
         })
       )
-    return Effect.map(run, (results) => {
-      let at = 0
-      return reads.map((r) => (r !== undefined && r.rows.length > 0 ? results[at++]! : []))
-    })
   }
 
   /**

@@ -16,7 +16,8 @@
  * dozen round trips. When a chat moved, the group runs again; a member that meets anything the
  * group cannot take (a migration, a second write to a store, a read its group's writes could
  * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
- * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`).
+ * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`),
+ * which on PostgreSQL's pool runs a few groups at once.
  */
 import { StoreError } from "@deixis/core/ContextStore"
 import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
@@ -31,7 +32,8 @@ import * as Option from "effect/Option"
 import * as WritePriority from "../WritePriority.js"
 import { type Db, describe } from "./db.js"
 import { storeError } from "./availability.js"
-import { Group, Unit, type UnitState } from "./unitState.js"
+import type { Row } from "./statement.js"
+import { Group, type ReadJointly, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
 
@@ -49,6 +51,9 @@ const followCaches = (written: UnitState["written"]) => {
 
 /** The most members a group takes (others wait for the next group). */
 const maxGroup = 64
+
+/** Urgent groups running at once on a pool of connections (see `lanes`). */
+const urgentGroups = 4
 
 export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   const newState = (mode: UnitState["mode"], group?: Group, index = 0): UnitState => ({
@@ -73,27 +78,45 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   /** A group's writes in one call; false when a chat or counter it read has moved. */
   const write = (writes: Partial<Record<"context" | "history", object>>) => db.call!("unit", writes)
 
-  // Per lane, the group running now and the units waiting for the next one. Urgent units
+  /** Where the dialect reads several statements as one (PostgreSQL): a group's two windows read in one round trip. */
+  const together = db.dialect.readTogether
+  const readJointly: ReadJointly | undefined = together === undefined ? undefined : (reads) =>
+    Effect.map(db.query(together(reads)), (rows) =>
+      reads.map((_, i) => {
+        const part = rows[0]?.[`r${i}`]
+        return Array.isArray(part) ? part as ReadonlyArray<Row> : []
+      }))
+
+  // Per lane, the groups running now and the units waiting for the next one. Urgent units
   // (`WritePriority`: an answer's) form groups of their own, beside the ordinary ones: they never
   // wait for a group of other chats' recording, nor join one. Two groups at once are safe as
-  // two processes' are: each group's write checks that nothing it read has moved.
+  // two processes' are: each group's write checks that nothing it read has moved. On a pool of
+  // connections (PostgreSQL) several urgent groups run at once: an answer then waits for no
+  // other chat's answer to be written, only for its own group's round trips (a chat's units come
+  // one after another, so groups at once seldom share a chat). Ordinary units, and every unit
+  // on SQLite's one writer, run one group at a time.
   interface Lane {
-    current: Group | undefined
+    running: number
+    readonly max: number
     readonly waiting: Array<Deferred.Deferred<readonly [Group, number]>>
   }
-  const lanes: Record<"ordinary" | "urgent", Lane> = { ordinary: { current: undefined, waiting: [] }, urgent: { current: undefined, waiting: [] } }
+  const lanes: Record<"ordinary" | "urgent", Lane> = {
+    ordinary: { running: 0, max: 1, waiting: [] },
+    urgent: { running: 0, max: db.dialect.pooled ? urgentGroups : 1, waiting: [] }
+  }
   const startNext = (lane: Lane) => () => {
-    lane.current = undefined
+    lane.running--
     if (lane.waiting.length === 0) return
     const members = lane.waiting.splice(0, maxGroup)
-    const group = lane.current = new Group(members.length, write, followCaches, startNext(lane))
+    lane.running++
+    const group = new Group(members.length, write, followCaches, startNext(lane), readJointly)
     members.forEach((d, i) => Deferred.unsafeDone(d, Exit.succeed([group, i] as const)))
   }
   const join: Effect.Effect<readonly [Group, number]> = Effect.withFiberRuntime((fiber) => {
     const lane = lanes[fiber.getFiberRef(WritePriority.urgent) ? "urgent" : "ordinary"]
-    if (lane.current === undefined) {
-      lane.current = new Group(1, write, followCaches, startNext(lane))
-      return Effect.succeed([lane.current, 0] as const)
+    if (lane.running < lane.max) {
+      lane.running++
+      return Effect.succeed([new Group(1, write, followCaches, startNext(lane), readJointly), 0] as const)
     }
     const waiting = lane.waiting
     const place = Deferred.unsafeMake<readonly [Group, number]>(FiberId.none)
