@@ -12,12 +12,11 @@
  * in order, then their `appendAll` calls likewise, and the group writes everything with one call
  * of `deixis_unit` (migration 16), which locks the chats and history counters read, checks that
  * none moved, and writes in its one statement (see unitState.ts). A recorded Telegram update
- * costs its group two reads and one write, where a locked unit holds its chat's lock over a
- * dozen round trips. When a chat moved, the group runs again; a member that meets anything the
+ * costs its group one read and one write (two reads where `apply` and `appendAll` come one after
+ * the other, not at once), where a locked unit holds its chat's lock over a dozen round trips. When a chat moved, the group runs again; a member that meets anything the
  * group cannot take (a migration, a second write to a store, a read its group's writes could
  * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
- * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`),
- * which on PostgreSQL's pool runs a few groups at once.
+ * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`).
  */
 import { StoreError } from "@deixis/core/ContextStore"
 import type { UnitOfWorkShape } from "@deixis/core/UnitOfWork"
@@ -52,9 +51,6 @@ const followCaches = (written: UnitState["written"]) => {
 /** The most members a group takes (others wait for the next group). */
 const maxGroup = 64
 
-/** Urgent groups running at once on a pool of connections (see `lanes`). */
-const urgentGroups = 4
-
 export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   const newState = (mode: UnitState["mode"], group?: Group, index = 0): UnitState => ({
     sql: db.sql,
@@ -87,36 +83,27 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
         return Array.isArray(part) ? part as ReadonlyArray<Row> : []
       }))
 
-  // Per lane, the groups running now and the units waiting for the next one. Urgent units
+  // Per lane, the group running now and the units waiting for the next one. Urgent units
   // (`WritePriority`: an answer's) form groups of their own, beside the ordinary ones: they never
   // wait for a group of other chats' recording, nor join one. Two groups at once are safe as
-  // two processes' are: each group's write checks that nothing it read has moved. On a pool of
-  // connections (PostgreSQL) several urgent groups run at once: an answer then waits for no
-  // other chat's answer to be written, only for its own group's round trips (a chat's units come
-  // one after another, so groups at once seldom share a chat). Ordinary units, and every unit
-  // on SQLite's one writer, run one group at a time.
+  // two processes' are: each group's write checks that nothing it read has moved.
   interface Lane {
-    running: number
-    readonly max: number
+    current: Group | undefined
     readonly waiting: Array<Deferred.Deferred<readonly [Group, number]>>
   }
-  const lanes: Record<"ordinary" | "urgent", Lane> = {
-    ordinary: { running: 0, max: 1, waiting: [] },
-    urgent: { running: 0, max: db.dialect.pooled ? urgentGroups : 1, waiting: [] }
-  }
+  const lanes: Record<"ordinary" | "urgent", Lane> = { ordinary: { current: undefined, waiting: [] }, urgent: { current: undefined, waiting: [] } }
   const startNext = (lane: Lane) => () => {
-    lane.running--
+    lane.current = undefined
     if (lane.waiting.length === 0) return
     const members = lane.waiting.splice(0, maxGroup)
-    lane.running++
-    const group = new Group(members.length, write, followCaches, startNext(lane), readJointly)
+    const group = lane.current = new Group(members.length, write, followCaches, startNext(lane), readJointly)
     members.forEach((d, i) => Deferred.unsafeDone(d, Exit.succeed([group, i] as const)))
   }
   const join: Effect.Effect<readonly [Group, number]> = Effect.withFiberRuntime((fiber) => {
     const lane = lanes[fiber.getFiberRef(WritePriority.urgent) ? "urgent" : "ordinary"]
-    if (lane.running < lane.max) {
-      lane.running++
-      return Effect.succeed([new Group(1, write, followCaches, startNext(lane), readJointly), 0] as const)
+    if (lane.current === undefined) {
+      lane.current = new Group(1, write, followCaches, startNext(lane), readJointly)
+      return Effect.succeed([lane.current, 0] as const)
     }
     const waiting = lane.waiting
     const place = Deferred.unsafeMake<readonly [Group, number]>(FiberId.none)
