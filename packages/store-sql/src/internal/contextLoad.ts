@@ -7,7 +7,7 @@ import { positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
+import { bool, chunks, type ColumnType, num, queryTogether, type Row, type Scalar, str, strOrNull } from "./db.js"
 import { type Fragment, join, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
 import { jointRead } from "./unitState.js"
@@ -120,9 +120,7 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
     Effect.withFiberRuntime((fiber) => {
       const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
       // A group's first read, with the history window's in the same statement (unitState.ts).
-      const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(
-        wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n"))
-      )
+      const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(wanted.map(statementOf))
       return Effect.map(joint ?? readApart(wanted), (results) => {
         let at = 0
         return reads.map((r) => (r !== undefined && r.rows.length > 0 ? results[at++]! : []))
@@ -135,14 +133,10 @@ export const makeLoad = ({ bulk, d, db, objectOf, probe }: ContextSql) => {
       ? (wanted.length === 1
         ? Effect.map(bulk(wanted[0]!.columns, wanted[0]!.rows, wanted[0]!.statement), (rows) => [rows])
         : Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement)))
-      : Effect.map(
-        db.query(together(wanted.map((r) => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")))),
-        (rows) => wanted.map((_, i) => {
-          const part = rows[0]?.[`r${i}`]
-          return Array.isArray(part) ? part as ReadonlyArray<Row> : []
-        })
-      )
+      : queryTogether(db, together, wanted.map(statementOf))
   }
+  /** A read as one statement over its keys (the bulk tables' statements, joined). */
+  const statementOf = (r: Read): Fragment => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")
 
   /**
    * The rows `w` names. `lock`: inside the batch's transaction, the chats' rows are created in a

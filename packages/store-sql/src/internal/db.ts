@@ -160,6 +160,21 @@ export const withQuery = (
 }
 
 /** A short, secret-free description of a driver failure. */
+/**
+ * Read statements as one where the dialect can (`Dialect.readTogether`: PostgreSQL), each one's
+ * rows given back in order.
+ */
+export const queryTogether = (
+  db: Pick<Db, "dialect" | "query">,
+  together: NonNullable<Dialect["readTogether"]>,
+  reads: ReadonlyArray<Fragment>
+): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>
+  Effect.map(db.query(together(reads)), (rows) =>
+    reads.map((_, i) => {
+      const part = rows[0]?.[`r${i}`]
+      return Array.isArray(part) ? part as ReadonlyArray<Row> : []
+    }))
+
 export const describe = (error: unknown): string => {
   if (error instanceof SqlError) {
     const cause: unknown = error.cause

@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type ColumnType, type Db, describe, num, type Row, type Scalar, str, topicKey } from "./db.js"
+import { type ColumnType, type Db, describe, num, queryTogether, type Row, type Scalar, str, topicKey } from "./db.js"
 import { storeError } from "./availability.js"
 import { type Fragment, join as fragmentJoin, raw, sql } from "./statement.js"
 import { guardRead, jointRead, optimisticOf, type Processed } from "./unitState.js"
@@ -334,11 +334,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(statements())
       if (joint === undefined && (together === undefined || wanted.length < 2)) return Effect.forEach(reads, (r) => bulk(r.columns, r.rows, r.statement))
       return Effect.map(
-        joint ?? Effect.map(db.query(together!(statements())), (rows) =>
-          wanted.map((_, i) => {
-            const part = rows[0]?.[`r${i}`]
-            return Array.isArray(part) ? part as ReadonlyArray<Row> : []
-          })),
+        joint ?? queryTogether(db, together!, statements()),
         (results) => {
           let at = 0
           return reads.map((r) => (r.rows.length === 0 ? [] : results[at++]!))

@@ -29,9 +29,8 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as WritePriority from "../WritePriority.js"
-import { type Db, describe } from "./db.js"
+import { type Db, describe, queryTogether } from "./db.js"
 import { storeError } from "./availability.js"
-import type { Row } from "./statement.js"
 import { Group, type ReadJointly, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
@@ -76,12 +75,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
 
   /** Where the dialect reads several statements as one (PostgreSQL): a group's two windows read in one round trip. */
   const together = db.dialect.readTogether
-  const readJointly: ReadJointly | undefined = together === undefined ? undefined : (reads) =>
-    Effect.map(db.query(together(reads)), (rows) =>
-      reads.map((_, i) => {
-        const part = rows[0]?.[`r${i}`]
-        return Array.isArray(part) ? part as ReadonlyArray<Row> : []
-      }))
+  const readJointly: ReadJointly | undefined = together === undefined ? undefined : (reads) => queryTogether(db, together, reads)
 
   // Per lane, the group running now and the units waiting for the next one. Urgent units
   // (`WritePriority`: an answer's) form groups of their own, beside the ordinary ones: they never
