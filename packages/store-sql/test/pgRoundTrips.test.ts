@@ -133,7 +133,8 @@ describe("PostgreSQL round trips", () => {
       const unit = yield* UnitOfWork
       const store = yield* ContextStore
       const history = yield* HistoryStore
-      // As the Telegram recorder sends them: neither waits for the other.
+      // As the Telegram recorder sends them where the unit says it reads for both at once.
+      assert.isTrue(unit.callsAtOnce)
       const record = (id: number) =>
         unit.run(Effect.all([
           store.apply(decode([message("j1", id)]), { now: T0, ttl: TtlPolicy.defaultPolicy }),

@@ -208,11 +208,12 @@ const store = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
   options: RecordOptions
 ): Effect.Effect<BatchResult, StoreError, Services> =>
-  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options)))
+  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options, unit.callsAtOnce === true)))
 
 const storeAll = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
-  options: RecordOptions
+  options: RecordOptions,
+  atOnce: boolean
 ): Effect.Effect<BatchResult, StoreError, Services> =>
   Effect.gen(function*() {
     const ingest = yield* ContextIngest
@@ -248,11 +249,12 @@ const storeAll = (
         )
         const append = (items: ReadonlyArray<HistoryItem.HistoryItem>) =>
           responses.length === 0 ? history.appendAll(items) : history.appendAllResponding(items, responses)
-        // A reaction without a thread is placed where its message is, which the run's events may
-        // record: it waits for them. Otherwise the events and the items go to the stores at once,
-        // neither waiting for the other (a SQL store's unit of work then reads for both in one go).
+        // Where the unit of work reads for both at once (`callsAtOnce`: a SQL store on PostgreSQL),
+        // the events and the items go to the stores at once, neither waiting for the other —
+        // unless a reaction without a thread must first be placed where its message is, which
+        // the run's events may record.
         const placing = kept.some(needsPlace)
-        const [applied, results] = apply !== undefined && kept.length > 0 && !placing
+        const [applied, results] = atOnce && apply !== undefined && kept.length > 0 && !placing
           ? yield* Effect.all([apply, append(kept)], { concurrency: 2 })
           : [
             apply === undefined ? undefined : yield* apply,

@@ -140,6 +140,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
       }).pipe(Effect.onInterrupt(() => group.leave(index))))
 
   return {
+    // A group reads a member's two windows in one statement when it sends both at once.
+    callsAtOnce: db.call !== undefined && readJointly !== undefined,
     run: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
       Effect.withFiberRuntime<A, E | StoreError, R>((fiber) => {
         // Inside a transaction already (a unit of this store, or the caller's own), or inside an
