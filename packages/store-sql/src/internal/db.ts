@@ -159,7 +159,6 @@ export const withQuery = (
   return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk }
 }
 
-/** A short, secret-free description of a driver failure. */
 /**
  * Read statements as one where the dialect can (`Dialect.readTogether`: PostgreSQL), each one's
  * rows given back in order.
@@ -175,6 +174,7 @@ export const queryTogether = (
       return Array.isArray(part) ? part as ReadonlyArray<Row> : []
     }))
 
+/** A short, secret-free description of a driver failure. */
 export const describe = (error: unknown): string => {
   if (error instanceof SqlError) {
     const cause: unknown = error.cause

@@ -13,9 +13,10 @@
  * of `deixis_unit` (migration 16), which locks the chats and history counters read, checks that
  * none moved, and writes in its one statement (see unitState.ts). A recorded Telegram update
  * costs its group one read and one write (two reads where `apply` and `appendAll` come one after
- * the other, not at once), where a locked unit holds its chat's lock over a dozen round trips. When a chat moved, the group runs again; a member that meets anything the
- * group cannot take (a migration, a second write to a store, a read its group's writes could
- * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
+ * the other, not at once), where a locked unit holds its chat's lock over a dozen round trips.
+ * When a chat moved, the group runs again; a member that meets anything the group cannot take (a
+ * migration, a second write to a store, a read its group's writes could change) runs again
+ * alone, locked. One group runs at a time; the units that arrive meanwhile
  * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`).
  */
 import { StoreError } from "@deixis/core/ContextStore"
