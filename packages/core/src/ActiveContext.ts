@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { isActive, PollState, ReminderState } from "./ContextObject.js"
-import { ContextStore, type PoolLimits, type PoolQuery, type StoreError } from "./ContextStore.js"
+import { type CandidatePool, ContextStore, type PoolLimits, type PoolQuery, type StoreError } from "./ContextStore.js"
 import { formatTimestamp, MessageId, ObjectId, RequestId, Timestamp, TopicId } from "./Ids.js"
 import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
@@ -198,8 +198,13 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           now,
           limits: fallbackReach(scoring.settings.pool, request.max_results)
         }
-        return store.pool(query).pipe(
-          Effect.flatMap((pool) => {
+        // The inactive objects (on request) are read beside the pool, not after it: on a store
+        // over the network, one round trip's wait rather than two.
+        const pooled: Effect.Effect<readonly [CandidatePool, ListResult["inactive_debug"]], StoreError> = request.include_inactive_debug
+          ? Effect.all([store.pool(query), inactiveDebug(query, now)], { concurrency: 2 })
+          : Effect.map(store.pool(query), (pool) => [pool, undefined] as const)
+        return pooled.pipe(
+          Effect.map(([pool, inactive]) => {
             // In a forum, a request without a topic is in the General topic.
             const scoped = pool.topic_id === request.topic_id ? request : { ...request, topic_id: pool.topic_id }
             // The kinds asked for match every object listed: `kind_match` says so.
@@ -221,9 +226,7 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
               generated_at: now,
               truncated: scored.length > request.max_results
             }
-            return request.include_inactive_debug
-              ? Effect.map(inactiveDebug(query, now), (inactive): ListResult => ({ ...result, inactive_debug: inactive }))
-              : Effect.succeed(result)
+            return inactive === undefined ? result : { ...result, inactive_debug: inactive }
           }),
           Effect.tap((result) =>
             logCall("list_active_context_objects", () => ({

@@ -32,6 +32,14 @@ export interface UnitOfWorkShape {
    * join the outer unit. Fails with `StoreError` when the commit itself fails.
    */
   readonly run: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StoreError, R>
+  /**
+   * Whether store calls that do not depend on each other are better sent at once inside a unit
+   * (a context batch and its history items): true where the unit then reads for both in one
+   * round trip (`@deixis/store-sql` on PostgreSQL). Elsewhere one after the other costs less.
+   *
+   * @since 0.4.0
+   */
+  readonly callsAtOnce?: boolean | undefined
 }
 
 /**

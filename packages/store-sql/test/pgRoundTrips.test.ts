@@ -1,8 +1,10 @@
 /**
  * What PostgreSQL is asked, counted at the pool (every statement the process sends, those of
  * transactions included): the update inbox's calls are one round trip each, a recorded update
- * in a unit of work costs two reads and one write, and a statement text run again is bound to
- * the connection's prepared statement instead of being parsed again.
+ * in a unit of work costs two reads and one write — one read when its context batch and history
+ * items are sent at once, as the Telegram recorder sends them —, a pool whose topic has nothing
+ * active is one statement, and a statement text run again is bound to the connection's prepared
+ * statement instead of being parsed again.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HistoryStore } from "@deixis/chathistory/HistoryStore"
@@ -20,7 +22,7 @@ import { dbOf } from "../src/internal/db.js"
 import { layerClient } from "../src/internal/pgClient.js"
 import { namer, type PgPool } from "../src/internal/pgEngine.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { freshSchema, item, pgUrl, T0 } from "./helpers.js"
+import { freshSchema, item, pgUrl, poolQuery, T0 } from "./helpers.js"
 
 /** Every statement text sent, in order: by every client the pool lends (its own `query` included). */
 const counting = () => {
@@ -124,6 +126,49 @@ describe("PostgreSQL round trips", () => {
       // Written: the message and its history item.
       assert.strictEqual(Option.getOrNull(yield* store.message("u1", "2"))?.message_id, "2")
       assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "u1", topic_id: "1" }, "2"))?.item.text, "message 2")
+    }).pipe(Effect.provide(layerCounted(observe))))
+
+  it.effect("a unit of work sending its context batch and its history items at once reads both in one statement", () =>
+    Effect.gen(function*() {
+      const unit = yield* UnitOfWork
+      const store = yield* ContextStore
+      const history = yield* HistoryStore
+      // As the Telegram recorder sends them where the unit says it reads for both at once.
+      assert.isTrue(unit.callsAtOnce)
+      const record = (id: number) =>
+        unit.run(Effect.all([
+          store.apply(decode([message("j1", id)]), { now: T0, ttl: TtlPolicy.defaultPolicy }),
+          history.appendAll([item("j1", id)])
+        ], { concurrency: 2 }))
+      yield* record(1)
+      const second = yield* sentBy(sent, record(2))
+      assert.deepStrictEqual(second.texts.length, 2)
+      assert.match(second.texts[1]!, /deixis_unit/)
+      const [applied, appended] = second.result
+      assert.strictEqual(applied.applied, 1)
+      assert.deepStrictEqual(appended.length, 1)
+      assert.strictEqual(Option.getOrNull(yield* store.message("j1", "2"))?.message_id, "2")
+      assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "j1", topic_id: "1" }, "2"))?.item.text, "message 2")
+      // Three units at once, each sending both: the first runs alone, the two that came while it
+      // ran form the next group — each group one read and one write.
+      const many = yield* sentBy(sent, Effect.all([3, 4, 5].map(record), { concurrency: "unbounded" }))
+      assert.deepStrictEqual(many.texts.map((text) => /deixis_unit/.test(text)), [false, true, false, true])
+      assert.isTrue(many.texts.every((text) => !/^(BEGIN|COMMIT)/.test(text)))
+      for (const id of ["3", "4", "5"]) {
+        assert.strictEqual(Option.getOrNull(yield* history.lookup({ chat_id: "j1", topic_id: "1" }, id))?.item.text, `message ${id}`)
+      }
+    }).pipe(Effect.provide(layerCounted(observe))))
+
+  it.effect("a pool whose topic has nothing active reads the rest of the chat in the same statement as the topic", () =>
+    Effect.gen(function*() {
+      const store = yield* ContextStore
+      yield* store.apply(decode([message("p1", 1), { ...message("p1", 2), topic_id: 2 }]), { now: T0, ttl: TtlPolicy.defaultPolicy })
+      // Asked for active objects only (a list), and for every object (its inactive debug list).
+      for (const active_only of [true, false]) {
+        const read = yield* sentBy(sent, store.pool(poolQuery("p1", { current_message_id: "1", active_only, now: T0 + 1 })))
+        assert.deepStrictEqual(read.texts.length, 1)
+        assert.isTrue(read.result.fallback)
+      }
     }).pipe(Effect.provide(layerCounted(observe))))
 
   it.effect("a statement text run again is prepared on the connection, once", () =>

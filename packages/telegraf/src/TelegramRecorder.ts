@@ -216,11 +216,12 @@ const store = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
   options: RecordOptions
 ): Effect.Effect<BatchResult, StoreError, Services> =>
-  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options)))
+  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options, unit.callsAtOnce === true)))
 
 const storeAll = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
-  options: RecordOptions
+  options: RecordOptions,
+  atOnce: boolean
 ): Effect.Effect<BatchResult, StoreError, Services> =>
   Effect.gen(function*() {
     const ingest = yield* ContextIngest
@@ -238,23 +239,15 @@ const storeAll = (
       const run = yield* Effect.forEach(mappedUpdates.slice(i, j), redirectMigrated)
       if (run.length > 0) {
         const all = run.flatMap((mapped) => mapped.events)
-        if (all.length > 0) {
-          // The mapper builds events only of the registry's own kinds: a refusal is a bug, not input to report.
-          const applied = yield* Effect.catchTag(ingest.apply(all), "InvalidEvent", (error) => Effect.die(error))
-          total.applied += applied.applied
-          total.duplicates += applied.duplicates
-          for (const skip of applied.skipped) {
-            total.skipped.push({ ...skip, index: skip.index + offset, path: skip.path.replace(/^\[\d+\]/, `[${skip.index + offset}]`) })
-          }
-          offset += all.length
-        }
-        const items: Array<HistoryItem.HistoryItem> = []
+        // The mapper builds events only of the registry's own kinds: a refusal is a bug, not input to report.
+        const apply = all.length === 0 ? undefined : Effect.catchTag(ingest.apply(all), "InvalidEvent", (error) => Effect.die(error))
+        const kept: Array<HistoryItem.HistoryItem> = []
         const owners: Array<number> = []
         for (let k = 0; k < run.length; k++) {
           const mapped = run[k]!
           for (const item of mapped.history) {
             if (!WritePolicy.shouldRecord(mode, item.kind, mapped.addressed || HistoryItem.isOutbound(item))) continue
-            items.push(needsPlace(item) ? yield* placeItem(item) : item)
+            kept.push(item)
             owners.push(k)
           }
         }
@@ -262,7 +255,27 @@ const storeAll = (
         const responses = run.flatMap((mapped) =>
           (mapped.responses ?? []).map((r) => ({ scope: { chat_id: r.chat_id, topic_id: r.topic_id }, message_id: r.message_id, response_id: r.response_id }))
         )
-        const results = yield* (responses.length === 0 ? history.appendAll(items) : history.appendAllResponding(items, responses))
+        const append = (items: ReadonlyArray<HistoryItem.HistoryItem>) =>
+          responses.length === 0 ? history.appendAll(items) : history.appendAllResponding(items, responses)
+        // Where the unit of work reads for both at once (`callsAtOnce`: a SQL store on PostgreSQL),
+        // the events and the items go to the stores at once, neither waiting for the other —
+        // unless a reaction without a thread must first be placed where its message is, which
+        // the run's events may record.
+        const placing = kept.some(needsPlace)
+        const [applied, results] = atOnce && apply !== undefined && kept.length > 0 && !placing
+          ? yield* Effect.all([apply, append(kept)], { concurrency: 2 })
+          : [
+            apply === undefined ? undefined : yield* apply,
+            yield* append(placing ? yield* Effect.forEach(kept, (item) => (needsPlace(item) ? placeItem(item) : Effect.succeed(item))) : kept)
+          ] as const
+        if (applied !== undefined) {
+          total.applied += applied.applied
+          total.duplicates += applied.duplicates
+          for (const skip of applied.skipped) {
+            total.skipped.push({ ...skip, index: skip.index + offset, path: skip.path.replace(/^\[\d+\]/, `[${skip.index + offset}]`) })
+          }
+          offset += all.length
+        }
         const written = run.map(() => 0)
         results.forEach((r, k) => {
           if (r !== "unchanged") written[owners[k]!]!++

@@ -405,7 +405,10 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
    * no such row for a chat never seen) and the rows of the request's own scope read by `shared(q)`
    * with the parts of `kinds`, in one statement — one snapshot, one round trip. The scope's
    * topic is settled in the statement from the same row (`settled`): a request without a topic
-   * in a forum is in the General topic.
+   * in a forum is in the General topic. The same statement reads the rest of the chat's active
+   * objects too (its parts tagged `f` before theirs): what `assemblePool` reads next when the
+   * scope has no active object but something is known of it — a command's answer in a quiet
+   * topic — read whether it is needed or not, in the round trip already paid for.
    */
   const headAndScope = (q: PoolQuery, kinds: ReadonlyArray<ObjectKind>) => {
     const forum = sql`COALESCE((SELECT is_forum FROM deixis_chats WHERE chat_id = ${q.chat_id}), 0) <> 0`
@@ -418,7 +421,10 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
          revision AS sent_at, CAST(NULL AS INTEGER) AS depth, CAST(NULL AS INTEGER) AS has_objects
        FROM deixis_chats WHERE chat_id = ${q.chat_id}
       UNION ALL
-      SELECT * FROM ${poolCall(shared(q), false, kinds, topic)}`
+      SELECT * FROM ${poolCall(shared(q), false, kinds, topic)}
+      UNION ALL
+      SELECT 'f' || part, body, mid, topic, reply_to, sender, from_bot, sent_at, depth, has_objects
+        FROM ${poolCall(shared({ ...q, active_only: true }), true, kinds, topic)}`
     )
   }
 
@@ -582,20 +588,23 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
 
   /**
    * The pool with each need answered by the cache or read (and then kept); `home`: the rows of
-   * the request's own scope already read with the revision (`headAndScope`), the answer to its need.
+   * the request's own scope already read with the revision (`headAndScope`), the answer to its
+   * need; `rest`: the rest of the chat's active objects, read with them, the answer to the
+   * fallback's need when it asks for active objects only.
    */
   const drive = (
     entry: ChatEntry | undefined,
     revision: number,
     q: PoolQuery,
-    home?: Preread
+    home?: Preread,
+    rest?: Preread
   ): Effect.Effect<CandidatePool, string | SqlError> => {
     const assembly = assemblePool(q)
     const go = (step: IteratorResult<Need, Either.Either<CandidatePool, string>>): Effect.Effect<CandidatePool, string | SqlError> => {
       if (step.done === true) return Either.isRight(step.value) ? Effect.succeed(step.value.right) : Effect.fail(step.value.left)
       const need = step.value
       const answer: Effect.Effect<Answer, SqlError> = need._tag === "scope"
-        ? scopeOf(entry, revision, need.q, need.fallback, need.fallback ? undefined : home)
+        ? scopeOf(entry, revision, need.q, need.fallback, need.fallback ? (need.q.active_only ? rest : undefined) : home)
         : need._tag === "chain"
         ? chainOf(entry, revision, need.q)
         : messagesFor(entry, revision, q.chat_id, need.ids)
@@ -654,10 +663,18 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
           // The kinds asked of the chat before come along, as when the scope is read alone (`scopeOf`).
           const kinds = withAsked(cached ? cache.current(query.chat_id) : undefined, query, preferredOf(query), () => true)
           const read = Effect.flatMap(headAndScope(query, kinds), (rows) => {
-            const h = rows.find((r) => r["part"] === "h")
+            let h: Row | undefined
+            const home: Array<Row> = []
+            const rest: Array<Row> = []
+            for (const r of rows) {
+              const part = str(r["part"])
+              if (part === "h") h = r
+              else if (part.startsWith("f")) rest.push({ ...r, part: part.slice(1) })
+              else home.push(r)
+            }
             const head = keepHead(query.chat_id, token, h === undefined ? unknownHead : { revision: num(h["sent_at"]), isForum: num(h["from_bot"]) !== 0 })
             const entry = cached ? cache.entry(query.chat_id, head.revision) : undefined
-            return drive(entry, head.revision, settled(query, head), { rows: h === undefined ? rows : rows.filter((r) => r !== h), kinds })
+            return drive(entry, head.revision, settled(query, head), { rows: home, kinds }, { rows: rest, kinds })
           })
           return Effect.withSpan(read, "SqlContextStore.pool", { captureStackTrace: false })
         }).pipe(Effect.mapError(failStore("pool")), orStale)

@@ -196,6 +196,21 @@ export const withQuery = (
   return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk, bulkReads }
 }
 
+/**
+ * Read statements as one where the dialect can (`Dialect.readTogether`: PostgreSQL), each one's
+ * rows given back in order.
+ */
+export const queryTogether = (
+  db: Pick<Db, "dialect" | "query">,
+  together: NonNullable<Dialect["readTogether"]>,
+  reads: ReadonlyArray<Fragment>
+): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>
+  Effect.map(db.query(together(reads)), (rows) =>
+    reads.map((_, i) => {
+      const part = rows[0]?.[`r${i}`]
+      return Array.isArray(part) ? part as ReadonlyArray<Row> : []
+    }))
+
 /** A short, secret-free description of a driver failure. */
 export const describe = (error: unknown): string => {
   if (error instanceof SqlError) {

@@ -12,10 +12,11 @@
  * in order, then their `appendAll` calls likewise, and the group writes everything with one call
  * of `deixis_unit` (migration 16), which locks the chats and history counters read, checks that
  * none moved, and writes in its one statement (see unitState.ts). A recorded Telegram update
- * costs its group two reads and one write, where a locked unit holds its chat's lock over a
- * dozen round trips. When a chat moved, the group runs again; a member that meets anything the
- * group cannot take (a migration, a second write to a store, a read its group's writes could
- * change) runs again alone, locked. One group runs at a time; the units that arrive meanwhile
+ * costs its group one read and one write (two reads where `apply` and `appendAll` come one after
+ * the other, not at once), where a locked unit holds its chat's lock over a dozen round trips.
+ * When a chat moved, the group runs again; a member that meets anything the group cannot take (a
+ * migration, a second write to a store, a read its group's writes could change) runs again
+ * alone, locked. One group runs at a time; the units that arrive meanwhile
  * form the next — one such queue for ordinary units and one for urgent ones (`WritePriority`).
  */
 import { StoreError } from "@deixis/core/ContextStore"
@@ -27,9 +28,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as WritePriority from "../WritePriority.js"
-import { type Db, describe } from "./db.js"
+import { type Db, describe, queryTogether } from "./db.js"
 import { storeError } from "./availability.js"
-import { Group, Once, Unit, type UnitState } from "./unitState.js"
+import { Group, Once, type ReadJointly, Unit, type UnitState } from "./unitState.js"
 
 export { Unit, type Pending, type UnitState } from "./unitState.js"
 
@@ -71,6 +72,10 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
   /** A group's writes in one call; false when a chat or counter it read has moved. */
   const write = (writes: Partial<Record<"context" | "history", object>>) => db.call!("unit", writes)
 
+  /** Where the dialect reads several statements as one (PostgreSQL): a group's two windows read in one round trip. */
+  const together = db.dialect.readTogether
+  const readJointly: ReadJointly | undefined = together === undefined ? undefined : (reads) => queryTogether(db, together, reads)
+
   // Per lane, the group running now and the units waiting for the next one. Urgent units
   // (`WritePriority`: an answer's) form groups of their own, beside the ordinary ones: they never
   // wait for a group of other chats' recording, nor join one. Two groups at once are safe as
@@ -84,13 +89,13 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
     lane.current = undefined
     if (lane.waiting.length === 0) return
     const members = lane.waiting.splice(0, maxGroup)
-    const group = lane.current = new Group(members.length, write, followCaches, startNext(lane))
+    const group = lane.current = new Group(members.length, write, followCaches, startNext(lane), readJointly)
     members.forEach((d, i) => d.done(Exit.succeed([group, i] as const)))
   }
   const join: Effect.Effect<readonly [Group, number]> = Effect.withFiberRuntime((fiber) => {
     const lane = lanes[fiber.getFiberRef(WritePriority.urgent) ? "urgent" : "ordinary"]
     if (lane.current === undefined) {
-      lane.current = new Group(1, write, followCaches, startNext(lane))
+      lane.current = new Group(1, write, followCaches, startNext(lane), readJointly)
       return Effect.succeed([lane.current, 0] as const)
     }
     const waiting = lane.waiting
@@ -132,6 +137,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
       }).pipe(Effect.onInterrupt(() => group.leave(index))))
 
   return {
+    // A group reads a member's two windows in one statement when it sends both at once.
+    callsAtOnce: db.call !== undefined && readJointly !== undefined,
     run: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
       Effect.withFiberRuntime<A, E | StoreError, R>((fiber) => {
         // Inside a transaction already (a unit of this store, or the caller's own), or inside an

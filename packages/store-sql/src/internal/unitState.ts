@@ -22,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import type { ContextCache, Touched } from "./contextCache.js"
+import type { Fragment, Row } from "./statement.js"
 
 /** A chat this unit wrote: its revision before the unit (bumped once, to `from + 1`) and what the unit touched in it. */
 export interface Pending {
@@ -139,6 +140,64 @@ export class Once<A, E = never> {
 }
 
 // -----------------------------------------------------------------------------
+// Joint reads
+// -----------------------------------------------------------------------------
+
+/** Read statements run as one, each one's rows given back (PostgreSQL: `Dialect.readTogether`). */
+export type ReadJointly = (reads: ReadonlyArray<Fragment>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError>
+
+/**
+ * A window's share of a joint read: its first reads go to the database with the other
+ * windows' first reads, in one statement (undefined: already read, its later reads run alone).
+ */
+export interface JointParty {
+  readonly first: (reads: ReadonlyArray<Fragment>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> | undefined
+}
+
+/**
+ * The joint party of the window processed in this fiber, if any: a store's reads (contextLoad.ts,
+ * historyStore.ts) take it for their first statement.
+ */
+export const jointRead = FiberRef.unsafeMake<JointParty | undefined>(undefined)
+
+/**
+ * `parties` windows' first reads in one statement: run once every party has asked (or has
+ * finished without asking: `leave`), in the fiber of the last to ask.
+ */
+const jointReads = (parties: number, readJointly: ReadJointly) => {
+  let pending = parties
+  const asked: Array<{ readonly reads: ReadonlyArray<Fragment>; readonly done: Once<ReadonlyArray<ReadonlyArray<Row>>, SqlError> }> = []
+  const fire = (): Effect.Effect<void> =>
+    Effect.flatMap(Effect.exit(readJointly(asked.flatMap((a) => a.reads))), (exit) =>
+      Effect.sync(() => {
+        let at = 0
+        for (const a of asked) {
+          const from = at
+          at += a.reads.length
+          a.done.done(Exit.map(exit, (all) => all.slice(from, at)))
+        }
+      }))
+  const join = () => {
+    let used = false
+    const first: JointParty["first"] = (reads) => {
+      if (used) return undefined
+      used = true
+      const done = new Once<ReadonlyArray<ReadonlyArray<Row>>, SqlError>()
+      asked.push({ reads, done })
+      return Effect.zipRight(--pending === 0 ? fire() : Effect.void, done.wait())
+    }
+    /** Finished (or failed) without a first read: the others do not wait for it. */
+    const leave = Effect.suspend(() => {
+      if (used) return Effect.void
+      used = true
+      return --pending === 0 && asked.length > 0 ? fire() : Effect.void
+    })
+    return { party: { first } satisfies JointParty, leave }
+  }
+  return { join }
+}
+
+// -----------------------------------------------------------------------------
 // Groups
 // -----------------------------------------------------------------------------
 
@@ -173,6 +232,8 @@ export type Outcome =
 interface Member {
   /** 0 running, 1 waiting on the context window, 2 past it, 3 waiting on the history window, 4 past it. */
   phase: number
+  /** Its history request came while it waited on the context window (both at once): past that window, it waits on history. */
+  early: boolean
   done: boolean
   /** Out of the group for good: failed, escalated or interrupted (its outcome is given when the group ends). */
   out: boolean
@@ -215,10 +276,12 @@ export class Group {
     /** The group's one write; false when something read has moved. */
     private readonly write: (writes: Partial<Record<Family, object>>) => Effect.Effect<boolean, SqlError>,
     private readonly followCaches: (written: Map<ContextCache, Map<string, Pending>>) => void,
-    private readonly ended: () => void
+    private readonly ended: () => void,
+    /** Where reads can run as one statement (PostgreSQL): both windows' first reads, when every member sent both at once. */
+    private readonly readJointly?: ReadJointly | undefined
   ) {
     this.members = Array.from({ length: size }, () => ({
-      phase: 0, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
+      phase: 0, early: false, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
     }))
   }
 
@@ -242,7 +305,9 @@ export class Group {
 
   /**
    * A member's request to a store's window: answered when the window is processed (every member
-   * that may still send one has, or is done). `context` may come first and once; `history` once.
+   * that may still send one has, or is done). `context` may come first and once; `history` once,
+   * after `context` or beside it (the member sends both at once: its history request comes while
+   * it waits on the context window).
    */
   submit<Res>(
     state: UnitState,
@@ -254,7 +319,9 @@ export class Group {
     return Effect.suspend(() => {
       const member = this.members[state.index]!
       const window = this.windows[family]
-      const allowed = family === "context" ? member.phase === 0 : member.phase === 0 || member.phase === 2
+      const allowed = family === "context"
+        ? member.phase === 0
+        : member.phase === 0 || member.phase === 2 || (member.phase === 1 && !member.early)
       if (!allowed || window.processed || (window.owner !== undefined && window.owner !== owner)) {
         return escalate(state, `a ${family} write the group cannot take`)
       }
@@ -262,8 +329,12 @@ export class Group {
       window.process = process as Window["process"]
       const done = new Once<unknown, SqlError | string>()
       window.requests.push({ index: state.index, request, done })
-      member.phase = family === "context" ? 1 : 3
-      return Effect.zipRight(this.tick(), done.wait() as Effect.Effect<Res, SqlError | string>)
+      if (member.phase === 1) member.early = true
+      else member.phase = family === "context" ? 1 : 3
+      const awaited = done.wait() as Effect.Effect<Res, SqlError | string>
+      // Where the two windows can be read as one, a context request lets the member's other
+      // fibers run first: a history request sent beside it is then in its window too.
+      return Effect.zipRight(family === "context" && this.readJointly !== undefined ? Effect.zipRight(Effect.yieldNow(), this.tick()) : this.tick(), awaited)
     })
   }
 
@@ -275,6 +346,8 @@ export class Group {
       if (escalated || Exit.isFailure(exit)) {
         member.out = true
         member.escalated = escalated
+        // A request it sent beside the one that failed has no part in the write.
+        this.withdraw(index)
       } else {
         member.finished = true
       }
@@ -289,12 +362,17 @@ export class Group {
       if (member.out) return Effect.void
       member.out = true
       member.done = true
-      for (const window of Object.values(this.windows)) {
-        const at = window.requests.findIndex((r) => r.index === index)
-        if (at >= 0 && !window.processed) window.requests.splice(at, 1)
-      }
+      this.withdraw(index)
       return this.tick()
     })
+  }
+
+  /** A member's requests out of the windows not yet processed. */
+  private withdraw(index: number) {
+    for (const window of Object.values(this.windows)) {
+      const at = window.requests.findIndex((r) => r.index === index)
+      if (at >= 0 && !window.processed) window.requests.splice(at, 1)
+    }
   }
 
   /** Processes what can be processed, and ends the attempt when every member is done. */
@@ -305,8 +383,13 @@ export class Group {
         const window = this.windows[family]
         return !window.processed && window.requests.length > 0 && running.every((m) => m.phase >= phase)
       }
-      // The context window first: a member waiting on it may still send history.
-      if (ready("context", 1)) return this.processWindow("context", 2)
+      // The context window first: a member waiting on it may still send history. When every
+      // member sent history beside it, both windows are read as one.
+      if (ready("context", 1)) {
+        const joint = this.readJointly !== undefined && this.windows.history.requests.length > 0 &&
+          running.every((m) => m.phase >= 3 || (m.phase === 1 && m.early))
+        return joint ? this.processJointly(this.readJointly!) : this.processWindow("context", 2)
+      }
       if (ready("history", 3)) return this.processWindow("history", 4)
       if (running.length === 0 && this.busy === 0 && !this.ending) {
         this.ending = true
@@ -324,33 +407,70 @@ export class Group {
     window.processed = true
     this.busy++
     const requests = [...window.requests].sort((a, b) => a.index - b.index)
-    const run = Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
+    return detached(Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
       Effect.suspend(() => {
         this.busy--
-        if (Exit.isSuccess(exit)) {
-          const { chatsChanged, results, write, written } = exit.value
-          if (write !== undefined) this.writes[family] = write
-          if (written !== undefined) this.written.set(window.owner as ContextCache, written)
-          if (chatsChanged !== undefined) {
-            this.chatsChanged = chatsChanged
-            // A chat read before the batches were reduced, which they change: the read was stale.
-            for (const chat of chatsChanged) if (this.chatsRead.has(chat)) this.tainted = true
-          }
-          requests.forEach((r, i) => {
-            const member = this.members[r.index]!
-            member.contributed = true
-            member.phase = next
-            r.done.done(Exit.succeed(results[i]))
-          })
-        } else {
-          for (const r of requests) {
-            this.members[r.index]!.phase = next
-            r.done.done(exit as Exit.Exit<never, SqlError | string>)
-          }
-        }
+        this.settleWindow(family, requests, exit, next)
         return this.tick()
-      }))
-    return detached(run)
+      })))
+  }
+
+  /**
+   * Both windows processed at once, their first reads in one statement (`jointReads`): every
+   * member waiting on the context window sent its history request beside it.
+   */
+  private processJointly(readJointly: ReadJointly): Effect.Effect<void> {
+    const families: ReadonlyArray<Family> = ["context", "history"]
+    const joint = jointReads(families.length, readJointly)
+    const runs = families.map((family) => {
+      const window = this.windows[family]
+      window.processed = true
+      const requests = [...window.requests].sort((a, b) => a.index - b.index)
+      const { leave, party } = joint.join()
+      const run = Effect.exit(Effect.ensuring(Effect.locally(window.process!(requests.map((r) => r.request)), jointRead, party), leave))
+      return { family, requests, run }
+    })
+    this.busy++
+    return detached(Effect.flatMap(Effect.all(runs.map((r) => r.run), { concurrency: "unbounded" }), (exits) =>
+      Effect.suspend(() => {
+        this.busy--
+        runs.forEach((r, i) => this.settleWindow(r.family, r.requests, exits[i]!, r.family === "context" ? 2 : 4))
+        return this.tick()
+      })))
+  }
+
+  /** A processed window's outcome: its write kept, each request answered, its members past it (`next`; a member that sent history beside context, on to history). */
+  private settleWindow(
+    family: Family,
+    requests: Window["requests"],
+    exit: Exit.Exit<Processed<unknown>, SqlError | string>,
+    next: number
+  ) {
+    const window = this.windows[family]
+    const past = (member: Member) => {
+      if (member.phase < next) member.phase = family === "context" && member.early ? 3 : next
+    }
+    if (Exit.isSuccess(exit)) {
+      const { chatsChanged, results, write, written } = exit.value
+      if (write !== undefined) this.writes[family] = write
+      if (written !== undefined) this.written.set(window.owner as ContextCache, written)
+      if (chatsChanged !== undefined) {
+        this.chatsChanged = chatsChanged
+        // A chat read before the batches were reduced, which they change: the read was stale.
+        for (const chat of chatsChanged) if (this.chatsRead.has(chat)) this.tainted = true
+      }
+      requests.forEach((r, i) => {
+        const member = this.members[r.index]!
+        member.contributed = true
+        past(member)
+        r.done.done(Exit.succeed(results[i]))
+      })
+    } else {
+      for (const r of requests) {
+        past(this.members[r.index]!)
+        r.done.done(exit as Exit.Exit<never, SqlError | string>)
+      }
+    }
   }
 
   private endAttempt(): Effect.Effect<void> {
@@ -389,6 +509,7 @@ export class Group {
     for (const member of live) {
       const previous = member.outcome
       member.phase = 0
+      member.early = false
       member.done = false
       member.finished = false
       member.outcome = new Once<Outcome>()
