@@ -3,9 +3,10 @@
  * and a template of parameters compiled once per call site.
  */
 import { assert, describe, it } from "@effect/vitest"
+import BetterSqlite from "better-sqlite3"
 import { pg } from "../src/internal/dialect/pg.js"
 import { sqlite } from "../src/internal/dialect/sqlite.js"
-import { and, compile, empty, join, list, raw, sql, tuples } from "../src/internal/statement.js"
+import { and, compile, empty, join, limit, list, raw, sql, tuples } from "../src/internal/statement.js"
 
 const byChat = (chatId: string, topic: string) => sql`SELECT 1 FROM t WHERE chat_id = ${chatId} AND topic = ${topic}`
 
@@ -54,5 +55,18 @@ describe("statement builder", () => {
     const onSqlite = sqlite.rowsTables(columns, rows).map((k) => compile(sqlite, sql`SELECT * FROM ${k}`))
     assert.deepStrictEqual(onSqlite.map((c) => c.params.length / 2), [4, 1])
     assert.deepStrictEqual(onSqlite.flatMap((c) => c.params), rows.flat())
+  })
+
+  it("limit binds its count behind a CAST on both dialects; one prepared SQLite statement applies each count it is run with", () => {
+    assert.strictEqual(compile(pg, sql`SELECT 1 ${limit(3)}`).text, "SELECT 1 LIMIT CAST($1 AS INTEGER)")
+    const compiled = compile(sqlite, sql`SELECT column1 AS n FROM (VALUES (1), (2), (3)) ORDER BY n ${limit(3)}`)
+    assert.strictEqual(compiled.text, "SELECT column1 AS n FROM (VALUES (1), (2), (3)) ORDER BY n LIMIT CAST(? AS INTEGER)")
+    const db = new BetterSqlite(":memory:")
+    try {
+      const statement = db.prepare(compiled.text)
+      assert.deepStrictEqual([0, 2, 1, 3, -1].map((n) => statement.all(n).length), [0, 2, 1, 3, 3])
+    } finally {
+      db.close()
+    }
   })
 })

@@ -55,14 +55,14 @@ export const makeSqlReminderStore = (db: Db): ReminderStoreShape => {
       ),
     list: (chatId, { limit, topic_id }) =>
       sql`SELECT chat_id, body FROM deixis_reminders WHERE chat_id = ${chatId}
-        ORDER BY CASE WHEN topic = ${topicKey(topic_id)} THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}`.pipe(
+        ORDER BY CASE WHEN topic = ${topicKey(topic_id)} THEN 0 ELSE 1 END, due_at, object_id${C} LIMIT CAST(${Math.max(0, Math.floor(limit))} AS INTEGER)`.pipe(
         Effect.flatMap((rows) => Effect.forEach(rows, reminderOf)),
         Effect.mapError(fail("reminder list"))
       ),
     claimDue: ({ lease, limit, now, owner }) =>
       db.transaction(Effect.gen(function*() {
         const rows = yield* sql`SELECT chat_id, object_id, attempts, body FROM deixis_reminders WHERE next_at <= ${now}
-          ORDER BY next_at, due_at, object_id${C} LIMIT ${Math.max(0, Math.floor(limit))}${lock}`
+          ORDER BY next_at, due_at, object_id${C} LIMIT CAST(${Math.max(0, Math.floor(limit))} AS INTEGER)${lock}`
         const out: Array<ClaimedReminder> = []
         for (const row of rows) {
           yield* sql`UPDATE deixis_reminders SET owner = ${owner}, next_at = ${now + lease}, attempts = attempts + 1
@@ -131,6 +131,6 @@ export const makeSqlUpdateInbox = (db: Db): UpdateInboxShape => ({
   claimStale: (request) => db.body("claimStale", request).pipe(Effect.mapError(fail("update claim"))),
   sweep: (before, limit) =>
     db.run`DELETE FROM deixis_updates WHERE (source, update_id) IN (
-        SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ${before} LIMIT ${Math.max(0, Math.floor(limit))}
+        SELECT source, update_id FROM deixis_updates WHERE payload IS NULL AND received_at < ${before} LIMIT CAST(${Math.max(0, Math.floor(limit))} AS INTEGER)
       ) RETURNING update_id`.pipe(Effect.map((rows) => rows.length), Effect.mapError(fail("update sweep")))
 })

@@ -57,7 +57,7 @@ export const listChats = (db: Db, query: ChatQuery): Effect.Effect<ChatPage, Sql
       ])
     }
         ORDER BY p.last_at DESC, p.chat_id${C}
-        LIMIT ${limit + 1}
+        LIMIT CAST(${limit + 1} AS INTEGER)
       ) q
       ORDER BY q.last_at DESC, q.chat_id${C}`)
     const chats: Array<ChatSummary> = rows.slice(0, limit).map((r) => {

@@ -18,7 +18,7 @@ import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import type { ChangeProbe } from "./changes.js"
 import { bool, num, type Row, str, topicKey } from "./db.js"
-import { empty, type Fragment, join, list, raw, sql } from "./statement.js"
+import { empty, type Fragment, join, limit, list, raw, sql } from "./statement.js"
 import { type ContextSql, failStore, messageOf } from "./contextRows.js"
 import { cacheEvictions, cacheHits, cacheMisses, type ChatEntry, type ContextCache } from "./contextCache.js"
 import { storable } from "./ids.js"
@@ -211,11 +211,13 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
 
   /**
    * SQLite: the bodies of the objects a window picks, read for those alone. `picks` selects
-   * `rid` (the row id) in order; the window itself reads an index where it can (an index holds
-   * the row id), so a window of n×8 reads n bodies instead of n×8.
+   * `rid` (the row id) and `seq`, newest first; the window itself reads an index where it can (an
+   * index holds the row id), so a window of n×8 reads n bodies instead of n×8. Ordered by the
+   * picks' own `seq`, which SQLite takes in the picks' order (by `o.seq` it sorted them again,
+   * in a temporary B-tree).
    */
   const bodiesOf = (picks: Fragment) =>
-    sql`SELECT o.body, o.seq FROM (${picks}) AS k CROSS JOIN deixis_objects o ON o.rowid = k.rid ORDER BY o.seq DESC`
+    sql`SELECT o.body, k.seq FROM (${picks}) AS k CROSS JOIN deixis_objects o ON o.rowid = k.rid ORDER BY k.seq DESC`
 
   /**
    * The newest objects of each of `prefer` in a scope (parts `k0`, `k1`, … in that order): a
@@ -230,7 +232,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
            WHERE chat_id = CAST(${q.chat_id} AS TEXT)${home ? sql` AND topic = CAST(${topic} AS TEXT)` : empty} AND kind = CAST(${kind} AS TEXT)
            ORDER BY seq DESC LIMIT CAST(${n * 8} AS INTEGER)) AS w
          WHERE ${home ? sql`topic = CAST(${topic} AS TEXT)` : sql`topic <> CAST(${topic} AS TEXT)`} ORDER BY seq DESC LIMIT CAST(${n} AS INTEGER)`
-      parts.push(objectPart(`k${i}`, d.rowid ? bodiesOf(window("rowid AS rid, seq", "rid")) : window("body, seq", "body, seq")))
+      parts.push(objectPart(`k${i}`, d.rowid ? bodiesOf(window("rowid AS rid, seq", "rid, seq")) : window("body, seq", "body, seq")))
     })
   }
 
@@ -258,19 +260,19 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
     const kindColumn = raw(kinds === undefined ? "" : ", kind")
     parts.push(objectPart(
       "r",
-      bodiesOf(sql`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC LIMIT ${
-        window(q.limits.recent_objects)
+      bodiesOf(sql`SELECT rid, seq FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE ${scoped} ORDER BY seq DESC ${
+        limit(window(q.limits.recent_objects))
       }) AS w
-       WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ${q.limits.recent_objects}`)
+       WHERE ${inScope}${kindFilter} ORDER BY seq DESC ${limit(q.limits.recent_objects)}`)
     ))
     kindParts(q, home, prefer, parts)
     if (q.include_owned && q.sender_user_id !== null) {
       parts.push(objectPart(
         "o",
-        bodiesOf(sql`SELECT rid FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE chat_id = ${q.chat_id} AND created_by = ${q.sender_user_id} ORDER BY seq DESC LIMIT ${
-          window(q.limits.owned)
+        bodiesOf(sql`SELECT rid, seq FROM (SELECT rowid AS rid, seq, topic${kindColumn} FROM deixis_objects WHERE chat_id = ${q.chat_id} AND created_by = ${q.sender_user_id} ORDER BY seq DESC ${
+          limit(window(q.limits.owned))
         }) AS w
-         WHERE ${inScope}${kindFilter} ORDER BY seq DESC LIMIT ${q.limits.owned}`)
+         WHERE ${inScope}${kindFilter} ORDER BY seq DESC ${limit(q.limits.owned)}`)
       ))
     }
     const wantsMessages = kinds === undefined || kinds.includes("message") || kinds.includes("bot_message")
@@ -292,7 +294,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
           sql`SELECT m.* FROM (SELECT w.id_len, w.message_id FROM (SELECT chat_id, id_len, message_id, topic FROM deixis_messages INDEXED BY deixis_messages_topic
              WHERE ${messagesScoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
            WHERE w.${inScope} AND w.message_id <> ${q.current_message_id} AND NOT ${hasObjects("w")}
-           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}) AS k
+           ORDER BY w.id_len DESC, w.message_id DESC ${limit(q.limits.recent_messages)}) AS k
            CROSS JOIN deixis_messages m ON m.chat_id = ${q.chat_id} AND m.id_len = k.id_len AND m.message_id = k.message_id
            ORDER BY m.id_len DESC, m.message_id DESC`
         ))
@@ -304,7 +306,7 @@ export const makePool = ({ bulk, d, db, objectOf, probe }: ContextSql, cache: Co
           }
              WHERE ${messagesScoped} ORDER BY id_len DESC, message_id DESC LIMIT 64) AS w
            WHERE w.${inScope} AND w.message_id <> ${q.current_message_id}${raw(bot)} AND NOT ${hasObjects("w")}
-           ORDER BY w.id_len DESC, w.message_id DESC LIMIT ${q.limits.recent_messages}`
+           ORDER BY w.id_len DESC, w.message_id DESC ${limit(q.limits.recent_messages)}`
         ))
       }
     }

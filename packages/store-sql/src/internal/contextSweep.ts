@@ -4,7 +4,7 @@
 import type { StoreError, StoreStats } from "@deixis/core/ContextStore"
 import * as Effect from "effect/Effect"
 import { num, str } from "./db.js"
-import { type Fragment, raw, sql } from "./statement.js"
+import { type Fragment, limit, raw, sql } from "./statement.js"
 import { type ContextSettings, type ContextSql, failStore, makeBumpRevisions } from "./contextRows.js"
 
 /** What one sweep of the context store removed, per table. */
@@ -32,7 +32,7 @@ export const makeSweep = ({ db }: ContextSql, settings: ContextSettings) => {
         // Each batch is its own short write transaction, so ingest never waits long behind a sweep.
         const rows = yield* db.transaction(Effect.tap(
           db.query(
-            sql`DELETE FROM ${raw(table)} WHERE (${raw(keyColumns)}) IN (SELECT ${raw(keyColumns)} FROM ${raw(table)} WHERE ${where} LIMIT ${settings.sweep_batch}) RETURNING ${
+            sql`DELETE FROM ${raw(table)} WHERE (${raw(keyColumns)}) IN (SELECT ${raw(keyColumns)} FROM ${raw(table)} WHERE ${where} ${limit(settings.sweep_batch)}) RETURNING ${
               raw(revise ? "chat_id" : "1")
             } AS gone`
           ),

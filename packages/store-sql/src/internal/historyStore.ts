@@ -17,7 +17,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { type ColumnType, type Db, describe, num, queryTogether, type Row, type Scalar, str, topicKey } from "./db.js"
 import { storeError } from "./availability.js"
-import { type Fragment, join as fragmentJoin, raw, sql } from "./statement.js"
+import { type Fragment, join as fragmentJoin, limit, raw, sql } from "./statement.js"
 import { guardRead, jointRead, optimisticOf, type Processed } from "./unitState.js"
 import { storable } from "./ids.js"
 
@@ -502,10 +502,10 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const after = Math.max(0, window.after)
       const at = sql`(${positionLength(anchor)}, ${anchor}, ${seq})`
       const older = before === 0 ? [] : yield* db.query(
-        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < ${at} ORDER BY ${desc} LIMIT ${before}`
+        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < ${at} ORDER BY ${desc} ${limit(before)}`
       )
       const newer = after === 0 ? [] : yield* db.query(
-        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) > ${at} ORDER BY ${asc} LIMIT ${after}`
+        sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) > ${at} ORDER BY ${asc} ${limit(after)}`
       )
       return yield* entriesOf([...[...older].reverse(), found.value, ...newer])
     }).pipe(Effect.mapError(failStore("around")))
@@ -516,9 +516,9 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const topic = topicKey(scope.topic_id)
       const before = options?.before
       const rows = before === undefined
-        ? yield* db.query(sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} ORDER BY ${desc} LIMIT ${n}`)
+        ? yield* db.query(sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} ORDER BY ${desc} ${limit(n)}`)
         : yield* db.query(
-          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0) ORDER BY ${desc} LIMIT ${n}`)
+          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0) ORDER BY ${desc} ${limit(n)}`)
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("recent")))
 
@@ -533,10 +533,10 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const before = options.before
       const rows = before === undefined
         ? yield* db.query(
-          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} ORDER BY ${desc} LIMIT ${options.limit}`)
+          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} ORDER BY ${desc} ${limit(options.limit)}`)
         : yield* db.query(
           sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0)
-           ORDER BY ${desc} LIMIT ${options.limit}`)
+           ORDER BY ${desc} ${limit(options.limit)}`)
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("replies")))
 
@@ -567,7 +567,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       for (;;) {
         const rows = yield* db.transaction(db.query(
           sql`DELETE FROM deixis_history WHERE (chat_id, topic, anchor_len, anchor, seq) IN (
-             SELECT chat_id, topic, anchor_len, anchor, seq FROM deixis_history WHERE sent_at <= ${now - settings.history_retention} LIMIT ${settings.sweep_batch}
+             SELECT chat_id, topic, anchor_len, anchor, seq FROM deixis_history WHERE sent_at <= ${now - settings.history_retention} ${limit(settings.sweep_batch)}
            ) RETURNING 1 AS gone`))
         total += rows.length
         if (rows.length < settings.sweep_batch) break

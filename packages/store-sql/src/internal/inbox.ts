@@ -9,7 +9,7 @@
  */
 import type { Exchanged, Handed, Incoming, Received, Settlement } from "@deixis/core/UpdateInbox"
 import type { Dialect } from "./dialect.js"
-import { chunks, empty, type Fragment, list, num, raw, type Row, sql, str, tuples } from "./statement.js"
+import { chunks, empty, type Fragment, limit as limitOf, list, num, raw, type Row, sql, str, tuples } from "./statement.js"
 
 /** A write body: yields statements, is given their rows, returns its result. */
 export type Body<A> = Generator<Fragment, A, ReadonlyArray<Row>>
@@ -193,7 +193,7 @@ export function* exchange(d: Dialect, { incoming, settlement }: ExchangeRequest)
 /** `UpdateInbox.claimStale`. */
 export function* claimStale(d: Dialect, { lease, limit, now, owner, source }: ClaimRequest): Body<Array<Handed>> {
   const rows = yield sql`SELECT chat FROM deixis_update_chats WHERE source = ${source} AND lease_until <= ${now}
-    ORDER BY lease_until, chat${d.C} LIMIT ${Math.max(0, Math.floor(limit))}${d.skipLocked}`
+    ORDER BY lease_until, chat${d.C} ${limitOf(Math.max(0, Math.floor(limit)))}${d.skipLocked}`
   const chats = rows.map((row) => str(row["chat"]))
   for (const chunk of chunks(chats, 1)) {
     yield sql`UPDATE deixis_update_chats SET owner = ${owner}, lease_until = ${now + lease}, waiting = 0

@@ -57,6 +57,15 @@ export const and = (conditions: ReadonlyArray<Fragment>): Fragment =>
 export const or = (conditions: ReadonlyArray<Fragment>): Fragment =>
   conditions.length === 0 ? raw("1=0") : sql`(${join(conditions, " OR ")})`
 
+/**
+ * `LIMIT n`, `n` bound behind a CAST. SQLite reads a bare `LIMIT ?`'s value when it plans, and so
+ * marks the statement to be prepared again — parsed and planned anew — whenever that parameter is
+ * bound, which is every run: a cached statement with `LIMIT ?` pays its whole preparation on each
+ * call (a pool scope's read cost 10× its run). An expression's value is not read: the statement is
+ * planned once, for a limit not known. PostgreSQL reads it the same.
+ */
+export const limit = (n: number): Fragment => sql`LIMIT CAST(${n} AS INTEGER)`
+
 /** `(?, ?, …)`: one parameter per value, for `IN` and `VALUES`. */
 export const list = (values: ReadonlyArray<Scalar>): Fragment => {
   const strings: Array<string> = ["("]
