@@ -531,11 +531,14 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       if (options.limit <= 0 || !storable(scope.chat_id, scope.topic_id, messageId)) return []
       const topic = topicKey(scope.topic_id)
       const before = options.before
+      // The replies index, not the primary key's order: SQLite otherwise walks the whole topic
+      // (chat, topic) for the few rows replying to one message (450 µs against 3 µs at 2,000 items).
+      const byReply = db.dialect.indexedBy("deixis_history_replies")
       const rows = before === undefined
         ? yield* db.query(
-          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} ORDER BY ${desc} ${limit(options.limit)}`)
+          sql`SELECT ${columns} FROM deixis_history${byReply} WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} ORDER BY ${desc} ${limit(options.limit)}`)
         : yield* db.query(
-          sql`SELECT ${columns} FROM deixis_history WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0)
+          sql`SELECT ${columns} FROM deixis_history${byReply} WHERE chat_id = ${scope.chat_id} AND reply_to = ${messageId} AND topic = ${topic} AND (${position}) < (${positionLength(before)}, ${before}, 0)
            ORDER BY ${desc} ${limit(options.limit)}`)
       return yield* oldestFirst(rows)
     }).pipe(Effect.mapError(failStore("replies")))
