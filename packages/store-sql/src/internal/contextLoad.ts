@@ -7,10 +7,9 @@ import { positionLength } from "@deixis/core/Ids"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { bool, chunks, type ColumnType, num, queryTogether, type Row, type Scalar, str, strOrNull } from "./db.js"
-import { type Fragment, join, sql, tuples } from "./statement.js"
+import { bool, chunks, type ColumnType, num, type Row, type Scalar, str, strOrNull } from "./db.js"
+import { type Fragment, sql, tuples } from "./statement.js"
 import { type ContextSql, key, messageOf } from "./contextRows.js"
-import { jointRead } from "./unitState.js"
 
 export interface PollRef {
   readonly chat_id: string
@@ -111,28 +110,13 @@ interface Read {
   readonly statement: (from: Fragment) => Fragment
 }
 
-export const makeLoad = ({ d, db, objectOf, probe }: ContextSql) => {
-  /**
-   * Runs every read, returning each one's rows: where the dialect can, in one statement (one round
-   * trip to PostgreSQL); else together (`Db.bulkReads`: SQLite's in one step on its read connection, one snapshot).
-   */
+export const makeLoad = ({ db, objectOf, probe }: ContextSql) => {
+  /** Runs every read (`Db.bulkReads`), returning each one's rows (none for an absent read). */
   const readAll = (reads: ReadonlyArray<Read | undefined>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>
-    Effect.withFiberRuntime((fiber) => {
-      const wanted = reads.filter((r): r is Read => r !== undefined && r.rows.length > 0)
-      // A group's first read, with the history window's in the same statement (unitState.ts).
-      const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(wanted.map(statementOf))
-      return Effect.map(joint ?? readApart(wanted), (results) => {
-        let at = 0
-        return reads.map((r) => (r !== undefined && r.rows.length > 0 ? results[at++]! : []))
-      })
+    Effect.map(db.bulkReads(reads.filter((r): r is Read => r !== undefined)), (results) => {
+      let at = 0
+      return reads.map((r) => (r === undefined ? [] : results[at++]!))
     })
-  /** The reads `wanted`: in one statement where the dialect can, else one after the other. */
-  const readApart = (wanted: ReadonlyArray<Read>): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> => {
-    const together = d.readTogether
-    return together === undefined || wanted.length < 2 ? db.bulkReads(wanted) : queryTogether(db, together, wanted.map(statementOf))
-  }
-  /** A read as one statement over its keys (the bulk tables' statements, joined). */
-  const statementOf = (r: Read): Fragment => join(d.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n")
 
   /**
    * The rows `w` names. `lock`: inside the batch's transaction, the chats' rows are created in a

@@ -17,8 +17,8 @@ import { groupCommit } from "./groupCommit.js"
 import { observed, tracker } from "./availability.js"
 import { type Bodies, bodies, type Body, type InboxBody } from "./inbox.js"
 import * as pgEngine from "./pgEngine.js"
-import { compile, Fragment, type Param, type Row, type Scalar } from "./statement.js"
-import { escalate, gated, optimisticRead } from "./unitState.js"
+import { compile, Fragment, join, type Param, type Row, type Scalar } from "./statement.js"
+import { escalate, gated, jointRead, optimisticRead } from "./unitState.js"
 
 export type { ColumnType, Dialect } from "./dialect.js"
 export { isRetryable } from "./dialect/pg.js"
@@ -60,8 +60,10 @@ export interface Db {
     statement: (from: Fragment) => Fragment
   ) => Effect.Effect<ReadonlyArray<Row>, SqlError>
   /**
-   * Several `bulk` reads, each one's rows: outside a transaction, where the engine can (SQLite's
-   * read connection), every statement in one step on one snapshot; else one after the other.
+   * Several `bulk` reads, each one's rows (none for a read without keys): a unit group's first
+   * read goes with the other window's (`jointRead`, unitState.ts); else in one statement where the
+   * dialect can (PostgreSQL's `readTogether`); else, outside a transaction where the engine can
+   * (SQLite's read connection), every statement in one step on one snapshot; else one after the other.
    */
   readonly bulkReads: (reads: ReadonlyArray<BulkRead>) => Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError>
 }
@@ -180,11 +182,12 @@ export const withQuery = (
       : Effect.map(Effect.forEach(tables, (k) => query(statement(k))), (results) => results.flat())
   }
   const run: Db["run"] = (strings, ...values) => query(new Fragment(strings, values))
-  const bulkReads: Db["bulkReads"] = (all) => {
-    if (reads === undefined || all.every((r) => r.rows.length === 0)) return Effect.forEach(all, (r) => bulk(r.columns, r.rows, r.statement))
-    // Each read's statements (one per chunk of its keys) run together, then its rows joined again.
-    const parts = all.map((r) => r.rows.length === 0 ? [] : db.dialect.rowsTables(r.columns, r.rows).map(r.statement))
-    return Effect.map(reads(parts.flat()), (results) => {
+  // Each read's statements, one per chunk of its keys.
+  const partsOf = (r: BulkRead) => db.dialect.rowsTables(r.columns, r.rows).map(r.statement)
+  // Every read in one step, on one snapshot (the engine's `reads`), each read's chunks joined again.
+  const inOneStep = (wanted: ReadonlyArray<BulkRead>, oneStep: NonNullable<typeof reads>) => {
+    const parts = wanted.map(partsOf)
+    return Effect.map(oneStep(parts.flat()), (results) => {
       let at = 0
       return parts.map((part) => {
         const rows = part.length === 1 ? results[at]! : results.slice(at, at + part.length).flat()
@@ -193,6 +196,24 @@ export const withQuery = (
       })
     })
   }
+  const bulkReads: Db["bulkReads"] = (all) =>
+    Effect.withFiberRuntime((fiber) => {
+      const wanted = all.filter((r) => r.rows.length > 0)
+      if (wanted.length === 0) return Effect.succeed(all.map(() => []))
+      const together = db.dialect.readTogether
+      const statements = () => wanted.map((r) => join(partsOf(r), "\nUNION ALL\n"))
+      // A unit group's first read, in the same statement as the other window's (unitState.ts).
+      const run = fiber.getFiberRef(jointRead)?.first(statements()) ??
+        (together !== undefined && wanted.length > 1
+          ? queryTogether({ query }, together, statements())
+          : reads === undefined
+          ? Effect.forEach(wanted, (r) => bulk(r.columns, r.rows, r.statement))
+          : inOneStep(wanted, reads))
+      return Effect.map(run, (results) => {
+        let at = 0
+        return all.map((r) => (r.rows.length === 0 ? [] : results[at++]!))
+      })
+    })
   return { dialect: db.dialect, sql: db.sql, transaction: db.transaction, call: db.call, body: db.body, query, run, bulk, bulkReads }
 }
 
@@ -201,7 +222,7 @@ export const withQuery = (
  * rows given back in order.
  */
 export const queryTogether = (
-  db: Pick<Db, "dialect" | "query">,
+  db: Pick<Db, "query">,
   together: NonNullable<Dialect["readTogether"]>,
   reads: ReadonlyArray<Fragment>
 ): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>

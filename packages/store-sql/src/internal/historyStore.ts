@@ -15,10 +15,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type ColumnType, type Db, describe, num, queryTogether, type Row, type Scalar, str, topicKey } from "./db.js"
+import { type ColumnType, type Db, describe, num, type Row, type Scalar, str, topicKey } from "./db.js"
 import { storeError } from "./availability.js"
-import { type Fragment, join as fragmentJoin, limit, raw, sql } from "./statement.js"
-import { guardRead, jointRead, optimisticOf, type Processed } from "./unitState.js"
+import { type Fragment, limit, raw, sql } from "./statement.js"
+import { guardRead, optimisticOf, type Processed } from "./unitState.js"
 import { storable } from "./ids.js"
 
 export interface HistorySettings {
@@ -349,26 +349,6 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       return results
     })
 
-  /** Runs reads over keys in bulk: in one statement where the dialect can (PostgreSQL), else together (`Db.bulkReads`). */
-  const readAll = (
-    reads: ReadonlyArray<{ readonly columns: ReadonlyArray<readonly [string, ColumnType]>; readonly rows: ReadonlyArray<ReadonlyArray<Scalar>>; readonly statement: (from: Fragment) => Fragment }>
-  ): Effect.Effect<ReadonlyArray<ReadonlyArray<Row>>, SqlError> =>
-    Effect.withFiberRuntime((fiber) => {
-      const together = db.dialect.readTogether
-      const wanted = reads.filter((r) => r.rows.length > 0)
-      const statements = () => wanted.map((r) => fragmentJoin(db.dialect.rowsTables(r.columns, r.rows).map(r.statement), "\nUNION ALL\n"))
-      // A group's first read, with the context window's in the same statement (unitState.ts).
-      const joint = wanted.length === 0 ? undefined : fiber.getFiberRef(jointRead)?.first(statements())
-      if (joint === undefined && (together === undefined || wanted.length < 2)) return db.bulkReads(reads)
-      return Effect.map(
-        joint ?? queryTogether(db, together!, statements()),
-        (results) => {
-          let at = 0
-          return reads.map((r) => (r.rows.length === 0 ? [] : results[at++]!))
-        }
-      )
-    })
-
   /**
    * The appends of an optimistic group's members (see unitState.ts), in the members' order: the
    * counters and the stored rows read in one statement without locks, the results computed as
@@ -382,7 +362,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
       const items = batches.flat()
       const keys = keysOf(items)
       const { chats, idless } = keys
-      const [counters, stored, events, newest] = yield* readAll([
+      const [counters, stored, events, newest] = yield* db.bulkReads([
         { ...countersRead, rows: chats.map((c) => [c]) },
         { ...storedRead, rows: [...keys.ids.values()] },
         { ...eventsRead, rows: [...keys.events.values()] },
