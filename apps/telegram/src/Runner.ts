@@ -189,13 +189,17 @@ const poll = (
     const maxPage = 100
     // The HTTP call may take the long poll's timeout, plus the usual per-call limit.
     const policy = { ...options.send, maxAttempts: 1, timeout: Duration.sum(options.polling.timeout, options.send.timeout) }
+    // After a full page, the next is asked for without a long poll: Telegram answers at once,
+    // empty when the backlog ended on that page — so recording, held while the backlog is read,
+    // does not wait out a long poll (or the hold's timer) for a page that is not coming.
+    let fullPage = false
     while (true) {
       // The source pulls what its sink has room for (grammY runner's supplier and sink): a page
       // never holds more updates than intake can queue now, and with no room it waits for some.
       const limit = Math.min(maxPage, yield* intake.room)
       const result = yield* bot.api.call<unknown>(
         "getUpdates",
-        { timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] },
+        { timeout: fullPage ? 0 : timeout, offset, limit, allowed_updates: [...Bot.allowedUpdates] },
         policy
       ).pipe(Effect.either)
       const now = yield* Clock.currentTimeMillis
@@ -205,6 +209,7 @@ const poll = (
       // three quarters of the queue are taken: under sustained load (the queue stays near full),
       // recording must not idle through every getUpdates round trip.
       const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
+      fullPage = page >= limit
       hold(page > 0 && intake.queued() < options.queueCapacity * 0.75)
       if (result._tag === "Left") {
         const error = result.left

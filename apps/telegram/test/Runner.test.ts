@@ -504,6 +504,24 @@ describe("apps/telegram: polling and webhook cannot die quietly", () => {
       assert.match(texts(api)[0]!, /^I keep track/)
     }).pipe(withMemory))
 
+  it.live("long polling: after a full page the next getUpdates asks without a long poll, then polls long again", () =>
+    Effect.gen(function*() {
+      const { api, bot } = yield* setup()
+      // Exactly one full page (Telegram's largest, 100), then nothing: a backlog that ends on a full page.
+      const backlog = Array.from({ length: 100 }, (_, i) => message(`backlog ${i}`, { thread: null }))
+      api.pushUpdates(...backlog)
+      yield* launch(bot, api.apiRoot, { polling: { timeout: Duration.seconds(30), conflictTimeout: Duration.minutes(5) } })
+      yield* eventually("the page and the two polls after it", () => api.polls().requests.length >= 3)
+      const polls = api.polls().requests.map((r) => ({ timeout: r.timeout, offset: r.offset }))
+      // The full page came on a long poll; the next asks at once (the backlog may go on) and finds
+      // nothing; the one after waits long again, past the page.
+      assert.deepStrictEqual(polls.slice(0, 3), [
+        { timeout: 30, offset: 0 },
+        { timeout: 0, offset: backlog.at(-1)!.update_id + 1 },
+        { timeout: 30, offset: backlog.at(-1)!.update_id + 1 }
+      ])
+    }).pipe(withMemoryLive, Effect.scoped))
+
   it.scoped("an update nested too deep to serialise is refused as malformed, and polling goes on", () =>
     Effect.gen(function*() {
       const { api, bot } = yield* setup()

@@ -106,8 +106,15 @@ export interface FakeBotApi {
   readonly callsOf: (method: string) => ReadonlyArray<ApiCall>
   /** The answered `sendMessage` texts (and `sendPoll` questions), in order. */
   readonly delivered: (method?: string) => ReadonlyArray<ApiCall>
-  /** How many `getUpdates` calls arrived, and how many were answered 409. */
-  readonly polls: () => { readonly total: number; readonly conflicts: number }
+  /**
+   * How many `getUpdates` calls arrived, how many were answered 409, and the parameters of the
+   * last 1,000 (`offset`, `limit`, `timeout` as sent; absent ones undefined), oldest first.
+   */
+  readonly polls: () => {
+    readonly total: number
+    readonly conflicts: number
+    readonly requests: ReadonlyArray<{ readonly offset: unknown; readonly limit: unknown; readonly timeout: unknown }>
+  }
   /** The next `times` calls of `method` (matching `where`) fail with `failure`. */
   readonly failNext: (method: string, failure: Failure, times?: number, where?: Matcher) => void
   /**
@@ -192,6 +199,7 @@ export const make = (
     let webhook: { url: string; secret_token: string | undefined; allowed_updates: unknown } | null = null
     let pendingPoll: ((conflict: boolean) => void) | null = null
     let pollCount = 0
+    const pollRequests: Array<{ offset: unknown; limit: unknown; timeout: unknown }> = []
     let conflictCount = 0
     let nextMessageId = 10_000
     let nextPollId = 1
@@ -362,6 +370,8 @@ export const make = (
         }
         if (method === "getUpdates") {
           pollCount++
+          pollRequests.push({ offset: payload["offset"], limit: payload["limit"], timeout: payload["timeout"] })
+          if (pollRequests.length > 1000) pollRequests.shift()
           const conflict = (description: string) => {
             conflictCount++
             replyFailure({ error_code: 409, description })
@@ -469,7 +479,7 @@ export const make = (
       calls: () => calls.map(snapshot),
       callsOf: (method) => matching(method).map(snapshot),
       delivered: (method = "sendMessage") => calls.filter((c) => c.method === method && c.answered && c.status === 200).map(snapshot),
-      polls: () => ({ total: pollCount, conflicts: conflictCount }),
+      polls: () => ({ total: pollCount, conflicts: conflictCount, requests: [...pollRequests] }),
       resetNext: (method, times = 1, where) => {
         const list = resets.get(method) ?? []
         for (let i = 0; i < times; i++) list.push(where)
