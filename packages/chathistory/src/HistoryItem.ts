@@ -363,9 +363,15 @@ export interface Built {
  */
 const noPeople: ReadonlyArray<PeopleRef.Person> = []
 
+// What `Mentions.normalize` replaces: without one, it reads no directory.
+const hasMention = (entities: ReadonlyArray<Mentions.MessageEntity> | undefined): boolean =>
+  entities !== undefined && entities.some((e) => e.type === "mention" || e.type === "text_mention")
+
 export const build = (input: MakeInput, sentAt: number): Built => {
   const warnings: Array<string> = []
-  const people = Mentions.directory(input.people ?? noPeople)
+  // The directory is read only for a mention: most texts have none (two Maps per item otherwise).
+  const mentions = hasMention(input.entities) || hasMention(input.quote?.entities ?? undefined)
+  const people = Mentions.directory(mentions ? input.people ?? noPeople : noPeople)
   const sender = PeopleRef.format(input.sender)
   if (sender.warning !== null) warnings.push(`sender: ${sender.warning}`)
   const body = Mentions.normalize(input.text, input.entities ?? [], people)

@@ -96,6 +96,7 @@ export const directory = (people: ReadonlyArray<PeopleRef.Person>): Directory =>
 
 const isMention = (e: MessageEntity) => e.type === "mention" || e.type === "text_mention"
 
+
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 const cutsSurrogatePair = (text: string, at: number) =>
   at > 0 && at < text.length && isLowSurrogate(text.charCodeAt(at))
