@@ -409,7 +409,9 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     Effect.gen(function*() {
       const now = batches[batches.length - 1]!.options.now
       const wanted = new Wanted()
-      for (const b of batches) reduce(b.events, b.options, nothingLoaded(), wanted)
+      // What the naming runs change is dropped, and nothing they read comes from it: one for all.
+      const named = noChanges()
+      for (const b of batches) reduce(b.events, b.options, nothingLoaded(), wanted, named)
       for (let round = 0;; round++) {
         const loaded = yield* load(wanted, now, lock)
         const missing = new Wanted()
