@@ -351,7 +351,7 @@ const placeOf = (m: Tg.Message, guest: boolean, dmTopic: Tg.DirectMessagesTopic 
   }
   const topic = topicIdOf(m)
   const thread = threadIdFor(topic)
-  return { chat_id: chat, topic_id: topic, destination: { chat_id: chat, ...(thread === undefined ? {} : { message_thread_id: thread }) } }
+  return { chat_id: chat, topic_id: topic, destination: thread === undefined ? { chat_id: chat } : { chat_id: chat, message_thread_id: thread } }
 }
 
 /** A chat's title as core keeps it (`chat_title`): a group's title, a private chat's name. */
@@ -410,7 +410,7 @@ const splitsPair = (text: string, at: number) => {
 
 const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Array<string>) => {
   const links: Array<{ url: string; title?: string; span: { offset: number; length: number } }> = []
-  const seen = new Set<string>()
+  let seen: Set<string> | undefined
   for (const e of entities) {
     if (e.type !== "url" && e.type !== "text_link") continue
     if (!inRange(text, e)) {
@@ -429,6 +429,7 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
       warnings.push(`${e.type} entity at ${e.offset} has no usable url; skipped`)
       continue
     }
+    seen ??= new Set()
     if (seen.has(url) || links.length >= maxLinks) continue
     seen.add(url)
     const title = e.type === "text_link" ? span.replace(/\s+/g, " ").trim() : ""
@@ -532,6 +533,20 @@ const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: numb
   return { media, attachments }
 }
 
+// The bot's username as commands and mentions are compared with it, kept for the last one seen
+// (a process has one bot): read only for a command or a mention.
+let lastBotUsername: string | undefined
+let lastBotUsernameKey: string | undefined
+const botUsernameOf = (options: MapOptions): string | undefined => {
+  const raw = options.botUsername
+  if (raw === undefined) return undefined
+  if (raw !== lastBotUsernameKey) {
+    lastBotUsername = raw.replace(/^@/, "").toLowerCase()
+    lastBotUsernameKey = raw
+  }
+  return lastBotUsername
+}
+
 const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions, guest: boolean) => {
   // A guest message asks the bot; a direct-messages topic is one user's private conversation.
   if (m.chat.type === "private" || guest || m.direct_messages_topic !== undefined) return true
@@ -540,15 +555,20 @@ const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.
   const sender = Predicate.isRecord(replied) ? replied[`from`] : undefined
   const repliedFrom = Predicate.isRecord(sender) ? sender["id"] : undefined
   if (options.botId !== undefined && typeof repliedFrom === "number" && String(repliedFrom) === options.botId) return true
-  const username = options.botUsername?.replace(/^@/, "").toLowerCase()
   for (const e of entities) {
+    if (e.type !== "bot_command" && e.type !== "mention" && e.type !== "text_mention") continue
     if (!inRange(text, e)) continue
     const span = text.slice(e.offset, e.offset + e.length)
     if (e.type === "bot_command" && e.offset === 0) {
       const at = span.indexOf("@")
-      if (at < 0 || (username !== undefined && span.slice(at + 1).toLowerCase() === username)) return true
+      if (at < 0) return true
+      const username = botUsernameOf(options)
+      if (username !== undefined && span.slice(at + 1).toLowerCase() === username) return true
     }
-    if (e.type === "mention" && username !== undefined && span.slice(1).toLowerCase() === username) return true
+    if (e.type === "mention") {
+      const username = botUsernameOf(options)
+      if (username !== undefined && span.slice(1).toLowerCase() === username) return true
+    }
     if (e.type === "text_mention" && options.botId !== undefined && e.user !== undefined && String(e.user.id) === options.botId) {
       return true
     }
