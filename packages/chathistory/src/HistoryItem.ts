@@ -15,6 +15,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type { Mutable } from "effect/Types"
 import * as Mentions from "./Mentions.js"
 import * as PeopleRef from "./PeopleRef.js"
 
@@ -360,9 +361,17 @@ export interface Built {
  * @since 0.1.0
  * @category constructors
  */
+const noPeople: ReadonlyArray<PeopleRef.Person> = []
+
+// What `Mentions.normalize` replaces: without one, it reads no directory.
+const hasMention = (entities: ReadonlyArray<Mentions.MessageEntity> | undefined): boolean =>
+  entities !== undefined && entities.some((e) => e.type === "mention" || e.type === "text_mention")
+
 export const build = (input: MakeInput, sentAt: number): Built => {
   const warnings: Array<string> = []
-  const people = Mentions.directory(input.people ?? [])
+  // The directory is read only for a mention: most texts have none (two Maps per item otherwise).
+  const mentions = hasMention(input.entities) || hasMention(input.quote?.entities ?? undefined)
+  const people = Mentions.directory(mentions ? input.people ?? noPeople : noPeople)
   const sender = PeopleRef.format(input.sender)
   if (sender.warning !== null) warnings.push(`sender: ${sender.warning}`)
   const body = Mentions.normalize(input.text, input.entities ?? [], people)
@@ -389,7 +398,7 @@ export const build = (input: MakeInput, sentAt: number): Built => {
       automatic: input.forward.automatic ?? false
     }
   }
-  const item: HistoryItem = {
+  const item: Mutable<HistoryItem> = {
     channel: input.channel ?? "telegram",
     kind: input.kind,
     chat_id: input.chat_id,
@@ -408,13 +417,14 @@ export const build = (input: MakeInput, sentAt: number): Built => {
     },
     text: body.text,
     quote,
-    attachments: input.attachments ?? [],
-    ...(input.edited_at === undefined ? {} : { edited_at: input.edited_at }),
-    ...(forward === undefined ? {} : { forward }),
-    ...(input.album_id === undefined ? {} : { album_id: input.album_id }),
-    ...(input.seen_via === undefined ? {} : { seen_via: input.seen_via }),
-    ...(input.event_id === undefined ? {} : { event_id: input.event_id })
+    attachments: input.attachments ?? []
   }
+  // Set one by one, in this order: no object per absent field (this runs for every message).
+  if (input.edited_at !== undefined) item.edited_at = input.edited_at
+  if (forward !== undefined) item.forward = forward
+  if (input.album_id !== undefined) item.album_id = input.album_id
+  if (input.seen_via !== undefined) item.seen_via = input.seen_via
+  if (input.event_id !== undefined) item.event_id = input.event_id
   return { item, warnings }
 }
 

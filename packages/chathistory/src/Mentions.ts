@@ -73,6 +73,8 @@ export interface Directory {
   readonly byUserId: ReadonlyMap<string, PeopleRef.Person>
 }
 
+const emptyDirectory: Directory = { byUsername: new Map(), byUserId: new Map() }
+
 /**
  * A directory of the given people.
  *
@@ -80,6 +82,8 @@ export interface Directory {
  * @category constructors
  */
 export const directory = (people: ReadonlyArray<PeopleRef.Person>): Directory => {
+  // Read only when a text mentions someone: most build none (two Maps per message otherwise).
+  if (people.length === 0) return emptyDirectory
   const byUsername = new Map<string, PeopleRef.Person>()
   const byUserId = new Map<string, PeopleRef.Person>()
   for (const person of people) {
@@ -90,7 +94,8 @@ export const directory = (people: ReadonlyArray<PeopleRef.Person>): Directory =>
   return { byUsername, byUserId }
 }
 
-const emptyDirectory: Directory = { byUsername: new Map(), byUserId: new Map() }
+const isMention = (e: MessageEntity) => e.type === "mention" || e.type === "text_mention"
+
 
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 const cutsSurrogatePair = (text: string, at: number) =>
@@ -147,6 +152,7 @@ export const normalize = (
   entities: ReadonlyArray<MessageEntity>,
   people: Directory = emptyDirectory
 ): Normalized => {
+  if (!entities.some(isMention)) return { text, warnings: [] }
   const warnings: Array<string> = []
   const mentions = entities
     .filter((e) => e.type === "mention" || e.type === "text_mention")

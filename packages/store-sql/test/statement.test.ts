@@ -45,6 +45,22 @@ describe("statement builder", () => {
     assert.strictEqual(compile(sqlite, sql`VALUES ${tuples([[1, "a"], [2, "b"]])}`).text, "VALUES (?, ?), (?, ?)")
   })
 
+  it("rows compile as the rows listed one by one, whatever their count and width, on both dialects", () => {
+    for (const count of [1, 2, 3, 16, 257]) {
+      for (const width of [1, 2, 7]) {
+        const rows = Array.from({ length: count }, (_, r) => Array.from({ length: width }, (_, c) => (c % 2 === 0 ? r * 10 + c : `v${r}.${c}`)))
+        for (const dialect of [pg, sqlite]) {
+          const together = compile(dialect, sql`VALUES ${tuples(rows)} WHERE x IN ${list(rows.map((r) => r[0]!))}`)
+          const oneByOne = compile(dialect, sql`VALUES ${join(rows.map(list), ", ")} WHERE x IN ${list(rows.map((r) => r[0]!))}`)
+          assert.deepStrictEqual(together, oneByOne)
+        }
+      }
+    }
+    // Rows of different widths, or none at all, as listed.
+    assert.strictEqual(compile(pg, tuples([[1, 2], [3]])).text, "($1, $2), ($3)")
+    assert.strictEqual(compile(pg, sql`VALUES ${tuples([])}`).text, "VALUES ")
+  })
+
   it("rows passed in bulk: one unnest statement on PostgreSQL, power-of-two VALUES chunks on SQLite", () => {
     const rows = Array.from({ length: 5 }, (_, i): [string, number] => [`c${i}`, i])
     const columns = [["chat_id", "TEXT"], ["n", "INTEGER"]] as const

@@ -182,6 +182,14 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
     Effect.map(Option.match({ onNone: () => item, onSome: (meta) => ({ ...item, topic_id: meta.topic_id }) }))
   )
 
+/** Whether an update names a basic group (the only chats that migrate): see {@link redirectMigrated}. */
+const ofGroup = (mapped: MappedUpdate): boolean => {
+  if (mapped.scope?.chat_type === "group") return true
+  for (const item of mapped.history) if (item.chat_type === "group") return true
+  if (mapped.retractions !== undefined) for (const r of mapped.retractions) if (r.chat_type === "group") return true
+  return false
+}
+
 /**
  * An update of a chat that migrated (a late or redelivered update of a group that became a
  * supergroup) is recorded where the chat's data now is, under the ids the migration gave its
@@ -192,11 +200,12 @@ const placeItem = (item: HistoryItem.HistoryItem) =>
  * @category recording
  */
 export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> => {
+  if (!ofGroup(mapped)) return Effect.succeed(mapped)
   const groups = new Set<string>()
   for (const item of mapped.history) if (item.chat_type === "group") groups.add(item.chat_id)
   for (const r of mapped.retractions ?? []) if (r.chat_type === "group") groups.add(r.chat_id)
   if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
-  return groups.size === 0 ? Effect.succeed(mapped) : Effect.gen(function*() {
+  return Effect.gen(function*() {
     const store = yield* ContextStore
     const moved = new Map<string, string>()
     for (const chat of groups) {
@@ -236,9 +245,11 @@ const storeAll = (
       // A run of updates up to (not including) the next migration.
       let j = i
       while (j < mappedUpdates.length && mappedUpdates[j]!.migration === undefined) j++
-      const run = yield* Effect.forEach(mappedUpdates.slice(i, j), redirectMigrated)
+      const slice = i === 0 && j === mappedUpdates.length ? mappedUpdates : mappedUpdates.slice(i, j)
+      // Most runs name no basic group: nothing to look up, no Effect per update.
+      const run = slice.some(ofGroup) ? yield* Effect.forEach(slice, redirectMigrated) : slice
       if (run.length > 0) {
-        const all = run.flatMap((mapped) => mapped.events)
+        const all = run.length === 1 ? run[0]!.events : run.flatMap((mapped) => mapped.events)
         // The mapper builds events only of the registry's own kinds: a refusal is a bug, not input to report.
         const apply = all.length === 0 ? undefined : Effect.catchTag(ingest.apply(all), "InvalidEvent", (error) => Effect.die(error))
         const kept: Array<HistoryItem.HistoryItem> = []
@@ -252,7 +263,7 @@ const storeAll = (
           }
         }
         // The bot's answers of the run (a reply recorded with `recordSent`) go with its items: one write.
-        const responses = run.flatMap((mapped) =>
+        const responses = !run.some((mapped) => mapped.responses !== undefined && mapped.responses.length > 0) ? [] : run.flatMap((mapped) =>
           (mapped.responses ?? []).map((r) => ({ scope: { chat_id: r.chat_id, topic_id: r.topic_id }, message_id: r.message_id, response_id: r.response_id }))
         )
         const append = (items: ReadonlyArray<HistoryItem.HistoryItem>) =>

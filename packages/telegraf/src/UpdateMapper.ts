@@ -21,6 +21,7 @@ import type * as PeopleRef from "@deixis/chathistory/PeopleRef"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import type { Mutable } from "effect/Types"
 import * as FieldDecisions from "./FieldDecisions.js"
 import * as Content from "./internal/content.js"
 import * as Tg from "./internal/telegram.js"
@@ -233,7 +234,6 @@ const maxHistoryText = 32_768
 // Date#toISOString throws past ±8.64e15 ms; Telegram dates are seconds.
 const maxDateSeconds = 8_640_000_000_000
 
-const decodeHead = Schema.decodeUnknownEither(Tg.UpdateHead)
 const decodePoll = Schema.decodeUnknownEither(Tg.Poll)
 const decodePollAnswer = Schema.decodeUnknownEither(Tg.PollAnswer)
 // A replied or pinned message too partial to record still names its id.
@@ -351,7 +351,7 @@ const placeOf = (m: Tg.Message, guest: boolean, dmTopic: Tg.DirectMessagesTopic 
   }
   const topic = topicIdOf(m)
   const thread = threadIdFor(topic)
-  return { chat_id: chat, topic_id: topic, destination: { chat_id: chat, ...(thread === undefined ? {} : { message_thread_id: thread }) } }
+  return { chat_id: chat, topic_id: topic, destination: thread === undefined ? { chat_id: chat } : { chat_id: chat, message_thread_id: thread } }
 }
 
 /** A chat's title as core keeps it (`chat_title`): a group's title, a private chat's name. */
@@ -410,7 +410,7 @@ const splitsPair = (text: string, at: number) => {
 
 const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Array<string>) => {
   const links: Array<{ url: string; title?: string; span: { offset: number; length: number } }> = []
-  const seen = new Set<string>()
+  let seen: Set<string> | undefined
   for (const e of entities) {
     if (e.type !== "url" && e.type !== "text_link") continue
     if (!inRange(text, e)) {
@@ -429,6 +429,7 @@ const linksOf = (text: string, entities: ReadonlyArray<Tg.Entity>, warnings: Arr
       warnings.push(`${e.type} entity at ${e.offset} has no usable url; skipped`)
       continue
     }
+    seen ??= new Set()
     if (seen.has(url) || links.length >= maxLinks) continue
     seen.add(url)
     const title = e.type === "text_link" ? span.replace(/\s+/g, " ").trim() : ""
@@ -532,6 +533,20 @@ const mediaOf = (m: Tg.Message, caption: string | undefined, captionLength: numb
   return { media, attachments }
 }
 
+// The bot's username as commands and mentions are compared with it, kept for the last one seen
+// (a process has one bot): read only for a command or a mention.
+let lastBotUsername: string | undefined
+let lastBotUsernameKey: string | undefined
+const botUsernameOf = (options: MapOptions): string | undefined => {
+  const raw = options.botUsername
+  if (raw === undefined) return undefined
+  if (raw !== lastBotUsernameKey) {
+    lastBotUsername = raw.replace(/^@/, "").toLowerCase()
+    lastBotUsernameKey = raw
+  }
+  return lastBotUsername
+}
+
 const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.Entity>, options: MapOptions, guest: boolean) => {
   // A guest message asks the bot; a direct-messages topic is one user's private conversation.
   if (m.chat.type === "private" || guest || m.direct_messages_topic !== undefined) return true
@@ -540,15 +555,20 @@ const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.
   const sender = Predicate.isRecord(replied) ? replied[`from`] : undefined
   const repliedFrom = Predicate.isRecord(sender) ? sender["id"] : undefined
   if (options.botId !== undefined && typeof repliedFrom === "number" && String(repliedFrom) === options.botId) return true
-  const username = options.botUsername?.replace(/^@/, "").toLowerCase()
   for (const e of entities) {
+    if (e.type !== "bot_command" && e.type !== "mention" && e.type !== "text_mention") continue
     if (!inRange(text, e)) continue
     const span = text.slice(e.offset, e.offset + e.length)
     if (e.type === "bot_command" && e.offset === 0) {
       const at = span.indexOf("@")
-      if (at < 0 || (username !== undefined && span.slice(at + 1).toLowerCase() === username)) return true
+      if (at < 0) return true
+      const username = botUsernameOf(options)
+      if (username !== undefined && span.slice(at + 1).toLowerCase() === username) return true
     }
-    if (e.type === "mention" && username !== undefined && span.slice(1).toLowerCase() === username) return true
+    if (e.type === "mention") {
+      const username = botUsernameOf(options)
+      if (username !== undefined && span.slice(1).toLowerCase() === username) return true
+    }
     if (e.type === "text_mention" && options.botId !== undefined && e.user !== undefined && String(e.user.id) === options.botId) {
       return true
     }
@@ -556,8 +576,11 @@ const addressedToBot = (m: Tg.Message, text: string, entities: ReadonlyArray<Tg.
   return false
 }
 
-const toMentionEntities = (text: string, entities: ReadonlyArray<Tg.Entity>): Array<Mentions.MessageEntity> =>
-  entities
+const noEntities: ReadonlyArray<Mentions.MessageEntity> = []
+
+const toMentionEntities = (text: string, entities: ReadonlyArray<Tg.Entity>): ReadonlyArray<Mentions.MessageEntity> =>
+  // Most messages mention no one: no arrays are built for them.
+  !entities.some((e) => e.type === "mention" || e.type === "text_mention") ? noEntities : entities
     .filter((e) => (e.type === "mention" || e.type === "text_mention") && inRange(text, e))
     .map((e) => {
       const entity: Mentions.MessageEntity = e.user === undefined
@@ -653,7 +676,7 @@ const mapOne = (
   const text = cut(rawText, maxTextLength)
   if (text.length < rawText.length) warnings.push(`text cut from ${rawText.length} to ${text.length} UTF-16 code units`)
   const allEntities = (m.text !== undefined ? m.entities : m.caption !== undefined ? m.caption_entities : flat?.entities) ?? []
-  const entities = allEntities.slice(0, maxEntities)
+  const entities = allEntities.length <= maxEntities ? allEntities : allEntities.slice(0, maxEntities)
   if (entities.length < allEntities.length) warnings.push(`only the first ${maxEntities} entities read`)
 
   const sender = senderOf(m)
@@ -686,56 +709,62 @@ const mapOne = (
     }
   }
   const chatTitle = titleOf(m)
-  const observed: MessageObserved = {
-    type: "message_observed",
+  const messageId = String(m.message_id)
+  // Built field by field, in the order the spread form had (no intermediate objects per message).
+  // An edit's event is the same with its type and `edited_at` (`MessageEdited`).
+  const event = {
+    type: context.edited ? "message_edited" : "message_observed",
     chat_id: chatId,
-    message_id: String(m.message_id),
+    message_id: messageId,
     topic_id: topicId,
     reply_to_message_id: context.replyTo,
     sender_user_id: senderId,
     direction: outbound ? "outbound" : "inbound",
     sent_at: millisOf(m.date),
-    is_forum: m.chat.is_forum === true,
-    ...(chatTitle === undefined ? {} : { chat_title: chatTitle }),
-    links,
-    media: media.slice(0, maxLinks),
-    ...(album !== undefined && media.length > 0 ? { media_group_id: album } : {}),
-    ...(poll === undefined ? {} : { poll }),
-    ...(context.replyTo === null || context.quote === null || context.quote.text === "" ? {} : { quote: quoteOf(context.quote.text, context.quotePosition) })
+    is_forum: m.chat.is_forum === true
+  } as Omit<Mutable<MessageObserved>, "type"> & { type: "message_observed" | "message_edited"; edited_at?: number }
+  if (chatTitle !== undefined) event.chat_title = chatTitle
+  event.links = links
+  event.media = media.length <= maxLinks ? media : media.slice(0, maxLinks)
+  if (album !== undefined && media.length > 0) event.media_group_id = album
+  if (poll !== undefined) event.poll = poll
+  if (context.replyTo !== null && context.quote !== null && context.quote.text !== "") {
+    event.quote = quoteOf(context.quote.text, context.quotePosition)
   }
-  const event: MessageObserved | MessageEdited = context.edited
-    ? { ...observed, type: "message_edited", edited_at: editedAt ?? millisOf(m.date) }
-    : observed
+  if (context.edited) event.edited_at = editedAt ?? millisOf(m.date)
 
   const forward = forwardOf(m.forward_origin, m.is_automatic_forward === true)
-  const people = [sender, context.quotedPerson].filter((p): p is PeopleRef.Person => p !== undefined && p !== null)
-  const built = HistoryItem.build({
+  const people: Array<PeopleRef.Person> = []
+  if (sender !== undefined) people.push(sender)
+  if (context.quotedPerson !== null) people.push(context.quotedPerson)
+  const input: Mutable<HistoryItem.MakeInput> = {
     kind: outbound ? "outbound_agent" : "inbound_user",
     chat_id: chatId,
     topic_id: topicId,
     chat_type: m.chat.type === undefined ? null : cut(m.chat.type, 32),
-    message_id: String(m.message_id),
+    message_id: messageId,
     reply_to_message_id: context.replyTo,
     sender: sender ?? { display_name: m.chat.title ?? null },
     text,
     entities: toMentionEntities(text, entities),
     people,
     quote: context.quote,
-    attachments: attachments.slice(0, 50),
-    ...(editedAt === undefined ? {} : { edited_at: editedAt }),
-    ...(forward === undefined ? {} : { forward }),
-    ...(album === undefined ? {} : { album_id: album }),
-    ...(context.seenVia === undefined ? {} : { seen_via: context.seenVia })
-  }, millisOf(m.date))
-  warnings.push(...built.warnings)
+    attachments: attachments.length <= 50 ? attachments : attachments.slice(0, 50)
+  }
+  if (editedAt !== undefined) input.edited_at = editedAt
+  if (forward !== undefined) input.forward = forward
+  if (album !== undefined) input.album_id = album
+  if (context.seenVia !== undefined) input.seen_via = context.seenVia
+  const built = HistoryItem.build(input, millisOf(m.date))
+  for (const w of built.warnings) warnings.push(w)
   return {
-    event,
+    event: event as MessageObserved | MessageEdited,
     item: withinLimits(built.item),
     scope: {
       chat_id: chatId,
       topic_id: topicId,
       destination: context.place.destination,
-      message_id: String(m.message_id),
+      message_id: messageId,
       reply_to_message_id: context.replyTo,
       sender_user_id: senderId,
       chat_type: m.chat.type ?? null
@@ -892,14 +921,10 @@ const messageOf = (input: unknown, options: MapOptions, updateType: string, upda
     ? [{ chat_id: main.scope.chat_id, topic_id: main.scope.topic_id, message_id: reply.id, response_id: main.scope.message_id }]
     : []
 
-  return mapped({
-    update_id: updateId,
-    update_type: updateType,
-    scope: main.scope,
-    ...(responses.length === 0 ? {} : { responses }),
-    addressed: !main.outbound && addressedToBot(m, main.text, main.entities, options, guest),
-    warnings
-  }, events, history)
+  const addressed = !main.outbound && addressedToBot(m, main.text, main.entities, options, guest)
+  return responses.length === 0
+    ? { update_id: updateId, update_type: updateType, scope: main.scope, addressed, warnings, events, history }
+    : { update_id: updateId, update_type: updateType, scope: main.scope, responses, addressed, warnings, events, history }
 }
 
 /**
@@ -998,9 +1023,11 @@ export const mapUpdate = (update: unknown, options: MapOptions = {}): MappedUpda
   if (!Predicate.isRecord(update)) return empty(null, null, "malformed update: not a JSON object")
   // Before anything reads it: a decoder's message prints the value it refused, recursively.
   if (Json.nestsDeeperThan(update)) return empty(null, null, `malformed update: ${tooDeep}`)
-  const head = decodeHead(update)
-  if (Either.isLeft(head)) return empty(null, null, "malformed update: update_id is not an integer")
-  const updateId = head.right.update_id
+  // `Tg.UpdateHead`'s check, without a decoder's copy and its parse result for every update.
+  const updateId = update["update_id"]
+  if (typeof updateId !== "number" || !Number.isSafeInteger(updateId)) {
+    return empty(null, null, "malformed update: update_id is not an integer")
+  }
   for (const key of messageKeys) {
     if (update[key] !== undefined) {
       return messageOf(update[key], options, key, updateId)

@@ -182,8 +182,14 @@ const knownObject = (
   sentAt: number,
   kind: ObjectKind,
   index: number,
-  extra: Partial<ContextObject>
+  title: string | undefined,
+  ref: string | undefined,
+  album: string | undefined,
+  span: ContextObject["span"],
+  poll: ContextObject["poll"]
 ): ContextObject => {
+  // Built field by field (this runs for every link and file ingested): no object per optional
+  // field, no spread of an `extra`; the fields come in the order the spread form gave them.
   const object: { -readonly [K in keyof ContextObject]: ContextObject[K] } = {
     object_id: objectIdFor(e.chat_id, e.message_id, kind, index),
     kind,
@@ -192,15 +198,18 @@ const knownObject = (
     source_message_id: e.message_id,
     created_at: sentAt,
     last_touched_at: sentAt,
-    activation_reasons: [],
-    ...(e.sender_user_id === null ? {} : { created_by_user_id: e.sender_user_id }),
-    created_by_bot: e.direction === "outbound",
-    ttl_class: "short",
-    active_until: null,
-    activated_at: null,
-    ...extra
-  }
-  // Set on the fresh object, not a copy: this runs for every link and file ingested.
+    activation_reasons: []
+  } as unknown as { -readonly [K in keyof ContextObject]: ContextObject[K] }
+  if (e.sender_user_id !== null) object.created_by_user_id = e.sender_user_id
+  object.created_by_bot = e.direction === "outbound"
+  object.ttl_class = "short"
+  object.active_until = null
+  object.activated_at = null
+  if (title !== undefined) object.title_or_label = title
+  if (ref !== undefined) object.ref = ref
+  if (album !== undefined) object.album_id = album
+  if (span !== undefined) object.span = span
+  if (poll !== undefined) object.poll = poll
   object.ttl_class = rules.policy.classFor(kind, undefined, object)
   return object
 }
@@ -212,26 +221,19 @@ const derivedObjects = (
   topicId: string | null,
   sentAt: number
 ): Array<ContextObject> => {
-  const known = (kind: ObjectKind, index: number, extra: Partial<ContextObject>) =>
-    knownObject(rules, e, topicId, sentAt, kind, index, extra)
-  const labelled = (kind: ObjectKind, title: string | undefined, url?: string) => {
-    const label = rules.kinds.label(kind, { title, url })
-    return label === undefined ? {} : { title_or_label: label }
-  }
   const out: Array<ContextObject> = []
-  e.links.forEach((link, i) => {
-    out.push(known("link", i, { ...labelled("link", link.title, link.url), ref: link.url, ...(link.span === undefined ? {} : { span: link.span }) }))
-  })
+  for (let i = 0; i < e.links.length; i++) {
+    const link = e.links[i]!
+    const label = rules.kinds.label("link", { title: link.title, url: link.url })
+    out.push(knownObject(rules, e, topicId, sentAt, "link", i, label, link.url, undefined, link.span, undefined))
+  }
+  if (e.media.length === 0) return out
   const perKind = new Map<ObjectKind, number>()
   for (const media of e.media) {
     const index = perKind.get(media.kind) ?? 0
     perKind.set(media.kind, index + 1)
-    out.push(known(media.kind, index, {
-      ...labelled(media.kind, media.label),
-      ...(media.file_id === undefined ? {} : { ref: media.file_id }),
-      ...(e.media_group_id === undefined ? {} : { album_id: e.media_group_id }),
-      ...(media.span === undefined ? {} : { span: media.span })
-    }))
+    const label = rules.kinds.label(media.kind, { title: media.label, url: undefined })
+    out.push(knownObject(rules, e, topicId, sentAt, media.kind, index, label, media.file_id, e.media_group_id, media.span, undefined))
   }
   return out
 }
@@ -274,10 +276,7 @@ const observeMessage = (w: StateWriter, e: MessageObserved | MessageEdited, now:
     const poll = e.poll.is_closed
       ? { poll_id: e.poll.poll_id, state: "closed" as const, closed_at: sentAt }
       : { poll_id: e.poll.poll_id, state: "open" as const }
-    const o = knownObject(rules, e, topicId, sentAt, "poll", 0, {
-      ...(label === undefined ? {} : { title_or_label: label }),
-      poll
-    })
+    const o = knownObject(rules, e, topicId, sentAt, "poll", 0, label, undefined, undefined, undefined, poll)
     putKnown(w, o)
     claimPoll(w, e.poll.poll_id, e.chat_id, o.object_id)
     const close = w.pendingPollClose(e.poll.poll_id)

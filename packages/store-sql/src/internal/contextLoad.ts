@@ -33,8 +33,10 @@ export class Wanted {
   }
   message(chat: string, id: string) {
     this.chats.add(chat)
-    this.messages.set(key(chat, id), [chat, id])
-    this.byMessage.set(key(chat, id), [chat, id])
+    const k = key(chat, id)
+    const pair = [chat, id] as const
+    this.messages.set(k, pair)
+    this.byMessage.set(k, pair)
   }
   object(chat: string, id: string) {
     this.chats.add(chat)

@@ -7,7 +7,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { type ContextObject, messageToMigratedChat, toMigratedChat } from "@deixis/core/ContextObject"
 import { applyEvents, type StateWriter } from "@deixis/core/ContextReducer"
 import type { ApplyOptions, StoreError } from "@deixis/core/ContextStore"
-import { type MigrationResult, searchKey, unknownChat } from "@deixis/core/ChatInfo"
+import { type ChatInfo, type MigrationResult, searchKey } from "@deixis/core/ChatInfo"
 import { migratedMessageId, positionLength } from "@deixis/core/Ids"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
@@ -96,8 +96,9 @@ const reduce = (
       return s.seen.has(k)
     },
     putMessage: (m) => {
-      s.messages.set(key(m.chat_id, m.message_id), m)
-      if (!s.byMessage.has(key(m.chat_id, m.message_id))) s.byMessage.set(key(m.chat_id, m.message_id), [])
+      const k = key(m.chat_id, m.message_id)
+      s.messages.set(k, m)
+      if (!s.byMessage.has(k)) s.byMessage.set(k, [])
       changes.messages.push(m)
     },
     putObject: (o, previous) => {
@@ -139,7 +140,9 @@ const reduce = (
         missing.chats.add(chatId)
         return undefined
       }
-      return { ...unknownChat(chatId), is_forum: isForum, title: s.titles.get(chatId) ?? null }
+      // `unknownChat(chatId)` with what is loaded, as one object.
+      const info: ChatInfo = { chat_id: chatId, is_forum: isForum, title: s.titles.get(chatId) ?? null, migrated_to: null, migrated_at: null }
+      return info
     },
     putChat: (info) => {
       if (s.forums.get(info.chat_id) !== info.is_forum) {
@@ -250,7 +253,7 @@ const writesNothing = (c: Changes) =>
 const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: ReadonlyArray<ReadonlyArray<Scalar>>) =>
   rows.map((row) => {
     const out: Record<string, Scalar> = {}
-    columns.forEach(([name], i) => out[name] = row[i] ?? null)
+    for (let i = 0; i < columns.length; i++) out[columns[i]![0]] = row[i] ?? null
     return out
   })
 
@@ -406,7 +409,9 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     Effect.gen(function*() {
       const now = batches[batches.length - 1]!.options.now
       const wanted = new Wanted()
-      for (const b of batches) reduce(b.events, b.options, nothingLoaded(), wanted)
+      // What the naming runs change is dropped, and nothing they read comes from it: one for all.
+      const named = noChanges()
+      for (const b of batches) reduce(b.events, b.options, nothingLoaded(), wanted, named)
       for (let round = 0;; round++) {
         const loaded = yield* load(wanted, now, lock)
         const missing = new Wanted()

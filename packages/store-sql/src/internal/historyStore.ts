@@ -45,7 +45,7 @@ const columns = raw("anchor, seq, body")
 const records = (columns: ReadonlyArray<readonly [string, unknown]>, rows: ReadonlyArray<ReadonlyArray<Scalar>>) =>
   rows.map((row) => {
     const out: Record<string, Scalar> = {}
-    columns.forEach(([name], i) => out[name] = row[i] ?? null)
+    for (let i = 0; i < columns.length; i++) out[columns[i]![0]] = row[i] ?? null
     return out
   })
 

@@ -66,16 +66,54 @@ export const or = (conditions: ReadonlyArray<Fragment>): Fragment =>
  */
 export const limit = (n: number): Fragment => sql`LIMIT CAST(${n} AS INTEGER)`
 
+// The strings of `list` and `tuples` by their shape, built once: statements list keys and rows
+// on every write and read, in a handful of shapes (power-of-two chunks, see the dialects).
+const maxShared = 4096
+const listStrings: Array<ReadonlyArray<string>> = []
+const tupleStrings = new Map<number, Array<ReadonlyArray<string>>>()
+
 /** `(?, ?, …)`: one parameter per value, for `IN` and `VALUES`. */
 export const list = (values: ReadonlyArray<Scalar>): Fragment => {
-  const strings: Array<string> = ["("]
-  for (let i = 1; i < values.length; i++) strings.push(", ")
-  strings.push(")")
+  const n = values.length
+  let strings = n < maxShared ? listStrings[n] : undefined
+  if (strings === undefined) {
+    const built: Array<string> = ["("]
+    for (let i = 1; i < n; i++) built.push(", ")
+    built.push(")")
+    strings = built
+    if (n < maxShared) listStrings[n] = built
+  }
   return new Fragment(strings, values)
 }
 
-/** Rows of parameters: `(?, ?), (?, ?)`. */
-export const tuples = (rows: ReadonlyArray<ReadonlyArray<Scalar>>): Fragment => join(rows.map(list), ", ")
+/**
+ * Rows of parameters: `(?, ?), (?, ?)`. Rows of one width are one fragment of parameters (the
+ * text `join(rows.map(list), ", ")` gives), not a fragment per row.
+ */
+export const tuples = (rows: ReadonlyArray<ReadonlyArray<Scalar>>): Fragment => {
+  const n = rows.length
+  const width = n === 0 ? 0 : rows[0]!.length
+  if (width === 0 || n * width >= maxShared) return join(rows.map(list), ", ")
+  for (let r = 1; r < n; r++) if (rows[r]!.length !== width) return join(rows.map(list), ", ")
+  let byCount = tupleStrings.get(width)
+  if (byCount === undefined) tupleStrings.set(width, byCount = [])
+  let strings = byCount[n]
+  if (strings === undefined) {
+    const built: Array<string> = ["("]
+    for (let r = 0; r < n; r++) {
+      for (let c = 1; c < width; c++) built.push(", ")
+      built.push(r === n - 1 ? ")" : "), (")
+    }
+    byCount[n] = strings = built
+  }
+  const values: Array<Scalar> = new Array(n * width)
+  let at = 0
+  for (let r = 0; r < n; r++) {
+    const row = rows[r]!
+    for (let c = 0; c < width; c++) values[at++] = row[c]!
+  }
+  return new Fragment(strings, values)
+}
 
 const simple = (f: Fragment): boolean => {
   for (const v of f.values) if (v instanceof Fragment) return false

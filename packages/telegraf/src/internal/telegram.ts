@@ -196,21 +196,29 @@ const cString: Check = (v) => (typeof v === "string" ? undefined : "expected a s
 const cBoolean: Check = (v) => (typeof v === "boolean" ? undefined : "expected a boolean")
 const cUnknown: Check = () => undefined
 
-const cStruct = (required: ReadonlyArray<readonly [string, Check]>, optional: ReadonlyArray<readonly [string, Check]>): Check => (v) => {
-  if (!isObject(v)) return "expected an object"
-  for (const [key, check] of required) {
-    const value = v[key]
-    if (value === undefined) return `${key}: is missing`
-    const issue = check(value)
-    if (issue !== undefined) return `${key}: ${issue}`
+const cStruct = (required: ReadonlyArray<readonly [string, Check]>, optional: ReadonlyArray<readonly [string, Check]>): Check => {
+  // The keys and their checks side by side: indexed loops, no destructuring per field checked.
+  const requiredKeys = required.map(([key]) => key)
+  const requiredChecks = required.map(([, check]) => check)
+  const optionalKeys = optional.map(([key]) => key)
+  const optionalChecks = optional.map(([, check]) => check)
+  return (v) => {
+    if (!isObject(v)) return "expected an object"
+    for (let i = 0; i < requiredKeys.length; i++) {
+      const key = requiredKeys[i]!
+      const value = v[key]
+      if (value === undefined) return `${key}: is missing`
+      const issue = requiredChecks[i]!(value)
+      if (issue !== undefined) return `${key}: ${issue}`
+    }
+    for (let i = 0; i < optionalKeys.length; i++) {
+      const value = v[optionalKeys[i]!]
+      if (value === undefined) continue
+      const issue = optionalChecks[i]!(value)
+      if (issue !== undefined) return `${optionalKeys[i]!}: ${issue}`
+    }
+    return undefined
   }
-  for (const [key, check] of optional) {
-    const value = v[key]
-    if (value === undefined) continue
-    const issue = check(value)
-    if (issue !== undefined) return `${key}: ${issue}`
-  }
-  return undefined
 }
 
 const cArray = (item: Check): Check => (v) => {
