@@ -176,8 +176,6 @@ export const PollAnswer = Schema.Struct({
   option_ids: Schema.Array(Int)
 })
 
-export const UpdateHead = Schema.Struct({ update_id: Int })
-
 // -----------------------------------------------------------------------------
 // A hand-compiled check of `Message`, for the hot path: every update carries one or two.
 // Schema's generic decoder costs more than all the mapping after it; this checks the same
