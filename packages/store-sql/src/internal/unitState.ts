@@ -125,15 +125,8 @@ export class Once<A, E = never> {
     return this.exit
   }
 
-  /**
-   * Waits for the result (an interrupted waiter stops waiting). Set already when the wait
-   * starts (the waiter processed its group's window itself): the result, without suspending.
-   */
+  /** Waits for the result (an interrupted waiter stops waiting). */
   wait(): Effect.Effect<A, E> {
-    return Effect.suspend(() => this.exit ?? this.suspended())
-  }
-
-  private suspended(): Effect.Effect<A, E> {
     return Effect.async<A, E>((resume) => {
       if (this.exit !== undefined) return resume(this.exit)
       const waiters = this.waiters ??= []
@@ -259,15 +252,6 @@ const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.
 
 /** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
 const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
-
-/**
- * Runs a window's processing in the fiber that made it ready (the member whose request or end
- * completed the window, which waits for the window anyway), outside its unit and to the end:
- * a fiber of its own cost a fork and a wake-up per window, and every member one more wait.
- */
-const inPlace = (effect: Effect.Effect<void>): Effect.Effect<void> =>
-  Effect.uninterruptible(Effect.mapInputContext(effect, omitUnit))
-const omitUnit = Context.omit(Unit)
 
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
 export const groupAttempts = 4
@@ -423,7 +407,7 @@ export class Group {
     window.processed = true
     this.busy++
     const requests = [...window.requests].sort((a, b) => a.index - b.index)
-    return inPlace(Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
+    return detached(Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
       Effect.suspend(() => {
         this.busy--
         this.settleWindow(family, requests, exit, next)
