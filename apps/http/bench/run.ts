@@ -20,7 +20,10 @@
  *
  * BENCH_SECONDS (default 3) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
  * `memory,sqlite,sqlite-full,pg`); BENCH_DISK_UPDATES (default 10000); BENCH_FLOOR_SECONDS
- * (default 2; 0 skips the floors); DEIXIS_TEST_PG_URL.
+ * (default 2; 0 skips the floors); DEIXIS_TEST_PG_URL. For comparisons: BENCH_BASE (`apps/http` of another
+ * checkout, built: its `dist/main.js` runs every store too, in the same rounds — a before/after
+ * in one run, each row named `base …`), BENCH_NODE_ARGS (node options for this checkout's app,
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_KINDS=ingest (only the ingest windows).
  */
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
 import { execFile, spawn } from "node:child_process"
@@ -40,6 +43,15 @@ const floorSeconds = Number(process.env["BENCH_FLOOR_SECONDS"] ?? 2)
 const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,sqlite-full,pg").split(",")
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const runId = Date.now().toString(36)
+const baseDir = process.env["BENCH_BASE"]
+const nodeArgs = (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a !== "")
+const ingestOnly = process.env["BENCH_KINDS"] === "ingest"
+/** The apps compared: BENCH_BASE's (when set) and this checkout's, each store of each, in the rounds' order. */
+const runs = stores.flatMap((store) =>
+  baseDir === undefined
+    ? [{ name: store, store, appDir }]
+    : [{ name: `base ${store}`, store, appDir: baseDir }, { name: store, store, appDir }]
+)
 
 /** The load generator, a process of its own. */
 const load = (plan: Plan) =>
@@ -76,12 +88,13 @@ const storeEnv = (store: string, dir: string): Record<string, string> => {
   }
 }
 
-const launch = async (store: string, dir: string) => {
+const launch = async (store: string, dir: string, from = appDir) => {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const app = await startApp(join(appDir, "dist", "main.js"), {
+  const app = await startApp(join(from, "dist", "main.js"), {
     cwd: dir,
     env: { PORT: String(port), ...storeEnv(store, dir) },
+    nodeArgs: from === appDir ? nodeArgs : [],
     ready: `${url}/healthz`
   })
   return { app, url }
@@ -124,10 +137,10 @@ const resolveStream = (extra: { readonly connections?: number; readonly rate?: n
 const storeRuns = async (): Promise<Array<StoreFigures>> => {
   const apps: Array<{ readonly store: string; readonly app: App; readonly url: string; readonly dir: string }> = []
   try {
-    for (const store of stores) {
+    for (const run of runs) {
       const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
-      const { app, url } = await launch(store, dir)
-      apps.push({ store, app, url, dir })
+      const { app, url } = await launch(run.store, dir, run.appDir)
+      apps.push({ store: run.name, app, url, dir })
       await seed(url)
       await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
       await load({ url, seconds: 1, streams: [resolveStream({ connections: 10 })] })
@@ -137,11 +150,18 @@ const storeRuns = async (): Promise<Array<StoreFigures>> => {
       const ingest: Array<Awaited<ReturnType<typeof measured>>> = []
       for (const { app, url } of apps) ingest.push(await measured(app, { url, seconds, streams: [ingestStream({ connections: 10 })] }))
       const resolve: Array<Awaited<ReturnType<typeof measured>>> = []
-      for (const { app, url } of apps) resolve.push(await measured(app, { url, seconds, streams: [resolveStream({ connections: 10 })] }))
       const idle: Array<StreamResult> = []
-      for (const { url } of apps) idle.push((await load({ url, seconds, streams: [resolveStream({ rate: 100 })] }))[0]!)
       const under: Array<ReadonlyArray<StreamResult>> = []
-      for (const { url } of apps) under.push(await load({ url, seconds, streams: [resolveStream({ rate: 100 }), ingestStream({ rate: 200 })] }))
+      if (ingestOnly) {
+        // Only the ingest windows: the others repeat its figures.
+        resolve.push(...ingest)
+        idle.push(...ingest.map((i) => i.results[0]!))
+        under.push(...ingest.map((i) => [i.results[0]!, i.results[0]!]))
+      } else {
+        for (const { app, url } of apps) resolve.push(await measured(app, { url, seconds, streams: [resolveStream({ connections: 10 })] }))
+        for (const { url } of apps) idle.push((await load({ url, seconds, streams: [resolveStream({ rate: 100 })] }))[0]!)
+        for (const { url } of apps) under.push(await load({ url, seconds, streams: [resolveStream({ rate: 100 }), ingestStream({ rate: 200 })] }))
+      }
       apps.forEach(({ store }, i) =>
         rounds[i]!.push({
           store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, resolve: resolve[i]!.results[0]!, resolveUsed: resolve[i]!.used,
@@ -225,15 +245,16 @@ const main = async () => {
         `${new Date().toISOString().slice(0, 16)}Z, ${seconds} s per window, ${roundsOf} rounds taking the stores in turn (each store's best round shown), load average at the end ${load1}\n`
     )
     console.log("(a) POST /v1/telegram/updates, one update per request, 10 connections, 50 chats; (c) resolve_reference_target, 10 connections\n")
-    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s |")
+    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s (server CPU µs/update) |")
     console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    const memory = figures.find((f) => f.store === "memory")
+    const memoryOf = (name: string) => figures.find((f) => f.store === (name.startsWith("base ") ? "base memory" : "memory"))
     for (const f of figures) {
+      const memory = memoryOf(f.store)
       const n = f.ingest.total
       console.log(
         `| ${f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
           `${kb(f.ingestUsed.writeBytes, n)} | ${(f.ingestUsed.writeCalls / n).toFixed(1)} | ${memory === undefined ? "?" : (f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)} | ` +
-          `${n0(f.resolve.perSecond)} | ${n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => n0(r.ingest.perSecond)).join(", ")} |` +
+          `${n0(f.resolve.perSecond)} | ${n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs)`).join(", ")} |` +
           (f.ingest.failed + f.resolve.failed > 0 ? ` ${f.ingest.failed + f.resolve.failed} failed` : "")
       )
     }
@@ -256,6 +277,7 @@ const main = async () => {
     }
     console.log("\ntargets (issue #34), as ratios within this run:")
     const by = (s: string) => figures.find((f) => f.store === s)
+    const memory = by("memory")
     if (memory !== undefined) {
       console.log(`- memory ingest ${n0(memory.ingest.perSecond)}/s — target ≥ 4,000/s`)
       for (const [s, target] of [["sqlite", 0.6], ["sqlite-full", 0.6], ["pg", 0.3]] as const) {

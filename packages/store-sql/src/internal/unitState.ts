@@ -274,7 +274,7 @@ export class Group {
   constructor(
     size: number,
     /** The group's one write; false when something read has moved. */
-    private readonly write: (writes: Partial<Record<Family, object>>) => Effect.Effect<boolean, SqlError>,
+    private readonly write: (writes: Partial<Record<Family, object>>, members: number) => Effect.Effect<boolean, SqlError>,
     private readonly followCaches: (written: Map<ContextCache, Map<string, Pending>>) => void,
     private readonly ended: () => void,
     /** Where reads can run as one statement (PostgreSQL): both windows' first reads, when every member sent both at once. */
@@ -482,7 +482,7 @@ export class Group {
       if (this.writes.context === undefined && this.writes.history === undefined) return this.commit(live)
       // Every member interrupted: nothing was acknowledged, nothing is written.
       if (live.length === 0) return this.end(live, { _tag: "commit" })
-      const written = yield* Effect.either(this.write(this.writes))
+      const written = yield* Effect.either(this.write(this.writes, live.length))
       if (written._tag === "Left") {
         // A failed write is each member's alone: with company, each runs again by itself.
         return live.length > 1 ? this.end(live, { _tag: "locked" }) : this.end(live, { _tag: "fail", error: written.left })
