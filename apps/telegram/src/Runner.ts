@@ -208,7 +208,7 @@ const poll = (
       // without waiting for its recording, and the backlog is recorded in large runs. Not once
       // three quarters of the queue are taken: under sustained load (the queue stays near full),
       // recording must not idle through every getUpdates round trip.
-      const page = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
+      const page: number = result._tag === "Right" && Array.isArray(result.right) ? result.right.length : 0
       fullPage = page >= limit
       hold(page > 0 && intake.queued() < options.queueCapacity * 0.75)
       if (result._tag === "Left") {
