@@ -265,34 +265,28 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
     // A unit of work has a fixed cost besides its updates' (on SQLite about a millisecond of
     // CPU: its reads, the call to the writer thread, the commit), so a backlog's runs are long:
     // 128 records a chat's hundred-update share of a burst in one unit, where 32 took four
-    // (a quarter less CPU per recorded update on SQLite, fewer pages written per update). While
-    // an answer is in flight a run goes in parts of 32 (see `task`): a unit's synchronous work
-    // holds the event loop about in proportion to its updates.
+    // (a quarter less CPU per recorded update on SQLite, fewer pages written per update).
     const maxRun = 128
-    const maxPartWhileAnswering = 32
     const open = new Map<string, Run>()
     // Runs submitted to the dispatcher and not started yet.
     const unstarted = new Set<Run>()
 
-    // Answer runs queued or running: while there is one, a long run is recorded in parts of
-    // `maxPartWhileAnswering` (see `task`).
-    let answering = 0
-
-    // Part of a run (all of it, unless cut in parts), recorded then handled, and finished in the ledger.
-    const recordPart = (run: Run, items: ReadonlyArray<Work>, arrived: ReadonlyArray<number>) =>
+    const task = (run: Run) =>
       Effect.suspend(() => {
-        const { chat } = run
+        // Started: later updates of the key start a run of their own.
+        if (open.get(run.key) === run) open.delete(run.key)
+        unstarted.delete(run)
+        const { chat, items } = run
         const ids = items.map((w) => w.update_id)
         const end = (outcome: Ledger.Outcome) =>
           Effect.suspend(() => {
-            if (run.answer) answering--
             apply(Ledger.finish(ledger, { chat, key: run.key, ids }, outcome))
             return Effect.asVoid(owe)
           })
         if (Ledger.isStalled(ledger, chat)) return end("returned")
         // Not recorded, so not handled — or interrupted by shutdown: the chat stalls, and its
         // updates are handed out again (to whichever process claims it first) when its claim ends.
-        return bot.record(items.map((w) => w.mapped)).pipe(
+        const handled = bot.record(items.map((w) => w.mapped)).pipe(
           // The store's outage, not the updates': recorded once it is back (the run keeps its place
           // in its chat's order), within half the claim's lease — past it the chat stalls as below.
           Effect.retry({ while: StoreOutage.isOutage, schedule: outageRetry }),
@@ -309,47 +303,15 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
                 Effect.sync((): Ledger.Outcome => {
                   Metrics.countUpdates("handled", items.length)
                   const end = performance.now()
-                  for (const at of arrived) Metrics.observeLatency((end - at) / 1000)
+                  for (const at of run.arrived) Metrics.observeLatency((end - at) / 1000)
                   return "done"
                 })
               )
           }),
           Effect.onExit((exit) => end(Exit.isSuccess(exit) ? exit.value : "stalled"))
         )
-      })
-
-    const task = (run: Run) =>
-      Effect.suspend(() => {
-        // Started: later updates of the key start a run of their own.
-        if (open.get(run.key) === run) open.delete(run.key)
-        unstarted.delete(run)
         // An answer's writes (its update's record, the reply's) go ahead of other chats' recording.
-        if (run.answer) return WritePriority.asUrgent(recordPart(run, run.items, run.arrived))
-        // A long run is one unit of work, unless an answer is waiting or running: a unit's
-        // synchronous work holds the event loop, so then it goes in parts no longer than before
-        // runs grew, each a unit of its own (a part that fails stalls the chat: the parts after
-        // it are given back, as a stalled chat's later runs are).
-        let at = 0
-        return Effect.whileLoop({
-          while: () => at < run.items.length,
-          body: () =>
-            Effect.suspend(() => {
-              const from = at
-              at = answering > 0 ? Math.min(run.items.length, from + maxPartWhileAnswering) : run.items.length
-              return recordPart(run, run.items.slice(from, at), run.arrived.slice(from, at))
-            }),
-          step: () => undefined
-        }).pipe(
-          // Interrupted between parts (shutdown): the parts not started stall the chat too.
-          Effect.onExit((exit) =>
-            Exit.isSuccess(exit) || at >= run.items.length ? Effect.void : Effect.suspend(() => {
-              const ids = run.items.slice(at).map((w) => w.update_id)
-              at = run.items.length
-              apply(Ledger.finish(ledger, { chat: run.chat, key: run.key, ids }, "stalled"))
-              return Effect.asVoid(owe)
-            })
-          )
-        )
+        return run.answer ? WritePriority.asUrgent(handled) : handled
       })
 
     // Queues handed updates (in update_id order) behind their chat's: an update that needs no
@@ -414,7 +376,6 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
               continue
             }
             const next: Run = { key, chat, answer, items: [item], arrived: [arrived] }
-            if (answer) answering++
             // Updates after an answer come after it.
             if (answer) open.delete(key)
             else open.set(key, next)

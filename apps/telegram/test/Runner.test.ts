@@ -227,48 +227,6 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
     }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(counted))))
   })
 
-  it.scoped("a chat's backlog is recorded in one unit of work, or in parts of at most 32 while an answer is in flight", () => {
-    // The history writes of the other forum, one entry per unit of work: how many messages each wrote.
-    const writes: Array<number> = []
-    const counted = Layer.effect(
-      HistoryStore,
-      Effect.map(HistoryStore, (inner) => ({
-        ...inner,
-        appendAll: (items: Parameters<typeof inner.appendAll>[0]) =>
-          Effect.zipRight(
-            Effect.sync(() => {
-              const n = items.filter((i) => i.text.startsWith("backlog")).length
-              if (n > 0) writes.push(n)
-            }),
-            inner.appendAll(items)
-          )
-      }))
-    ).pipe(Layer.provideMerge(StoreConfig.layerMemory))
-    const backlog = (round: number) =>
-      Array.from({ length: 100 }, (_, i) => ({ update: message(`backlog ${round}.${i}`, { chat: F.otherForum, thread: null }) }))
-    return Effect.gen(function*() {
-      const { api, bot } = yield* setup()
-      const running = yield* launch(bot, api.apiRoot)
-      // No answer in flight: a hundred updates of one chat, queued while recording is held, are one unit.
-      running.dispatcher.hold(true)
-      yield* running.intakeService.intakeAll(backlog(1))
-      running.dispatcher.hold(false)
-      yield* running.dispatcher.idle
-      assert.deepStrictEqual(writes, [100])
-      // An answer in flight (its reply hangs): the next hundred go in parts, each a unit of its own.
-      const hang = yield* holding(api, "sendMessage")
-      assert.strictEqual(yield* running.intake(message("/help")), "queued")
-      yield* eventually("the /help reply is held", () => hang.held() === 1)
-      running.dispatcher.hold(true)
-      yield* running.intakeService.intakeAll(backlog(2))
-      running.dispatcher.hold(false)
-      yield* eventually("the backlog is recorded", () => writes.slice(1).reduce((a, b) => a + b, 0) === 100)
-      hang.release()
-      yield* running.dispatcher.idle
-      assert.deepStrictEqual(writes, [100, 32, 32, 32, 4])
-    }).pipe((effect) => Effect.zipRight(TestClock.setTime(now), Effect.provide(effect, App.services(counted))))
-  })
-
   it.scoped("the dispatcher bounds concurrency and capacity: offer says no when full", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 2, capacity: 3, shutdownTimeout: "1 second" })
