@@ -262,11 +262,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
       /** When each update arrived (for the latency metric). */
       readonly arrived: Array<number>
     }
-    // A unit of work has a fixed cost besides its updates' (on SQLite about a millisecond of
-    // CPU: its reads, the call to the writer thread, the commit), so a backlog's runs are long:
-    // 128 records a chat's hundred-update share of a burst in one unit, where 32 took four
-    // (a quarter less CPU per recorded update on SQLite, fewer pages written per update).
-    const maxRun = 128
+    const maxRun = 32
     const open = new Map<string, Run>()
     // Runs submitted to the dispatcher and not started yet.
     const unstarted = new Set<Run>()
