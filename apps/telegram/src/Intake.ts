@@ -224,18 +224,19 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
       readonly key: string
     }
     // Mapped on first read: an update that needs no answer is mapped when its run is recorded,
-    // so intake (and the answers behind it) does not wait for the mapping of a backlog.
-    const work = (update_id: number, chat: string, attempts: number, update: Record<string, unknown>): Work => {
-      let mapped: UpdateMapper.MappedUpdate | undefined
-      return {
-        update_id,
-        chat,
-        attempts,
-        update,
-        get mapped() {
-          return (mapped ??= bot.map(update))
-        },
-        key: Dispatcher.keyOf(update)
+    // so intake (and the answers behind it) does not wait for the mapping of a backlog. A class
+    // with the getter on its prototype: one small object per update, of one shape.
+    class Held implements Work {
+      #mapped: UpdateMapper.MappedUpdate | undefined
+      constructor(
+        readonly update_id: number,
+        readonly chat: string,
+        readonly attempts: number,
+        readonly update: Record<string, unknown>,
+        readonly key: string
+      ) {}
+      get mapped() {
+        return (this.#mapped ??= bot.map(this.update))
       }
     }
     const fromStore = (h: Handed): Work | number => {
@@ -245,7 +246,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
       } catch {
         update = null
       }
-      return Predicate.isRecord(update) ? work(h.update_id, h.chat, h.attempts, update) : h.update_id
+      return Predicate.isRecord(update) ? new Held(h.update_id, h.chat, h.attempts, update, Dispatcher.keyOf(update)) : h.update_id
     }
 
     // A chat's run of updates that need no answer, recorded in one unit of work; or one update
@@ -359,8 +360,10 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
             if (key.endsWith("/*")) {
               for (const k of [...open.keys()]) if (k !== key && (k === chat || k.startsWith(`${chat}/`))) open.delete(k)
             } else if (open.size > 0) open.delete(Dispatcher.chatWide(chat))
-            // Before it queues behind its chat: a newer message may cancel the sender's LLM turn.
-            yield* bot.preempt(item)
+            // Before it queues behind its chat: a newer message may cancel the sender's LLM turn
+            // (with LLM mode off, `Effect.void`: not run, a step of the loop per update saved).
+            const preempted = bot.preempt(item)
+            if (preempted !== Effect.void) yield* preempted
             const answer = bot.needsAnswer(item)
             const run = open.get(key)
             if (!answer && run !== undefined && run.items.length < maxRun) {
@@ -400,7 +403,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
             continue
           }
           const key = Dispatcher.keyOf(update)
-          valid.push({ index, payload, work: work(update["update_id"] as number, claimChat(key), 1, update) })
+          valid.push({ index, payload, work: new Held(update["update_id"] as number, claimChat(key), 1, update, key) })
         }
         const busy = valid.length > 0 && ledger.total + valid.length > capacity
         if (valid.length === 0 || busy) {

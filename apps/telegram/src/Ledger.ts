@@ -130,30 +130,45 @@ export const admit = (
   now: number,
   limits: Limits
 ): readonly [Ledger, ReadonlyArray<Decision>] => {
-  let { byKey, heldSince, inFlight, total } = ledger
-  let { done, returned } = ledger.owed
+  // Counted per batch in plain maps, then written once per chat and key: a page of a hundred
+  // updates in a few chats costs a few persistent-map writes, not two or three per update.
+  const byChatAdded = new Map<string, number>()
+  const byKeyNow = new Map<string, number>()
+  const done: Array<number> = []
+  const returned: Array<number> = []
   const full = new Set<string>()
   const decisions = arrivals.map((a): Decision => {
     if ("unreadable" in a) {
-      done = Chunk.append(done, a.update_id)
+      done.push(a.update_id)
       return "unreadable"
     }
     if (a.attempts > limits.maxAttempts) {
-      done = Chunk.append(done, a.update_id)
+      done.push(a.update_id)
       return "abandoned"
     }
-    if (full.has(a.chat) || Option.getOrElse(HashMap.get(byKey, a.key), () => 0) >= limits.perKey) {
+    const queued = byKeyNow.get(a.key) ?? queuedOf(ledger, a.key)
+    if (full.has(a.chat) || queued >= limits.perKey) {
       full.add(a.chat)
-      returned = Chunk.append(returned, a.update_id)
+      returned.push(a.update_id)
       return "deferred"
     }
-    if (!HashMap.has(heldSince, a.chat)) heldSince = HashMap.set(heldSince, a.chat, now)
-    inFlight = inc(inFlight, a.chat, 1)
-    byKey = inc(byKey, a.key, 1)
-    total++
+    byKeyNow.set(a.key, queued + 1)
+    byChatAdded.set(a.chat, (byChatAdded.get(a.chat) ?? 0) + 1)
     return "queued"
   })
-  return [{ ...ledger, byKey, heldSince, inFlight, total, owed: { ...ledger.owed, done, returned } }, decisions]
+  let { byKey, heldSince, inFlight, total } = ledger
+  for (const [key, n] of byKeyNow) byKey = HashMap.set(byKey, key, n)
+  for (const [chat, n] of byChatAdded) {
+    if (!HashMap.has(heldSince, chat)) heldSince = HashMap.set(heldSince, chat, now)
+    inFlight = inc(inFlight, chat, n)
+    total += n
+  }
+  const owed = done.length + returned.length === 0 ? ledger.owed : {
+    ...ledger.owed,
+    done: Chunk.appendAll(ledger.owed.done, Chunk.unsafeFromArray(done)),
+    returned: Chunk.appendAll(ledger.owed.returned, Chunk.unsafeFromArray(returned))
+  }
+  return [{ ...ledger, byKey, heldSince, inFlight, total, owed }, decisions]
 }
 
 /**
