@@ -66,7 +66,7 @@ describe("statement builder", () => {
     const columns = [["chat_id", "TEXT"], ["n", "INTEGER"]] as const
     const onPg = pg.rowsTables(columns, rows).map((k) => compile(pg, sql`SELECT * FROM ${k}`))
     assert.strictEqual(onPg.length, 1)
-    assert.strictEqual(onPg[0]!.text, "SELECT * FROM unnest(CAST($1 AS TEXT[]), CAST($2 AS INTEGER[])) AS k(chat_id, n)")
+    assert.strictEqual(onPg[0]!.text, "SELECT * FROM unnest((SELECT CAST($1 AS TEXT[])), (SELECT CAST($2 AS INTEGER[]))) AS k(chat_id, n)")
     assert.deepStrictEqual(onPg[0]!.params, [rows.map((r) => r[0]), rows.map((r) => r[1])])
     const onSqlite = sqlite.rowsTables(columns, rows).map((k) => compile(sqlite, sql`SELECT * FROM ${k}`))
     assert.deepStrictEqual(onSqlite.map((c) => c.params.length / 2), [4, 1])

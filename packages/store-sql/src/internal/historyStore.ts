@@ -100,8 +100,6 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
 
   const bulk = db.bulk
   const pairKey = (a: string, b: string) => `${a.length}:${a}${b}`
-  // The batch's keys first (see `Dialect.orderedJoin`).
-  const join = db.dialect.orderedJoin
   const rowColumns: ReadonlyArray<readonly [string, ColumnType]> = [
     ["chat_id", "TEXT"],
     ["topic", "TEXT"],
@@ -149,24 +147,27 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   // An append, or the link from a message to the bot's answer (`recordResponse`) written with them.
   type Entry = HistoryItem | { readonly respond: { readonly chat_id: string; readonly message_id: string; readonly response_id: string; readonly topic: string } }
 
-  // The reads of a batch, each a statement over its keys passed in bulk as the table `k`.
+  // The reads of a batch, each a statement over its keys passed in bulk as the table `k`, each
+  // key probing the history by index (`Dialect.probe`): on PostgreSQL a prepared read keeps the
+  // plan it was given while the table was small, and a join there may scan the whole table.
+  const probe = (on: string) => db.dialect.probe("deixis_history", "h", on)
   // By message id in any topic (see `byMessageId`).
   const storedRead = {
     columns: [["chat_id", "TEXT"], ["message_id", "TEXT"], ["anchor_len", "INTEGER"]],
     statement: (from: Fragment) =>
       db.dialect.topicIndexesPartial
         ? sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
-           ${join} deixis_history h ON h.chat_id = k.chat_id AND h.topic = '' AND h.anchor_len = k.anchor_len AND h.anchor = k.message_id AND h.seq = 0
+           ${probe("h.chat_id = k.chat_id AND h.topic = '' AND h.anchor_len = k.anchor_len AND h.anchor = k.message_id AND h.seq = 0")}
           UNION ALL
           SELECT h.chat_id, h.message_id, h.body FROM ${from}
-           ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id AND h.topic <> ''`
+           ${probe("h.chat_id = k.chat_id AND h.message_id = k.message_id AND h.topic <> ''")}`
         : sql`SELECT h.chat_id, h.message_id, h.body FROM ${from}
-       ${join} deixis_history h ON h.chat_id = k.chat_id AND h.message_id = k.message_id`
+       ${probe("h.chat_id = k.chat_id AND h.message_id = k.message_id")}`
   } as const
   const eventsRead = {
     columns: [["chat_id", "TEXT"], ["event_id", "TEXT"]],
     statement: (from: Fragment) =>
-      sql`SELECT h.chat_id, h.event_id, h.body FROM ${from} ${join} deixis_history h ON h.chat_id = k.chat_id AND h.event_id = k.event_id`
+      sql`SELECT h.chat_id, h.event_id, h.body FROM ${from} ${probe("h.chat_id = k.chat_id AND h.event_id = k.event_id")}`
   } as const
   const newestRead = {
     columns: [["chat_id", "TEXT"], ["topic", "TEXT"]],

@@ -366,6 +366,16 @@ export const migrations: ReadonlyArray<Migration> = [
         `ALTER TABLE deixis_update_chats_19 RENAME TO deixis_update_chats`,
         `CREATE INDEX deixis_update_chats_lease ON deixis_update_chats (source, lease_until)`
       ])
+  },
+  {
+    version: 20,
+    name: "pg_unit_by_index",
+    // PostgreSQL: the writes of a unit group (`deixis_unit`) and of a context batch
+    // (`deixis_apply`) find the chats and history counters they lock, bump and advance through
+    // their primary keys, where the statements of migration 18 joined the keys to a scan of the
+    // whole table whenever the planner took it for small; a chat or counter is created only when
+    // it was read without a row (see `unitFunction20`).
+    statements: (dialect) => dialect.pgOnly([applyWriteFunction20, applyFunction20, unitFunction20])
   }
 ]
 
@@ -654,6 +664,127 @@ BEGIN
     UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
       FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
       WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
+  END IF;
+  RETURN true;
+END
+$fn$`
+
+/** `text` with `from` replaced by `to`; `from` must be in it. */
+const replaced = (text: string, from: string, to: string): string => {
+  if (!text.includes(from)) throw new Error(`migrations: no "${from.slice(0, 40)}…" to replace`)
+  return text.replace(from, to)
+}
+
+/**
+ * Migration 20's spelling of a context batch's rows (`deixis_apply_write`): as migration 18's,
+ * with the written chats' revisions bumped through the chats' primary key.
+ */
+const applyWriteFunction20 = replaced(
+  applyWriteFunction,
+  `    UPDATE deixis_chats SET revision = revision + 1
+      WHERE chat_id IN (SELECT e #>> '{}' FROM jsonb_array_elements(p->'bump') AS e);`,
+  `    UPDATE deixis_chats SET revision = revision + 1
+      WHERE chat_id = ANY(ARRAY(SELECT jsonb_array_elements_text(p->'bump')));`
+)
+
+/**
+ * Migration 20's lock of a context batch's chats (`c`): the chats and the revisions they were
+ * read at, as arrays in the chats' fixed order (`v_chats`, `v_read`); the chats read without a
+ * row (revision 0) created; every chat locked in that order through its primary key; false
+ * returned when a revision moved since read.
+ */
+const lockChats20 = (c: string) => `
+    SELECT array_agg(k.chat_id ORDER BY k.chat_id COLLATE "C"), array_agg(k.revision ORDER BY k.chat_id COLLATE "C")
+      INTO v_chats, v_read FROM jsonb_to_recordset(${c}->'chats') AS k(chat_id text, revision bigint);
+    IF 0 = ANY(v_read) THEN
+      INSERT INTO deixis_chats (chat_id, next_seq, created_at)
+        SELECT k.chat_id, 1, (${c}->>'now')::bigint FROM unnest(v_chats, v_read) AS k(chat_id, revision)
+        WHERE k.revision = 0 ORDER BY k.chat_id COLLATE "C"
+        ON CONFLICT (chat_id) DO NOTHING;
+    END IF;
+    SELECT bool_or(l.revision IS DISTINCT FROM k.revision) INTO v_moved
+      FROM unnest(v_chats, v_read) AS k(chat_id, revision)
+      LEFT JOIN (
+        SELECT d.chat_id, d.revision FROM deixis_chats d WHERE d.chat_id = ANY(v_chats)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = k.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;`
+
+const applyFunction20 = `CREATE OR REPLACE FUNCTION deixis_apply(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+  v_chats text[];
+  v_read bigint[];
+BEGIN${lockChats20("p")}
+  PERFORM deixis_apply_write(p);
+  RETURN true;
+END
+$fn$`
+
+/**
+ * Migration 20's `deixis_unit`: what migration 18's does, by primary key. The context part's
+ * chats are locked as `deixis_apply` locks them; then the history counters likewise (as arrays
+ * in their fixed order, created when read without a row, locked, compared); then the context
+ * part's rows are written (`deixis_apply_write`), each counter advanced to its `next` and the
+ * history rows written.
+ */
+const unitFunction20 = `CREATE OR REPLACE FUNCTION deixis_unit(p jsonb) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_moved boolean;
+  c jsonb := p->'context';
+  h jsonb := p->'history';
+  v_chats text[];
+  v_read bigint[];
+  v_next bigint[];
+BEGIN
+  IF c IS NOT NULL THEN${lockChats20("c")}
+  END IF;
+  IF h IS NOT NULL THEN
+    SELECT array_agg(k.chat_id ORDER BY k.chat_id COLLATE "C"), array_agg(k.seq ORDER BY k.chat_id COLLATE "C"),
+        array_agg(k.next ORDER BY k.chat_id COLLATE "C")
+      INTO v_chats, v_read, v_next FROM jsonb_to_recordset(h->'chats') AS k(chat_id text, seq bigint, next bigint);
+    IF 0 = ANY(v_read) THEN
+      INSERT INTO deixis_history_chats (chat_id, seq)
+        SELECT k.chat_id, 0 FROM unnest(v_chats, v_read) AS k(chat_id, seq)
+        WHERE k.seq = 0 ORDER BY k.chat_id COLLATE "C"
+        ON CONFLICT (chat_id) DO NOTHING;
+    END IF;
+    SELECT bool_or(l.seq IS DISTINCT FROM k.seq) INTO v_moved
+      FROM unnest(v_chats, v_read) AS k(chat_id, seq)
+      LEFT JOIN (
+        SELECT d.chat_id, d.seq FROM deixis_history_chats d WHERE d.chat_id = ANY(v_chats)
+          ORDER BY d.chat_id COLLATE "C" FOR UPDATE
+      ) AS l ON l.chat_id = k.chat_id;
+    IF v_moved THEN
+      RETURN false;
+    END IF;
+  END IF;
+  -- Under the locks taken above, the batch's own check holds: its rows are written.
+  IF c IS NOT NULL THEN
+    PERFORM deixis_apply_write(c);
+  END IF;
+  IF h IS NOT NULL THEN
+    UPDATE deixis_history_chats d SET seq = v_next[array_position(v_chats, d.chat_id)] WHERE d.chat_id = ANY(v_chats);
+    IF jsonb_array_length(h->'inserts') > 0 THEN
+      INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+        SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
+        FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
+          message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
+    END IF;
+    IF jsonb_array_length(h->'updates') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
+    END IF;
+    IF jsonb_array_length(h->'events') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
+    END IF;
   END IF;
   RETURN true;
 END

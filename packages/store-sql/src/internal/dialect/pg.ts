@@ -34,7 +34,11 @@ export const pg: Dialect = {
     raw(`CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on} OFFSET 0) AS ${alias}`),
   rowsTables: (columns, rows) => {
     // One typed array per column: the server parses a handful of parameters instead of thousands.
-    const arrays = columns.map(([, type], i) => sql`CAST(${rows.map((row) => row[i] ?? null)} AS ${raw(type)}[])`)
+    // Each array is read through a sub-select, so the planner never sees its length: a plan made
+    // for the values at hand would cost the same as the generic one, and the server keeps the
+    // generic plan of a prepared text instead of planning it again on every run (a unit group's
+    // joint read: ~300 µs of server CPU planned each time, ~100 µs run from its generic plan).
+    const arrays = columns.map(([, type], i) => sql`(SELECT CAST(${rows.map((row) => row[i] ?? null)} AS ${raw(type)}[]))`)
     return [sql`unnest(${join(arrays, ", ")}) AS ${raw(`k(${columns.map(([name]) => name).join(", ")})`)}`]
   },
   contains: (haystack, needle) => sql`strpos(${raw(haystack)}, ${needle}) > 0`,
