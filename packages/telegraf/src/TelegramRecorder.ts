@@ -200,12 +200,11 @@ const ofGroup = (mapped: MappedUpdate): boolean => {
  * @category recording
  */
 export const redirectMigrated = (mapped: MappedUpdate): Effect.Effect<MappedUpdate, StoreError, ContextStore> => {
-  if (!ofGroup(mapped)) return Effect.succeed(mapped)
   const groups = new Set<string>()
   for (const item of mapped.history) if (item.chat_type === "group") groups.add(item.chat_id)
   for (const r of mapped.retractions ?? []) if (r.chat_type === "group") groups.add(r.chat_id)
   if (mapped.scope?.chat_type === "group") groups.add(mapped.scope.chat_id)
-  return Effect.gen(function*() {
+  return groups.size === 0 ? Effect.succeed(mapped) : Effect.gen(function*() {
     const store = yield* ContextStore
     const moved = new Map<string, string>()
     for (const chat of groups) {
