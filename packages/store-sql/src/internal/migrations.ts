@@ -546,6 +546,28 @@ BEGIN${lockChats("p")}
 END
 $fn$`
 
+/**
+ * A unit's history rows (`h`: `deixis_unit`'s history part) written: the inserts, then the items
+ * replaced by message id and by event id. Migrations 18 and 20 write them alike.
+ */
+const historyRowsWrite = `    IF jsonb_array_length(h->'inserts') > 0 THEN
+      INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
+        SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
+        FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
+          message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
+    END IF;
+    IF jsonb_array_length(h->'updates') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
+    END IF;
+    IF jsonb_array_length(h->'events') > 0 THEN
+      UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
+        FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
+        WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
+    END IF;
+`
+
 const unitFunction18 = `CREATE OR REPLACE FUNCTION deixis_unit(p jsonb) RETURNS boolean
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -577,23 +599,7 @@ BEGIN
   IF h IS NOT NULL THEN
     UPDATE deixis_history_chats d SET seq = c.next
       FROM jsonb_to_recordset(h->'chats') AS c(chat_id text, next bigint) WHERE d.chat_id = c.chat_id;
-    IF jsonb_array_length(h->'inserts') > 0 THEN
-      INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
-        SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
-        FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
-          message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
-    END IF;
-    IF jsonb_array_length(h->'updates') > 0 THEN
-      UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
-        FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
-        WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
-    END IF;
-    IF jsonb_array_length(h->'events') > 0 THEN
-      UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
-        FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
-        WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
-    END IF;
-  END IF;
+${historyRowsWrite}  END IF;
   RETURN true;
 END
 $fn$`
@@ -769,23 +775,7 @@ BEGIN
   END IF;
   IF h IS NOT NULL THEN
     UPDATE deixis_history_chats d SET seq = v_next[array_position(v_chats, d.chat_id)] WHERE d.chat_id = ANY(v_chats);
-    IF jsonb_array_length(h->'inserts') > 0 THEN
-      INSERT INTO deixis_history (chat_id, topic, anchor_len, anchor, seq, message_id, reply_to, response_id, event_id, sent_at, rev, body)
-        SELECT r.chat_id, r.topic, r.anchor_len, r.anchor, r.seq, r.message_id, r.reply_to, r.response_id, r.event_id, r.sent_at, 0, r.body
-        FROM jsonb_to_recordset(h->'inserts') AS r(chat_id text, topic text, anchor_len integer, anchor text, seq bigint,
-          message_id text, reply_to text, response_id text, event_id text, sent_at bigint, body text);
-    END IF;
-    IF jsonb_array_length(h->'updates') > 0 THEN
-      UPDATE deixis_history d SET reply_to = u.reply_to, response_id = u.response_id, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
-        FROM jsonb_to_recordset(h->'updates') AS u(chat_id text, message_id text, reply_to text, response_id text, sent_at bigint, body text)
-        WHERE d.chat_id = u.chat_id AND d.message_id = u.message_id;
-    END IF;
-    IF jsonb_array_length(h->'events') > 0 THEN
-      UPDATE deixis_history d SET reply_to = u.reply_to, sent_at = u.sent_at, rev = d.rev + 1, body = u.body
-        FROM jsonb_to_recordset(h->'events') AS u(chat_id text, event_id text, reply_to text, sent_at bigint, body text)
-        WHERE d.chat_id = u.chat_id AND d.event_id = u.event_id;
-    END IF;
-  END IF;
+${historyRowsWrite}  END IF;
   RETURN true;
 END
 $fn$`
