@@ -10,7 +10,7 @@
  *
  * @since 0.3.0
  */
-import { OpenApi } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Option from "effect/Option"
 import { Api } from "./Api.js"
 import type * as Auth from "./Auth.js"

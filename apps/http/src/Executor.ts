@@ -12,16 +12,14 @@
  *
  * @since 0.3.0
  */
-import {
-  HttpApi,
-  type HttpApiBuilder,
-  HttpApiError,
-  type HttpApiGroup,
-  HttpApiMiddleware,
-  type HttpApiSecurity,
-  HttpServerRequest,
-  HttpServerResponse
-} from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import type * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Json } from "@deixis/core"

@@ -3,7 +3,7 @@
  * as for `HttpApiBuilder.group` (`Executor.group` takes the same build function), run by the
  * endpoints' executors (`Executor.ts`).
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { ActiveContext, ChatInfo, ContextEvent, ContextIngest, ContextStore, ConversationState, ReferenceResolver, Scoring } from "@deixis/core"
 import { ContextLoader, HistoryRenderer, HistoryStore, WritePolicy } from "@deixis/chathistory"
 // The one recording path, without the Telegraf runtime.

@@ -7,7 +7,8 @@
  *
  * @since 0.2.0
  */
-import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"

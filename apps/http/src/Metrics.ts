@@ -4,7 +4,7 @@
  * all listed from the start; the stores' sizes (gauges) and evictions (counters) are read at
  * scrape time. Counters are exposed as counters; no label carries a chat or user id.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { ContextStore } from "@deixis/core"
 import { HistoryStore } from "@deixis/chathistory"
 import { StoreMetrics } from "@deixis/store-sql"

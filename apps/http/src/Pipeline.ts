@@ -30,7 +30,9 @@
  *
  * @since 0.2.0
  */
-import { HttpLayerRouter, HttpServerError, HttpServerResponse } from "@effect/platform"
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Json } from "@deixis/core"
 import * as Context from "effect/Context"

@@ -10,7 +10,7 @@
  *
  * @since 0.2.0
  */
-import { HttpApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
 import type { HttpMethod } from "@effect/platform/HttpMethod"
 import * as FindMyWay from "find-my-way-ts"
 import { Api } from "./Api.js"

@@ -7,7 +7,11 @@
  * the body read once under its limits and parsed once, the metric record) → the endpoint's
  * executor (`Executor.ts`), the MCP edge, or the Effect router for the routes outside the API.
  */
-import { HttpApiSwagger, HttpLayerRouter, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { ContextStore } from "@deixis/core"
 import { DeixisServices, HistoryStore } from "@deixis/chathistory"
 import * as Cause from "effect/Cause"
