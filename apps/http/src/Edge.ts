@@ -13,7 +13,7 @@
  * @since 0.2.0
  */
 import * as HttpServer from "@effect/platform/HttpServer"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { IncomingMessage, Server, ServerResponse } from "node:http"

@@ -6,7 +6,7 @@
  * `McpEdge.ts` checks every message before it does (see there for what is refused and how), and
  * the pipeline hands the edge each POST's parsed body.
  */
-import { McpServer } from "@effect/ai"
+import * as McpServer from "@effect/ai/McpServer"
 import { DeixisToolkit } from "@deixis/tools"
 import * as Layer from "effect/Layer"
 import * as McpEdge from "./McpEdge.js"

@@ -30,7 +30,7 @@
  * request is run to its end even when its client goes away: two tools write, and an accepted
  * write finishes, as on the HTTP routes.
  */
-import { McpSchema } from "@effect/ai"
+import * as McpSchema from "@effect/ai/McpSchema"
 import type * as RpcMessage from "@effect/rpc/RpcMessage"
 import * as RpcServer from "@effect/rpc/RpcServer"
 import { DeixisToolkit, Envelope } from "@deixis/tools"

@@ -33,7 +33,7 @@
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Json } from "@deixis/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

@@ -3,7 +3,7 @@
  * cannot start or why it stopped on its own (one Fatal line) and exits 1 then; a SIGINT or
  * SIGTERM stops it within DEIXIS_SHUTDOWN_TIMEOUT, exit 0.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Effect from "effect/Effect"
 import * as Server from "./Server.js"
 
