@@ -354,6 +354,8 @@ export interface Built {
   readonly warnings: ReadonlyArray<string>
 }
 
+const noPeople: ReadonlyArray<PeopleRef.Person> = []
+
 /**
  * Builds an item at `sentAt` (epoch ms): formats the sender and quote references, normalises
  * mentions, renders the quote block. Pure; never fails.
@@ -361,16 +363,10 @@ export interface Built {
  * @since 0.1.0
  * @category constructors
  */
-const noPeople: ReadonlyArray<PeopleRef.Person> = []
-
-// What `Mentions.normalize` replaces: without one, it reads no directory.
-const hasMention = (entities: ReadonlyArray<Mentions.MessageEntity> | undefined): boolean =>
-  entities !== undefined && entities.some((e) => e.type === "mention" || e.type === "text_mention")
-
 export const build = (input: MakeInput, sentAt: number): Built => {
   const warnings: Array<string> = []
   // The directory is read only for a mention: most texts have none (two Maps per item otherwise).
-  const mentions = hasMention(input.entities) || hasMention(input.quote?.entities ?? undefined)
+  const mentions = Mentions.hasMention(input.entities) || Mentions.hasMention(input.quote?.entities ?? undefined)
   const people = Mentions.directory(mentions ? input.people ?? noPeople : noPeople)
   const sender = PeopleRef.format(input.sender)
   if (sender.warning !== null) warnings.push(`sender: ${sender.warning}`)

@@ -96,6 +96,15 @@ export const directory = (people: ReadonlyArray<PeopleRef.Person>): Directory =>
 
 const isMention = (e: MessageEntity) => e.type === "mention" || e.type === "text_mention"
 
+/**
+ * Whether `entities` hold a `mention` or `text_mention` — what {@link normalize} replaces; without
+ * one it reads no directory.
+ *
+ * @since 0.1.0
+ * @category normalisation
+ */
+export const hasMention = (entities: ReadonlyArray<MessageEntity> | undefined): boolean =>
+  entities !== undefined && entities.some(isMention)
 
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 const cutsSurrogatePair = (text: string, at: number) =>
@@ -152,13 +161,9 @@ export const normalize = (
   entities: ReadonlyArray<MessageEntity>,
   people: Directory = emptyDirectory
 ): Normalized => {
-  if (!entities.some(isMention)) return { text, warnings: [] }
+  if (!hasMention(entities)) return { text, warnings: [] }
   const warnings: Array<string> = []
-  const mentions = entities
-    .filter((e) => e.type === "mention" || e.type === "text_mention")
-    .slice()
-    .sort((a, b) => a.offset - b.offset || a.length - b.length)
-  if (mentions.length === 0) return { text, warnings }
+  const mentions = entities.filter(isMention).sort((a, b) => a.offset - b.offset || a.length - b.length)
   let out = ""
   let cursor = 0
   for (const entity of mentions) {
