@@ -96,6 +96,23 @@ const updatesCounted = (ops: string) => metricSum(ops, "deixis_bot_updates_total
 /** The bot's time in GC pauses so far, in ms (prom-client's default `nodejs_gc_duration_seconds`). */
 const gcMs = async (ops: string) => (await metricSum(ops, "deixis_bot_nodejs_gc_duration_seconds_sum")) * 1000
 
+/**
+ * BENCH_TIMELINE=1: where a burst's time went, from the fake's side — each getUpdates page as it
+ * was served (ms after the push, its size) and the /context answers reaching the fake per 50 ms.
+ */
+const timeline = (api: FakeBotApi.FakeBotApi, updates: ReadonlyArray<Update>, t0: number, repliesBefore: number, seconds: number) => {
+  const pages = new Map<number, number>()
+  for (const u of updates) {
+    const at = api.servedAt(u.update_id)
+    if (at !== undefined) pages.set(Math.round(at - t0), (pages.get(Math.round(at - t0)) ?? 0) + 1)
+  }
+  const sends = api.callsOf("sendMessage").slice(repliesBefore).map((c) => Math.floor((c.at - t0) / 50) * 50)
+  const per = new Map<number, number>()
+  for (const s of sends) per.set(s, (per.get(s) ?? 0) + 1)
+  console.log(`timeline: ${Math.round(seconds * 1000)} ms; pages served at (ms: updates) ${[...pages].map(([t, n]) => `${t}:${n}`).join(" ")}`)
+  console.log(`timeline: answers reaching the fake per 50 ms ${[...per].map(([t, n]) => `${t}:${n}`).join(" ")}`)
+}
+
 const storeEnv = (store: string, schemas: Array<string>): Record<string, string> => {
   switch (store) {
     case "memory":
@@ -263,6 +280,7 @@ const scenario = (store: string, transport: "polling" | "webhook", schemas: Arra
         const arrived = hook === undefined ? api.servedAt(replyTo) : hook.postedAt.get(replyTo)
         return arrived === undefined ? [] : [c.at - arrived]
       }).sort((a, b) => a - b)
+      if (process.env["BENCH_TIMELINE"] === "1") timeline(api, updates, t0, repliesBefore, seconds)
       results.push({ rate: updates.length / seconds, used, fakeMs: (fake.user + fake.system) / 1000, gcMs: gc, updates: updates.length, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), refused })
     }
     return results
