@@ -179,7 +179,12 @@ export interface Probes {
  * @category tags
  */
 export class Registry extends Context.Tag("@deixis/telegram-bot/Metrics/Registry")<Registry, {
-  readonly render: Effect.Effect<{ readonly contentType: string; readonly body: string }>
+  /**
+   * The exposition; with `names`, only the metrics of those names (`/metrics?name[]=…`, as
+   * Prometheus' Python client filters): no other metric is collected, Node's process metrics
+   * (which read /proc) included.
+   */
+  readonly render: (names?: ReadonlyArray<string>) => Effect.Effect<{ readonly contentType: string; readonly body: string }>
   /** Points the gauges at a running bot until the scope closes. */
   readonly probe: (probes: Probes) => Effect.Effect<void, never, import("effect/Scope").Scope>
 }>() {}
@@ -299,18 +304,23 @@ export const layer: Layer.Layer<Registry> = Layer.sync(Registry, () => {
   let latest: ReadonlyArray<MetricPair.MetricPair.Untyped> = []
   const known = new Set<string>()
   return {
-    render: Effect.flatMap(Metric.snapshot, (pairs) =>
-      Effect.promise(async () => {
-        latest = pairs
-        for (const pair of pairs) {
-          const name = pair.metricKey.name
-          const type = typeOf(pair)
-          if (known.has(name) || type === undefined) continue
-          known.add(name)
-          registry.registerMetric(bridged(name, type, () => latest) as unknown as Prometheus.Metric)
-        }
-        return { contentType: registry.contentType, body: await registry.metrics() }
-      })),
+    render: (names) =>
+      Effect.flatMap(Metric.snapshot, (pairs) =>
+        Effect.promise(async () => {
+          latest = pairs
+          for (const pair of pairs) {
+            const name = pair.metricKey.name
+            const type = typeOf(pair)
+            if (known.has(name) || type === undefined) continue
+            known.add(name)
+            registry.registerMetric(bridged(name, type, () => latest) as unknown as Prometheus.Metric)
+          }
+          if (names === undefined) return { contentType: registry.contentType, body: await registry.metrics() }
+          // A name the registry does not hold is left out, as Prometheus' filters do.
+          const held = [...new Set(names)].filter((name) => registry.getSingleMetric(name) !== undefined)
+          const parts = await Promise.all(held.map((name) => registry.getSingleMetricAsString(name)))
+          return { contentType: registry.contentType, body: parts.length === 0 ? "" : `${parts.join("\n\n")}\n` }
+        })),
     probe: (next) =>
       Effect.acquireRelease(Effect.sync(() => void (probes = next)), () => Effect.sync(() => void (probes = null)))
   }

@@ -2,7 +2,7 @@
  * The operations server: `GET /healthz` (200 while the bot works; 503 while polling is stuck in
  * a conflict or failing), `GET /readyz` (200 while intake can progress: the bot is connected
  * and its inbox writer runs), `GET /metrics` (Prometheus, the process's one registry,
- * `Metrics.Registry`).
+ * `Metrics.Registry`; `?name[]=…` gives only the metrics named).
  *
  * @since 0.1.0
  */
@@ -38,7 +38,7 @@ export const serve = (
     // Reads of in-memory values (a `SubscriptionRef`, a flag): synchronous.
     const now = (value: Effect.Effect<boolean>) => Runtime.runSync(runtime)(value)
     const server = http.createServer((req, res) => {
-      const path = (req.url ?? "").split("?")[0]
+      const [path, query] = (req.url ?? "").split("?", 2)
       if (req.method !== "GET") return void res.writeHead(405).end()
       if (path === "/healthz") {
         const ok = now(state.healthy)
@@ -49,7 +49,9 @@ export const serve = (
         return void res.writeHead(ok ? 200 : 503, { "content-type": "text/plain" }).end(ok ? "ready\n" : "not ready\n")
       }
       if (path === "/metrics") {
-        return void Runtime.runPromise(runtime)(metrics.render).then(
+        // `?name[]=a&name[]=b`: only those metrics (a cheap scrape: nothing else is collected).
+        const names = query === undefined ? [] : new URLSearchParams(query).getAll("name[]")
+        return void Runtime.runPromise(runtime)(metrics.render(names.length === 0 ? undefined : names)).then(
           ({ body, contentType }) => res.writeHead(200, { "content-type": contentType }).end(body),
           () => res.writeHead(500).end()
         )

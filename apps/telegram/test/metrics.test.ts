@@ -1,7 +1,8 @@
 /**
  * The bot's `/metrics` by the conventions: one registry holding everything the process
  * measures (the bot's counters, the store's cache counters, the URL reader's), counters typed
- * as counters, no chat or user id in any label, and `promtool check metrics` finds nothing.
+ * as counters, no chat or user id in any label, and `promtool check metrics` finds nothing;
+ * `?name[]=…` gives only the metrics named.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { checkMetrics } from "deixis-test-support/promtool"
@@ -38,5 +39,14 @@ describe("apps/telegram: /metrics", () => {
       const checked = yield* Effect.promise(() => checkMetrics(scrape))
       assert.strictEqual(checked.code, 0, checked.output)
       assert.strictEqual(checked.output.trim(), "", checked.output)
+      // `name[]` filters (a cheap scrape for a poller): only the metrics named, a name not held left out.
+      const only = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/metrics?name[]=deixis_bot_updates_total&name[]=deixis_fetch_total&name[]=no_such_metric`).then((r) => r.text())
+      )
+      assert.deepStrictEqual([...only.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]), ["deixis_bot_updates_total", "deixis_fetch_total"])
+      assert.match(only, /^deixis_bot_updates_total\{outcome="handled"\} [1-9]/m)
+      assert.notInclude(only, "deixis_bot_process_")
+      const onlyChecked = yield* Effect.promise(() => checkMetrics(only))
+      assert.strictEqual(onlyChecked.code, 0, onlyChecked.output)
     }).pipe(withMemory))
 })
