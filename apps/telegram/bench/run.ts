@@ -321,14 +321,14 @@ const main = Effect.gen(function*() {
       `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? "?"}, ${new Date().toISOString().slice(0, 16)}Z, load average at the end ${load}\n`
   )
   console.log("5,000 messages in 50 chats + 200 /context in 10 other chats, queued at once; best of " + runs + " bursts by rate (its CPU and latency beside it)\n")
-  console.log("| store | transport | updates/s | bot process CPU ms/update (user+sys) | of it in GC pauses | fake Bot API's CPU ms/update | disk KB/update | /context p50 / p99 ms from arrival | all runs (updates/s @ CPU ms/update) |")
+  console.log("| store | transport | updates/s | bot process CPU ms/update (user+sys) | of it in GC pauses | fake Bot API's CPU ms/update | disk KB/update | /context p50 / p99 ms from arrival | all runs (updates/s @ CPU ms/update (/context p99 ms)) |")
   console.log("|---|---|---:|---:|---:|---:|---:|---:|---|")
   for (const row of rows) {
     const best = [...row.runs].sort((a, b) => b.rate - a.rate)[0]!
     const per = (x: number) => (x / best.updates).toFixed(3)
     console.log(
       `| ${row.store} | ${row.transport} | ${n0(best.rate)} | ${per(best.used.userMs + best.used.systemMs)} (${per(best.used.userMs)}+${per(best.used.systemMs)}) | ${per(best.gcMs)} | ${per(best.fakeMs)} | ` +
-        `${(best.used.writeBytes / best.updates / 1024).toFixed(1)} | ${best.p50.toFixed(0)} / ${best.p99.toFixed(0)} | ${row.runs.map((r) => `${n0(r.rate)} @ ${((r.used.userMs + r.used.systemMs) / r.updates).toFixed(3)}`).join(", ")} |` +
+        `${(best.used.writeBytes / best.updates / 1024).toFixed(1)} | ${best.p50.toFixed(0)} / ${best.p99.toFixed(0)} | ${row.runs.map((r) => `${n0(r.rate)} @ ${((r.used.userMs + r.used.systemMs) / r.updates).toFixed(3)} (p99 ${r.p99.toFixed(0)})`).join(", ")} |` +
         (best.refused > 0 ? ` ${best.refused} POSTs refused (503) and sent again` : "")
     )
   }

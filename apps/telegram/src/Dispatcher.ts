@@ -7,8 +7,9 @@
  * its own key. Each key's tasks wait in a plain queue; keys whose next task is ready take turns
  * on a lane's workers (at most its bound of fibers of a `FiberSet`, started on demand, then
  * kept), so a task costs no fiber, semaphore or deferred of its own. A key holding an answer (`urgent`) moves to
- * the urgent lane with its earlier tasks, ahead of other keys' recording; the recording lane lets
- * I/O in every few milliseconds, and can be held while intake reads a backlog (`hold`). A key
+ * the urgent lane with its earlier tasks, ahead of other keys' recording; while answers run,
+ * recording runs one task at a time and lets I/O in every millisecond (else every few), and it can
+ * be held while intake reads a backlog (`hold`). A key
  * whose next task is a `send` (the reminder sender's: mostly a wait on Telegram) takes a worker
  * of a third lane (`sendConcurrency`), so slow calls never take recording's few workers.
  *
@@ -110,7 +111,7 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // Wakes an idle worker for each ready key, or starts one while the lane has fewer than
     // its bound (workers then stay, idle, for the dispatcher's lifetime: no fiber per task).
     const pump = (lane: Lane) => {
-      if (lane === normal && (held || answersWaiting())) return
+      if (lane === normal && (held || answersWaiting() || (answering > 0 && recording > 0))) return
       for (let ready = lane.ready.length - lane.head; ready > 0; ready--) {
         const idle = lane.idle.pop()
         if (idle !== undefined) idle()
@@ -144,24 +145,31 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
     // queue, which Node drains before it looks for I/O — a backlog of recording would otherwise
     // hold back a getUpdates page, a webhook request, or an answer's call to Telegram.
     let sliceEnds = 0
+    // Answers running (the urgent lane's tasks) and runs being recorded (the recording lane's).
+    let answering = 0
+    let recording = 0
     let sliceWaiters: Array<() => void> = []
     const nextSlice = Effect.async<void>((resume) => {
       sliceWaiters.push(() => resume(Effect.void))
       if (sliceWaiters.length === 1) {
         setImmediate(() => {
-          sliceEnds = performance.now() + sliceMillis
+          // While answers run, recording lets them in sooner.
+          sliceEnds = performance.now() + (answering > 0 ? 1 : sliceMillis)
           const waiting = sliceWaiters
           sliceWaiters = []
           for (const wake of waiting) wake()
         })
       }
     })
-    // Recording yields to waiting answers: while a key with an answer waits in the urgent lane
-    // for a worker, the other lane starts nothing (its running tasks go on). A priority, not only
-    // a separate lane: under saturation, two lanes would otherwise share the CPU evenly.
+    // Recording yields to answers: while a key with an answer waits in the urgent lane for a
+    // worker, the other lane starts nothing (its running tasks go on); while answers run, it
+    // runs one task at a time. A priority, not only a separate lane: under saturation the lanes'
+    // fibers would otherwise share the event loop evenly, and an answer's every step (its
+    // record's write, its reads, its call to Telegram) would wait behind up to
+    // `recordingConcurrency` runs' work.
     const answersWaiting = () => urgent.ready.length - urgent.head > 0
     const next = (lane: Lane): Key | undefined => {
-      if (lane === normal && (held || answersWaiting())) return undefined
+      if (lane === normal && (held || answersWaiting() || (answering > 0 && recording > 0))) return undefined
       while (lane.head < lane.ready.length) {
         const k = lane.ready[lane.head]!
         lane.ready[lane.head++] = undefined as unknown as Key
@@ -213,9 +221,17 @@ export const make = (options: DispatcherOptions): Effect.Effect<Dispatcher, neve
           }
           const entry = k.entries[k.at]!
           k.running = true
+          if (lane === urgent) answering++
+          else if (lane === normal) recording++
           yield* Effect.ensuring(
             entry.task.pipe(Effect.catchAllCause((cause) => Effect.logError("task failed", cause).pipe(Effect.annotateLogs({ key: k.key })))),
-            Effect.zipRight(Effect.sync(() => finish(k, entry)), room.release(1))
+            Effect.zipRight(Effect.sync(() => {
+              if (lane === urgent) {
+                // The last answer done: recording runs at its full bound again.
+                if (--answering === 0) pump(normal)
+              } else if (lane === normal) recording--
+              finish(k, entry)
+            }), room.release(1))
           )
         }
       }).pipe(Effect.ensuring(Effect.sync(() => void lane.running--)))

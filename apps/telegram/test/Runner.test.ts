@@ -336,6 +336,30 @@ describe("apps/telegram: one chat's trouble never delays another", () => {
       assert.deepStrictEqual(done, ["recording 1", "answer A", "answer B", "recording 2", "recording 3"])
     }))
 
+  it.scoped("while an answer runs, other chats' recording runs one task at a time; at its full bound again once no answer runs", () =>
+    Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher.make({ concurrency: 2, recordingConcurrency: 3, capacity: 10, shutdownTimeout: "1 second" })
+      const recording = yield* Effect.makeLatch(false)
+      const answering = yield* Effect.makeLatch(false)
+      yield* Effect.addFinalizer(() => Effect.zipRight(recording.open, answering.open))
+      const started: Array<string> = []
+      const start = (name: string, latch: Effect.Latch) => Effect.zipRight(Effect.sync(() => void started.push(name)), latch.await)
+      yield* dispatcher.submit("-100", start("answer", answering), { urgent: true })
+      yield* eventually("the answer runs", () => started.includes("answer"))
+      yield* dispatcher.submit("-200", start("recording 1", recording))
+      yield* dispatcher.submit("-300", start("recording 2", recording))
+      yield* dispatcher.submit("-400", start("recording 3", recording))
+      yield* eventually("one recording runs beside the answer", () => started.includes("recording 1"))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 20)))
+      assert.deepStrictEqual(started, ["answer", "recording 1"])
+      // The answer done: the other two start while the first still runs.
+      yield* answering.open
+      yield* eventually("recording runs three at once", () => started.length === 4)
+      assert.deepStrictEqual(started, ["answer", "recording 1", "recording 2", "recording 3"])
+      yield* recording.open
+      yield* dispatcher.idle
+    }))
+
   it.scoped("send tasks take workers of their own: slow sends hold neither other chats' recording nor their chat's order", () =>
     Effect.gen(function*() {
       const dispatcher = yield* Dispatcher.make({ concurrency: 1, sendConcurrency: 2, capacity: 10, shutdownTimeout: "1 second" })
