@@ -12,7 +12,12 @@
  * (b) resolve at 100/s in that chat, idle, then while 200 single-update Telegram ingests/s land
  * in 50 other chats: p99 under writes ÷ idle p99. Then (d) on SQLite: bytes written per
  * recorded update over 10,000 updates into a database pre-loaded with 100,000 messages.
- * Then the in-process floors (`floors.ts`) beside them.
+ * Beside the stores, in the same rounds, (a)'s floors (`bareIngest.ts`): a bare node:http server
+ * doing the same ingest with nothing of the service around it, on Maps and on SQLite (the
+ * service's tables, a writer thread, group commit) — their ratio is what the SQLite store's
+ * ratio to memory can reach in Node with better-sqlite3. The SQLite rows split the server's CPU
+ * between its main thread and its writer thread (/proc/<pid>/task; the writer is the thread
+ * that wrote to files). Then the in-process floors (`floors.ts`) beside them.
  *
  * The stores' apps run side by side and are measured in rounds taking them in turn, so that the
  * machine's other load lands on each alike; each store's best round is shown, every round's
@@ -20,14 +25,14 @@
  *
  * BENCH_SECONDS (default 3) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
  * `memory,sqlite,sqlite-full,pg`); BENCH_DISK_UPDATES (default 10000); BENCH_FLOOR_SECONDS
- * (default 2; 0 skips the floors); DEIXIS_TEST_PG_URL. For comparisons: BENCH_BASE (`apps/http` of another
+ * (default 2; 0 skips the floors); BENCH_BARE=0 skips (a)'s floors; DEIXIS_TEST_PG_URL. For comparisons: BENCH_BASE (`apps/http` of another
  * checkout, built: its `dist/main.js` runs every store too, in the same rounds — a before/after
  * in one run, each row named `base …`), BENCH_NODE_ARGS (node options for this checkout's app,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_KINDS=ingest (only the ingest windows).
  */
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
 import { execFile, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Plan, StreamResult } from "./load.js"
@@ -46,6 +51,7 @@ const runId = Date.now().toString(36)
 const baseDir = process.env["BENCH_BASE"]
 const nodeArgs = (process.env["BENCH_NODE_ARGS"] ?? "").split(" ").filter((a) => a !== "")
 const ingestOnly = process.env["BENCH_KINDS"] === "ingest"
+const bareFloors = process.env["BENCH_BARE"] !== "0"
 /** The apps compared: BENCH_BASE's (when set) and this checkout's, each store of each, in the rounds' order. */
 const runs = stores.flatMap((store) =>
   baseDir === undefined
@@ -60,11 +66,52 @@ const load = (plan: Plan) =>
       error ? reject(error) : resolve(JSON.parse(stdout) as ReadonlyArray<StreamResult>))
   )
 
+/** Each thread of a process: its CPU time (ms, user + system) and the bytes it wrote (`wchar`). */
+const threadsOf = (pid: number): Map<number, { readonly ms: number; readonly wchar: number }> => {
+  const out = new Map<number, { readonly ms: number; readonly wchar: number }>()
+  let tids: Array<string> = []
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      const io = readFileSync(`/proc/${pid}/task/${tid}/io`, "utf8")
+      out.set(Number(tid), { ms: (Number(fields[11]) + Number(fields[12])) * 10, wchar: Number(/^wchar: (\d+)$/m.exec(io)?.[1] ?? 0) })
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out
+}
+
+/**
+ * A window's CPU time on the main thread and on the writer thread — of the others, the one that
+ * wrote the most bytes (the SQLite writer; the main thread's writes are its sockets and logs).
+ */
+interface Split {
+  readonly mainMs: number
+  readonly writerMs: number | undefined
+}
+const splitSince = (pid: number, before: ReturnType<typeof threadsOf>): Split => {
+  const after = threadsOf(pid)
+  const delta = (tid: number, key: "ms" | "wchar") => (after.get(tid)?.[key] ?? 0) - (before.get(tid)?.[key] ?? 0)
+  let writer: number | undefined
+  for (const tid of after.keys()) {
+    if (tid !== pid && delta(tid, "wchar") > 0 && (writer === undefined || delta(tid, "wchar") > delta(writer, "wchar"))) writer = tid
+  }
+  return { mainMs: delta(pid, "ms"), writerMs: writer === undefined ? undefined : delta(writer, "ms") }
+}
+
 /** A window's results with what the app used meanwhile. */
 const measured = async (app: App, plan: Plan) => {
   const before = app.usage()
+  const threads = threadsOf(app.pid)
   const results = await load(plan)
-  return { results, used: usageSince(before, app.usage()) }
+  return { results, used: usageSince(before, app.usage()), split: splitSince(app.pid, threads) }
 }
 
 const cpuUs = (used: Usage, n: number) => ((used.userMs + used.systemMs) * 1000) / n
@@ -119,6 +166,7 @@ interface StoreFigures {
   readonly store: string
   readonly ingest: StreamResult
   readonly ingestUsed: Usage
+  readonly ingestSplit: Split
   readonly resolve: StreamResult
   readonly resolveUsed: Usage
   readonly idle: StreamResult
@@ -135,15 +183,28 @@ const resolveStream = (extra: { readonly connections?: number; readonly rate?: n
  * other load lands on every store alike, so the ratios within one run hold.
  */
 const storeRuns = async (): Promise<Array<StoreFigures>> => {
-  const apps: Array<{ readonly store: string; readonly app: App; readonly url: string; readonly dir: string }> = []
+  const apps: Array<{ readonly store: string; readonly app: App; readonly url: string; readonly dir: string; readonly floor: boolean }> = []
   try {
     for (const run of runs) {
       const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
       const { app, url } = await launch(run.store, dir, run.appDir)
-      apps.push({ store: run.name, app, url, dir })
+      apps.push({ store: run.name, app, url, dir, floor: false })
       await seed(url)
       await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
       await load({ url, seconds: 1, streams: [resolveStream({ connections: 10 })] })
+    }
+    // (a)'s floors: ingest windows only, in the same rounds.
+    for (const store of bareFloors ? ["memory", "sqlite"].filter((s) => stores.includes(s)) : []) {
+      const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
+      const port = await freePort()
+      const url = `http://127.0.0.1:${port}`
+      const app = await startApp(join(compiled, "bareIngest.js"), {
+        cwd: dir,
+        env: { PORT: String(port), BARE_STORE: store === "memory" ? "memory" : `sqlite:${join(dir, "bare.sqlite")}` },
+        ready: `${url}/healthz`
+      })
+      apps.push({ store: `floor ${store}`, app, url, dir, floor: true })
+      await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
     }
     const rounds = apps.map(() => [] as Array<StoreFigures>)
     for (let round = 0; round < roundsOf; round++) {
@@ -152,19 +213,25 @@ const storeRuns = async (): Promise<Array<StoreFigures>> => {
       const resolve: Array<Awaited<ReturnType<typeof measured>>> = []
       const idle: Array<StreamResult> = []
       const under: Array<ReadonlyArray<StreamResult>> = []
-      if (ingestOnly) {
-        // Only the ingest windows: the others repeat its figures.
-        resolve.push(...ingest)
-        idle.push(...ingest.map((i) => i.results[0]!))
-        under.push(...ingest.map((i) => [i.results[0]!, i.results[0]!]))
-      } else {
-        for (const { app, url } of apps) resolve.push(await measured(app, { url, seconds, streams: [resolveStream({ connections: 10 })] }))
-        for (const { url } of apps) idle.push((await load({ url, seconds, streams: [resolveStream({ rate: 100 })] }))[0]!)
-        for (const { url } of apps) under.push(await load({ url, seconds, streams: [resolveStream({ rate: 100 }), ingestStream({ rate: 200 })] }))
+      // Only the ingest windows (BENCH_KINDS=ingest, and the floors always): the others repeat its figures.
+      const only = (i: number) => ingestOnly || apps[i]!.floor
+      for (const [i, { app, url }] of apps.entries()) {
+        resolve.push(only(i) ? ingest[i]! : await measured(app, { url, seconds, streams: [resolveStream({ connections: 10 })] }))
+      }
+      for (const [i, { url }] of apps.entries()) {
+        idle.push(only(i) ? ingest[i]!.results[0]! : (await load({ url, seconds, streams: [resolveStream({ rate: 100 })] }))[0]!)
+      }
+      for (const [i, { url }] of apps.entries()) {
+        under.push(
+          only(i)
+            ? [ingest[i]!.results[0]!, ingest[i]!.results[0]!]
+            : await load({ url, seconds, streams: [resolveStream({ rate: 100 }), ingestStream({ rate: 200 })] })
+        )
       }
       apps.forEach(({ store }, i) =>
         rounds[i]!.push({
-          store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, resolve: resolve[i]!.results[0]!, resolveUsed: resolve[i]!.used,
+          store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, ingestSplit: ingest[i]!.split,
+          resolve: resolve[i]!.results[0]!, resolveUsed: resolve[i]!.used,
           idle: idle[i]!, underWrites: under[i]![0]!, writesDuringReads: under[i]![1]!
         }))
     }
@@ -228,6 +295,12 @@ const diskRun = async () => {
   }
 }
 
+/** The floors' rows in table (a). */
+const floorNames: Record<string, string> = {
+  "floor memory": "bare node:http + Map, the same ingest",
+  "floor sqlite": "bare node:http + better-sqlite3 writer thread, the same ingest"
+}
+
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US")
 const ms1 = (x: number) => x.toFixed(1)
 const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(1)
@@ -245,23 +318,27 @@ const main = async () => {
         `${new Date().toISOString().slice(0, 16)}Z, ${seconds} s per window, ${roundsOf} rounds taking the stores in turn (each store's best round shown), load average at the end ${load1}\n`
     )
     console.log("(a) POST /v1/telegram/updates, one update per request, 10 connections, 50 chats; (c) resolve_reference_target, 10 connections\n")
-    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s (server CPU µs/update) |")
-    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    const memoryOf = (name: string) => figures.find((f) => f.store === (name.startsWith("base ") ? "base memory" : "memory"))
+    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | main / writer thread µs/update | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s (server CPU µs/update) |")
+    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    const memoryOf = (name: string) =>
+      figures.find((f) => f.store === (name.startsWith("base ") ? "base memory" : name.startsWith("floor ") ? "floor memory" : "memory"))
     for (const f of figures) {
       const memory = memoryOf(f.store)
       const n = f.ingest.total
+      const floor = f.store.startsWith("floor ")
+      const { mainMs, writerMs } = f.ingestSplit
       console.log(
-        `| ${f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
+        `| ${floorNames[f.store] ?? f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
+          `${n0((mainMs * 1000) / n)} / ${writerMs === undefined ? "–" : n0((writerMs * 1000) / n)} | ` +
           `${kb(f.ingestUsed.writeBytes, n)} | ${(f.ingestUsed.writeCalls / n).toFixed(1)} | ${memory === undefined ? "?" : (f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)} | ` +
-          `${n0(f.resolve.perSecond)} | ${n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs)`).join(", ")} |` +
-          (f.ingest.failed + f.resolve.failed > 0 ? ` ${f.ingest.failed + f.resolve.failed} failed` : "")
+          `${floor ? "–" : n0(f.resolve.perSecond)} | ${floor ? "–" : n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs)`).join(", ")} |` +
+          (f.ingest.failed + (floor ? 0 : f.resolve.failed) > 0 ? ` ${f.ingest.failed + (floor ? 0 : f.resolve.failed)} failed` : "")
       )
     }
     console.log("\n(b) resolve at 100/s in the seeded chat, idle, then while 200 single-update Telegram ingests/s land in 50 other chats (latency from when each request was due)\n")
     console.log("| store | idle p50 / p99 ms | under writes p50 / p99 / max ms | p99 ratio (under ÷ idle) | ingests/s achieved | every round's ratio |")
     console.log("|---|---:|---:|---:|---:|---|")
-    for (const f of figures) {
+    for (const f of figures.filter((f) => !f.store.startsWith("floor "))) {
       console.log(
         `| ${f.store} | ${ms1(f.idle.p50)} / ${ms1(f.idle.p99)} | ${ms1(f.underWrites.p50)} / ${ms1(f.underWrites.p99)} / ${ms1(f.underWrites.max)} | ` +
           `${(f.underWrites.p99 / f.idle.p99).toFixed(2)} | ${n0(f.writesDuringReads.perSecond)} | ${(f.rounds ?? []).map((r) => (r.underWrites.p99 / r.idle.p99).toFixed(2)).join(", ")} |` +
@@ -285,7 +362,18 @@ const main = async () => {
         if (f !== undefined) console.log(`- ${s} ingest ${(f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× memory — target ≥ ${target}×`)
       }
     }
-    for (const f of figures) console.log(`- ${f.store} resolve p99 under writes ${(f.underWrites.p99 / f.idle.p99).toFixed(2)}× idle — target ≤ 2×`)
+    const [floorMemory, floorSqlite, sqlite] = [by("floor memory"), by("floor sqlite"), by("sqlite")]
+    if (floorMemory !== undefined && floorSqlite !== undefined) {
+      const us = (f: StoreFigures) => n0(cpuUs(f.ingestUsed, f.ingest.total))
+      console.log(
+        `- the floor, ${floorNames["floor sqlite"]} ÷ ${floorNames["floor memory"]}: ${(floorSqlite.ingest.perSecond / floorMemory.ingest.perSecond).toFixed(2)}× ` +
+          `(${us(floorSqlite)} against ${us(floorMemory)} µs/update)` +
+          (memory !== undefined && sqlite !== undefined
+            ? `, beside the app's ${(sqlite.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× (${us(sqlite)} against ${us(memory)} µs/update)`
+            : "")
+      )
+    }
+    for (const f of figures.filter((f) => !f.store.startsWith("floor "))) console.log(`- ${f.store} resolve p99 under writes ${(f.underWrites.p99 / f.idle.p99).toFixed(2)}× idle — target ≤ 2×`)
     if (disk.length > 0) {
       const total = disk.reduce((a, d) => a + d.used.writeBytes, 0) / disk.reduce((a, d) => a + d.result.total, 0)
       console.log(`- SQLite disk written ${(total / 1024).toFixed(1)} KB/update over ${n0(diskUpdates)} into 100,000 messages — target ≤ 8 KB, not growing (halves: ${disk.map((d) => kb(d.used.writeBytes, d.result.total)).join(", ")})`)
