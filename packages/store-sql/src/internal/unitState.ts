@@ -253,6 +253,9 @@ const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.
 /** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
 const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
 
+/** An effect run outside the fiber's unit (a window's processing: its reads are planned), the context restored after. */
+const outsideUnit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => Effect.mapInputContext(effect, Context.omit(Unit))
+
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
 export const groupAttempts = 4
 
@@ -280,9 +283,12 @@ export class Group {
     /** Where reads can run as one statement (PostgreSQL): both windows' first reads, when every member sent both at once. */
     private readonly readJointly?: ReadJointly | undefined
   ) {
-    this.members = Array.from({ length: size }, () => ({
-      phase: 0, early: false, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
-    }))
+    this.members = []
+    for (let i = 0; i < size; i++) {
+      this.members.push({
+        phase: 0, early: false, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
+      })
+    }
   }
 
   private live() {
@@ -378,20 +384,30 @@ export class Group {
   /** Processes what can be processed, and ends the attempt when every member is done. */
   private tick(): Effect.Effect<void> {
     return Effect.suspend(() => {
-      const running = this.members.filter((m) => !m.done && !m.out)
-      const ready = (family: Family, phase: number) => {
-        const window = this.windows[family]
-        return !window.processed && window.requests.length > 0 && running.every((m) => m.phase >= phase)
+      // The members still running, and the lowest phase among them (a tick runs several times
+      // per attempt: no array nor closure built for it).
+      let running = 0
+      let lowest = 4
+      for (const m of this.members) {
+        if (m.done || m.out) continue
+        running++
+        if (m.phase < lowest) lowest = m.phase
       }
+      // A window is ready when it holds requests and every member running has reached it.
+      const { context, history } = this.windows
       // The context window first: a member waiting on it may still send history. When every
       // member sent history beside it, both windows are read as one.
-      if (ready("context", 1)) {
-        const joint = this.readJointly !== undefined && this.windows.history.requests.length > 0 &&
-          running.every((m) => m.phase >= 3 || (m.phase === 1 && m.early))
+      if (!context.processed && context.requests.length > 0 && lowest >= 1) {
+        let joint = this.readJointly !== undefined && history.requests.length > 0
+        if (joint) {
+          for (const m of this.members) {
+            if (!m.done && !m.out && !(m.phase >= 3 || (m.phase === 1 && m.early))) joint = false
+          }
+        }
         return joint ? this.processJointly(this.readJointly!) : this.processWindow("context", 2)
       }
-      if (ready("history", 3)) return this.processWindow("history", 4)
-      if (running.length === 0 && this.busy === 0 && !this.ending) {
+      if (!history.processed && history.requests.length > 0 && lowest >= 3) return this.processWindow("history", 4)
+      if (running === 0 && this.busy === 0 && !this.ending) {
         this.ending = true
         // In the fiber that finished last, which waits for the outcome anyway: uninterruptible, so
         // the group's write and every member's outcome are never cut short (a fiber of its own
@@ -407,7 +423,10 @@ export class Group {
     window.processed = true
     this.busy++
     const requests = [...window.requests].sort((a, b) => a.index - b.index)
-    return detached(Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
+    // In the fiber that completed the window, which waits for its answer anyway: uninterruptible,
+    // as `endAttempt`, so every member's answer is given (a fiber of its own cost a fork and two
+    // hops through the scheduler per window).
+    return Effect.uninterruptible(Effect.flatMap(Effect.exit(outsideUnit(window.process!(requests.map((r) => r.request)))), (exit) =>
       Effect.suspend(() => {
         this.busy--
         this.settleWindow(family, requests, exit, next)
