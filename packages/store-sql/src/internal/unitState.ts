@@ -1,6 +1,6 @@
 /**
  * What a unit of work (unit.ts) shares with the stores that join it, in a module of its own so
- * that `db.ts` can see it too: the unit's state in the fiber's context and, for the optimistic
+ * that `db.ts` can see it too: the unit's state in a fiber ref and, for the optimistic
  * units of PostgreSQL, the group they run in and the gate that keeps every statement the group
  * did not plan for out of it.
  *
@@ -16,7 +16,6 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -44,8 +43,18 @@ export interface UnitState {
   readonly index: number
 }
 
-/** The unit of work running in this fiber, if any (internal: stores look for it to join it). */
-export class Unit extends Context.Tag("@deixis/store-sql/internal/Unit")<Unit, UnitState>() {}
+/**
+ * The unit of work running in this fiber, if any (internal: stores look for it to join it). A
+ * fiber ref, not a service of the fiber's context: setting it copies the fiber's few refs, where
+ * providing a service copied its whole context (every layer's service), once per unit and twice
+ * more per group.
+ */
+export const currentUnit = FiberRef.unsafeMake<UnitState | undefined>(undefined)
+
+/** What the unit checks below read of a fiber. */
+export interface FiberView {
+  getFiberRef<A>(ref: FiberRef.FiberRef<A>): A
+}
 
 /** An optimistic member met what it cannot defer (a defect, so a caller's `catchAll` cannot swallow it; `escalated` is set too). */
 export class Escalate extends Data.TaggedError("Escalate")<{ readonly reason: string }> {}
@@ -62,15 +71,15 @@ export const optimisticRead = FiberRef.unsafeMake(false)
 export const allowRead = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.locally(effect, optimisticRead, true)
 
-/** The optimistic unit of `sql` in `context`, when a statement there would run outside its plan. */
-export const gated = (context: Context.Context<never>, sql: SqlClient.SqlClient, reading: boolean): UnitState | undefined => {
-  const unit = Context.getOrElse(context, Unit, () => undefined)
+/** The optimistic unit of `sql` in `fiber`, when a statement there would run outside its plan. */
+export const gated = (fiber: FiberView, sql: SqlClient.SqlClient, reading: boolean): UnitState | undefined => {
+  const unit = fiber.getFiberRef(currentUnit)
   return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && !reading ? unit : undefined
 }
 
-/** The optimistic member of `sql`'s group running in `context`, if any. */
-export const optimisticOf = (context: Context.Context<never>, sql: SqlClient.SqlClient): UnitState | undefined => {
-  const unit = Context.getOrElse(context, Unit, () => undefined)
+/** The optimistic member of `sql`'s group running in `fiber`, if any. */
+export const optimisticOf = (fiber: FiberView, sql: SqlClient.SqlClient): UnitState | undefined => {
+  const unit = fiber.getFiberRef(currentUnit)
   return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && unit.group !== undefined ? unit : undefined
 }
 
@@ -81,7 +90,7 @@ export const optimisticOf = (context: Context.Context<never>, sql: SqlClient.Sql
  */
 export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const unit = optimisticOf(fiber.currentContext, sql)
+    const unit = optimisticOf(fiber, sql)
     if (unit === undefined) return read
     return unit.group!.mayRead(family) ? allowRead(read) : escalate(unit, `a ${family} read in a group with writes`)
   })
@@ -95,7 +104,7 @@ export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>
  */
 export const guardChatRead = (sql: SqlClient.SqlClient, chatId: string) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const unit = optimisticOf(fiber.currentContext, sql)
+    const unit = optimisticOf(fiber, sql)
     if (unit === undefined) return read
     return unit.group!.mayRead("context") || unit.group!.mayReadChat(chatId)
       ? allowRead(read)
@@ -247,14 +256,24 @@ interface Member {
 
 const newWindow = (): Window => ({ requests: [], processed: false, owner: undefined, process: undefined })
 
-/** The fiber's context without the unit: set once in a fiber of its own (no restore needed, unlike `mapInputContext`). */
-const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.omit(Unit)(context))
+/** The fiber without the unit: set once in a fiber of its own (no restore needed). */
+const leaveUnit = FiberRef.set(currentUnit, undefined)
 
 /** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
 const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
 
-/** An effect run outside the fiber's unit (a window's processing: its reads are planned), the context restored after. */
-const outsideUnit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => Effect.mapInputContext(effect, Context.omit(Unit))
+/**
+ * An effect's exit, run outside the fiber's unit (a window's processing: its reads are planned),
+ * the unit restored after. Only where nothing interrupts it (see `processWindow`): the ref is set
+ * and restored in place, without the release machinery of `Effect.locally`.
+ */
+const outsideUnit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.withFiberRuntime((fiber) => {
+    const unit = fiber.getFiberRef(currentUnit)
+    return unit === undefined
+      ? Effect.exit(effect)
+      : Effect.zipRight(leaveUnit, Effect.flatMap(Effect.exit(effect), (exit) => Effect.as(FiberRef.set(currentUnit, unit), exit)))
+  })
 
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
 export const groupAttempts = 4
@@ -426,7 +445,7 @@ export class Group {
     // In the fiber that completed the window, which waits for its answer anyway: uninterruptible,
     // as `endAttempt`, so every member's answer is given (a fiber of its own cost a fork and two
     // hops through the scheduler per window).
-    return Effect.uninterruptible(Effect.flatMap(Effect.exit(outsideUnit(window.process!(requests.map((r) => r.request)))), (exit) =>
+    return Effect.uninterruptible(Effect.flatMap(outsideUnit(window.process!(requests.map((r) => r.request))), (exit) =>
       Effect.suspend(() => {
         this.busy--
         this.settleWindow(family, requests, exit, next)
