@@ -515,7 +515,7 @@ export const makeWrite = (ctx: ContextSql, cache: ContextCache) => {
     if (events.length === 0) return Effect.succeed({ applied: 0, duplicates: 0, skipped: [] })
     return Effect.withFiberRuntime<ApplyResult, StoreError>((fiber) => {
       const outside = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-      const unit = outside ? optimisticOf(fiber.currentContext, db.sql) : undefined
+      const unit = outside ? optimisticOf(fiber, db.sql) : undefined
       // A member of an optimistic group only hands its batch to the group (read, reduced and
       // written with the others'): no span of its own, the unit of work's span covers it (a
       // span per recorded update cost more than the hand-off).

@@ -116,14 +116,14 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
       if (Option.isSome(transaction)) return transaction.value[0].execute(text, params, undefined)
       // In an optimistic unit (see unitState.ts) only the reads a store planned for run; anything
       // else would run outside the unit's one write.
-      const unit = gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead))
+      const unit = gated(fiber, sql, fiber.getFiberRef(optimisticRead))
       return unit === undefined ? runOutside(text, params) : escalate(unit, "a statement the unit cannot defer")
     }))
   const transaction = engine.transaction
   const inTransaction: Db["transaction"] = (effect) =>
     Effect.withFiberRuntime((fiber) => {
       const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-        ? gated(fiber.currentContext, sql, false)
+        ? gated(fiber, sql, false)
         : undefined
       return unit === undefined ? observed(health, true, transaction(effect)) : escalate(unit, "a transaction in an optimistic unit")
     })
@@ -141,7 +141,7 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   const body: Db["body"] = (name, argument) =>
     Effect.withFiberRuntime((fiber) => {
       const alone = whole !== undefined && Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
-        gated(fiber.currentContext, sql, false) === undefined
+        gated(fiber, sql, false) === undefined
       return alone
         ? observed(health, true, whole(name, argument))
         : inTransaction(drive(() => bodies[name](dialect, argument) as Body<Bodies[typeof name]["result"]>))
@@ -153,7 +153,7 @@ export const makeDb = (sql: SqlClient.SqlClient, engine: EngineShape = engineWit
   const reads = readAll === undefined ? undefined : (statements: ReadonlyArray<Fragment>) =>
     Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<Row>>, SqlError>((fiber) =>
       Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)) &&
-        gated(fiber.currentContext, sql, fiber.getFiberRef(optimisticRead)) === undefined
+        gated(fiber, sql, fiber.getFiberRef(optimisticRead)) === undefined
         ? observed(health, false, readAll(statements.map((statement) => compile(dialect, statement))))
         : Effect.forEach(statements, query)
     )

@@ -396,7 +396,7 @@ export const makeSqlHistoryStore = (db: Db, settings: HistorySettings) => {
   const appendWith = (items: ReadonlyArray<Entry>) =>
     Effect.withFiberRuntime<Array<AppendResult>, SqlError | string>((fiber) => {
       const unit = Option.isNone(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-        ? optimisticOf(fiber.currentContext, db.sql)
+        ? optimisticOf(fiber, db.sql)
         : undefined
       return unit !== undefined
         ? unit.group!.submit(unit, "history", store, items, processGroup)

@@ -27,7 +27,8 @@
  *
  * Group commit of the write bodies (`call`, sqliteProcedures.ts): the calls that arrive
  * together — every message already queued when the thread picks up the first — run in one
- * `BEGIN IMMEDIATE … COMMIT`, each in a savepoint of its own (a failing call fails alone), and
+ * `BEGIN IMMEDIATE … COMMIT`, each after the first in a savepoint of its own (a failing call
+ * fails alone: the first one rolls back the transaction, which holds nothing else yet), and
  * are answered after that `COMMIT`, in one message. A statement sent by the main thread (its own transactions,
  * `group commit` there, migrations) first commits the calls' batch; calls that arrive while the
  * main thread holds a transaction wait for its end.
@@ -249,21 +250,37 @@ const runCall = (request: Extract<Request, { op: "call" }>) => {
     waiting.push(request)
     return
   }
+  // The transaction's first call runs without a savepoint (a savepoint copies every page it
+  // changes first, for its rollback): when it fails, the whole transaction rolls back, and holds
+  // nothing else yet. Each later call has its savepoint, so it fails alone.
+  let first = false
   try {
     if (batch === undefined) {
       begin()
       batch = []
+      first = true
+    } else {
+      savepoint()
     }
-    savepoint()
   } catch (cause) {
     port.postMessage(failure(request.id, cause, false))
     return
   }
   try {
     const ok = call(request.name, JSON.parse(request.argument))
-    release()
+    if (!first) release()
     batch.push({ id: request.id, rows: ok })
   } catch (cause) {
+    if (first) {
+      try {
+        if (db.inTransaction) rollback()
+      } catch {
+        // The connection rolled back already.
+      }
+      batch = undefined
+      port.postMessage(failure(request.id, cause, false))
+      return
+    }
     try {
       rollbackTo()
       release()

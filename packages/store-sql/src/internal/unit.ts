@@ -26,18 +26,18 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as WritePriority from "../WritePriority.js"
 import { type Db, describe, queryTogether } from "./db.js"
 import { storeError } from "./availability.js"
-import { Group, Once, type ReadJointly, Unit, type UnitState } from "./unitState.js"
+import { currentUnit, Group, Once, type ReadJointly, type UnitState } from "./unitState.js"
 
-export { Unit, type Pending, type UnitState } from "./unitState.js"
+export { currentUnit, type Pending, type UnitState } from "./unitState.js"
 
 /** The unit of `db` this fiber runs in, when it runs in one. */
 export const unitOf = (db: Db): Effect.Effect<UnitState | undefined> =>
-  Effect.map(Effect.serviceOption(Unit), (unit) =>
-    Option.isSome(unit) && unit.value.sql === db.sql ? unit.value : undefined)
+  Effect.map(FiberRef.get(currentUnit), (unit) => unit !== undefined && unit.sql === db.sql ? unit : undefined)
 
 /** After the commit: each written chat's cache entry moves from `from` to `from + 1`, keeping what the unit did not touch. */
 const followCaches = (written: UnitState["written"]) => {
@@ -63,7 +63,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
     db.transaction(Effect.suspend(() => {
       // A new state for every attempt: PostgreSQL runs the transaction again after a deadlock.
       const state = newState("locked")
-      return Effect.map(Effect.provideService(effect, Unit, state), (a) => [a, state] as const)
+      return Effect.map(Effect.locally(effect, currentUnit, state), (a) => [a, state] as const)
     })).pipe(
       Effect.map(([a, state]) => {
         followCaches(state.written)
@@ -133,7 +133,7 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
       Effect.gen(function*() {
         for (;;) {
           const state = newState("optimistic", group, index)
-          const exit = yield* Effect.exit(Effect.provideService(effect, Unit, state))
+          const exit = yield* Effect.exit(Effect.locally(effect, currentUnit, state))
           const outcome = yield* group.finish(index, exit, state.escalated)
           switch (outcome._tag) {
             case "commit":
@@ -157,8 +157,8 @@ export const makeUnitOfWork = (db: Db): UnitOfWorkShape => {
         // optimistic unit of this store: join it. A caller's transaction is not ours to commit,
         // so the stores inside treat it as they would any caller's transaction.
         if (Option.isSome(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))) return effect
-        const outer = Context.getOption(fiber.currentContext, Unit)
-        if (Option.isSome(outer) && outer.value.sql === db.sql) return effect
+        const outer = fiber.getFiberRef(currentUnit)
+        if (outer !== undefined && outer.sql === db.sql) return effect
         // The span: a locked unit's own, an optimistic group's around its one write (see `write`).
         return Effect.mapError(
           db.call !== undefined ? optimistic(effect) : locked(effect),

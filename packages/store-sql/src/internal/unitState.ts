@@ -1,6 +1,6 @@
 /**
  * What a unit of work (unit.ts) shares with the stores that join it, in a module of its own so
- * that `db.ts` can see it too: the unit's state in the fiber's context and, for the optimistic
+ * that `db.ts` can see it too: the unit's state in a fiber ref and, for the optimistic
  * units of PostgreSQL, the group they run in and the gate that keeps every statement the group
  * did not plan for out of it.
  *
@@ -16,7 +16,6 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -44,8 +43,18 @@ export interface UnitState {
   readonly index: number
 }
 
-/** The unit of work running in this fiber, if any (internal: stores look for it to join it). */
-export class Unit extends Context.Tag("@deixis/store-sql/internal/Unit")<Unit, UnitState>() {}
+/**
+ * The unit of work running in this fiber, if any (internal: stores look for it to join it). A
+ * fiber ref, not a service of the fiber's context: setting it copies the fiber's few refs, where
+ * providing a service copied its whole context (every layer's service), once per unit and twice
+ * more per group.
+ */
+export const currentUnit = FiberRef.unsafeMake<UnitState | undefined>(undefined)
+
+/** What the unit checks below read of a fiber. */
+export interface FiberView {
+  getFiberRef<A>(ref: FiberRef.FiberRef<A>): A
+}
 
 /** An optimistic member met what it cannot defer (a defect, so a caller's `catchAll` cannot swallow it; `escalated` is set too). */
 export class Escalate extends Data.TaggedError("Escalate")<{ readonly reason: string }> {}
@@ -62,15 +71,15 @@ export const optimisticRead = FiberRef.unsafeMake(false)
 export const allowRead = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.locally(effect, optimisticRead, true)
 
-/** The optimistic unit of `sql` in `context`, when a statement there would run outside its plan. */
-export const gated = (context: Context.Context<never>, sql: SqlClient.SqlClient, reading: boolean): UnitState | undefined => {
-  const unit = Context.getOrElse(context, Unit, () => undefined)
+/** The optimistic unit of `sql` in `fiber`, when a statement there would run outside its plan. */
+export const gated = (fiber: FiberView, sql: SqlClient.SqlClient, reading: boolean): UnitState | undefined => {
+  const unit = fiber.getFiberRef(currentUnit)
   return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && !reading ? unit : undefined
 }
 
-/** The optimistic member of `sql`'s group running in `context`, if any. */
-export const optimisticOf = (context: Context.Context<never>, sql: SqlClient.SqlClient): UnitState | undefined => {
-  const unit = Context.getOrElse(context, Unit, () => undefined)
+/** The optimistic member of `sql`'s group running in `fiber`, if any. */
+export const optimisticOf = (fiber: FiberView, sql: SqlClient.SqlClient): UnitState | undefined => {
+  const unit = fiber.getFiberRef(currentUnit)
   return unit !== undefined && unit.mode === "optimistic" && unit.sql === sql && unit.group !== undefined ? unit : undefined
 }
 
@@ -81,7 +90,7 @@ export const optimisticOf = (context: Context.Context<never>, sql: SqlClient.Sql
  */
 export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const unit = optimisticOf(fiber.currentContext, sql)
+    const unit = optimisticOf(fiber, sql)
     if (unit === undefined) return read
     return unit.group!.mayRead(family) ? allowRead(read) : escalate(unit, `a ${family} read in a group with writes`)
   })
@@ -95,7 +104,7 @@ export const guardRead = (sql: SqlClient.SqlClient, family: Family) => <A, E, R>
  */
 export const guardChatRead = (sql: SqlClient.SqlClient, chatId: string) => <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
-    const unit = optimisticOf(fiber.currentContext, sql)
+    const unit = optimisticOf(fiber, sql)
     if (unit === undefined) return read
     return unit.group!.mayRead("context") || unit.group!.mayReadChat(chatId)
       ? allowRead(read)
@@ -247,11 +256,24 @@ interface Member {
 
 const newWindow = (): Window => ({ requests: [], processed: false, owner: undefined, process: undefined })
 
-/** The fiber's context without the unit: set once in a fiber of its own (no restore needed, unlike `mapInputContext`). */
-const leaveUnit = FiberRef.update(FiberRef.currentContext, (context) => Context.omit(Unit)(context))
+/** The fiber without the unit: set once in a fiber of its own (no restore needed). */
+const leaveUnit = FiberRef.set(currentUnit, undefined)
 
 /** Runs a window's processing in a fiber of its own, outside the member's unit (its reads are planned). */
 const detached = (effect: Effect.Effect<void>): Effect.Effect<void> => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(leaveUnit, effect)))
+
+/**
+ * An effect's exit, run outside the fiber's unit (a window's processing: its reads are planned),
+ * the unit restored after. Only where nothing interrupts it (see `processWindow`): the ref is set
+ * and restored in place, without the release machinery of `Effect.locally`.
+ */
+const outsideUnit = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.withFiberRuntime((fiber) => {
+    const unit = fiber.getFiberRef(currentUnit)
+    return unit === undefined
+      ? Effect.exit(effect)
+      : Effect.zipRight(leaveUnit, Effect.flatMap(Effect.exit(effect), (exit) => Effect.as(FiberRef.set(currentUnit, unit), exit)))
+  })
 
 /** Optimistic attempts before a group whose chats keep moving runs each member locked. */
 export const groupAttempts = 4
@@ -280,9 +302,12 @@ export class Group {
     /** Where reads can run as one statement (PostgreSQL): both windows' first reads, when every member sent both at once. */
     private readonly readJointly?: ReadJointly | undefined
   ) {
-    this.members = Array.from({ length: size }, () => ({
-      phase: 0, early: false, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
-    }))
+    this.members = []
+    for (let i = 0; i < size; i++) {
+      this.members.push({
+        phase: 0, early: false, done: false, out: false, escalated: false, contributed: false, finished: false, outcome: new Once<Outcome>()
+      })
+    }
   }
 
   private live() {
@@ -378,20 +403,30 @@ export class Group {
   /** Processes what can be processed, and ends the attempt when every member is done. */
   private tick(): Effect.Effect<void> {
     return Effect.suspend(() => {
-      const running = this.members.filter((m) => !m.done && !m.out)
-      const ready = (family: Family, phase: number) => {
-        const window = this.windows[family]
-        return !window.processed && window.requests.length > 0 && running.every((m) => m.phase >= phase)
+      // The members still running, and the lowest phase among them (a tick runs several times
+      // per attempt: no array nor closure built for it).
+      let running = 0
+      let lowest = 4
+      for (const m of this.members) {
+        if (m.done || m.out) continue
+        running++
+        if (m.phase < lowest) lowest = m.phase
       }
+      // A window is ready when it holds requests and every member running has reached it.
+      const { context, history } = this.windows
       // The context window first: a member waiting on it may still send history. When every
       // member sent history beside it, both windows are read as one.
-      if (ready("context", 1)) {
-        const joint = this.readJointly !== undefined && this.windows.history.requests.length > 0 &&
-          running.every((m) => m.phase >= 3 || (m.phase === 1 && m.early))
+      if (!context.processed && context.requests.length > 0 && lowest >= 1) {
+        let joint = this.readJointly !== undefined && history.requests.length > 0
+        if (joint) {
+          for (const m of this.members) {
+            if (!m.done && !m.out && !(m.phase >= 3 || (m.phase === 1 && m.early))) joint = false
+          }
+        }
         return joint ? this.processJointly(this.readJointly!) : this.processWindow("context", 2)
       }
-      if (ready("history", 3)) return this.processWindow("history", 4)
-      if (running.length === 0 && this.busy === 0 && !this.ending) {
+      if (!history.processed && history.requests.length > 0 && lowest >= 3) return this.processWindow("history", 4)
+      if (running === 0 && this.busy === 0 && !this.ending) {
         this.ending = true
         // In the fiber that finished last, which waits for the outcome anyway: uninterruptible, so
         // the group's write and every member's outcome are never cut short (a fiber of its own
@@ -407,7 +442,10 @@ export class Group {
     window.processed = true
     this.busy++
     const requests = [...window.requests].sort((a, b) => a.index - b.index)
-    return detached(Effect.flatMap(Effect.exit(window.process!(requests.map((r) => r.request))), (exit) =>
+    // In the fiber that completed the window, which waits for its answer anyway: uninterruptible,
+    // as `endAttempt`, so every member's answer is given (a fiber of its own cost a fork and two
+    // hops through the scheduler per window).
+    return Effect.uninterruptible(Effect.flatMap(outsideUnit(window.process!(requests.map((r) => r.request))), (exit) =>
       Effect.suspend(() => {
         this.busy--
         this.settleWindow(family, requests, exit, next)
