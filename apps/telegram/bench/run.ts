@@ -7,7 +7,7 @@
  *
  * The burst: 5,000 plain messages (each with a link) in 50 chats and 200 `/context` in 10 other
  * chats, queued at once. Measured: updates handled per second (until the bot's own
- * `deixis_bot_updates_total` counts them all), the bot process's CPU time per update and bytes
+' * `deixis_bot_updates_total`, read alone every 10 ms, counts them all), the bot process's CPU time per update and bytes
  * written (from /proc, over the burst), and each `/context` answer's latency from its arrival
  * at the bot (getUpdates handing it out; for the webhook, the POST carrying it) to its
  * sendMessage reaching the fake. Best of BENCH_RUNS bursts (default 2) after a warm-up, per
@@ -23,7 +23,8 @@
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_BOT_ENV (`KEY=value …` added to the bot's
  * environment, for experiments: the figures are the default configuration's), BENCH_VARIANTS
  * (`KEY=value …|KEY=value …`: this checkout's bot once per variant, alternated), BENCH_SHOW_LOG=1
- * (the end of each bot's log), DEIXIS_TEST_PG_URL.
+ * (the end of each bot's log), BENCH_TIMELINE=1 (each burst's getUpdates pages as served and its
+ * answers per 50 ms), DEIXIS_TEST_PG_URL.
  */
 import * as FakeBotApi from "@deixis/telegraf/testing"
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
