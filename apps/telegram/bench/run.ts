@@ -7,7 +7,7 @@
  *
  * The burst: 5,000 plain messages (each with a link) in 50 chats and 200 `/context` in 10 other
  * chats, queued at once. Measured: updates handled per second (until the bot's own
-' * `deixis_bot_updates_total`, read alone every 10 ms, counts them all), the bot process's CPU time per update and bytes
+ * `deixis_bot_updates_total`, read alone every 10 ms, counts them all), the bot process's CPU time per update and bytes
  * written (from /proc, over the burst), and each `/context` answer's latency from its arrival
  * at the bot (getUpdates handing it out; for the webhook, the POST carrying it) to its
  * sendMessage reaching the fake. Best of BENCH_RUNS bursts (default 2) after a warm-up, per
