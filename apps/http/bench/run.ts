@@ -295,6 +295,9 @@ const diskRun = async () => {
   }
 }
 
+/** Whether a row is one of (a)'s floors (ingest only: no resolve, no (b)). */
+const isFloor = (f: StoreFigures) => f.store.startsWith("floor ")
+
 /** The floors' rows in table (a). */
 const floorNames: Record<string, string> = {
   "floor memory": "bare node:http + Map, the same ingest",
@@ -325,20 +328,21 @@ const main = async () => {
     for (const f of figures) {
       const memory = memoryOf(f.store)
       const n = f.ingest.total
-      const floor = f.store.startsWith("floor ")
+      const floor = isFloor(f)
+      const failed = f.ingest.failed + (floor ? 0 : f.resolve.failed)
       const { mainMs, writerMs } = f.ingestSplit
       console.log(
         `| ${floorNames[f.store] ?? f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
           `${n0((mainMs * 1000) / n)} / ${writerMs === undefined ? "–" : n0((writerMs * 1000) / n)} | ` +
           `${kb(f.ingestUsed.writeBytes, n)} | ${(f.ingestUsed.writeCalls / n).toFixed(1)} | ${memory === undefined ? "?" : (f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)} | ` +
           `${floor ? "–" : n0(f.resolve.perSecond)} | ${floor ? "–" : n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs)`).join(", ")} |` +
-          (f.ingest.failed + (floor ? 0 : f.resolve.failed) > 0 ? ` ${f.ingest.failed + (floor ? 0 : f.resolve.failed)} failed` : "")
+          (failed > 0 ? ` ${failed} failed` : "")
       )
     }
     console.log("\n(b) resolve at 100/s in the seeded chat, idle, then while 200 single-update Telegram ingests/s land in 50 other chats (latency from when each request was due)\n")
     console.log("| store | idle p50 / p99 ms | under writes p50 / p99 / max ms | p99 ratio (under ÷ idle) | ingests/s achieved | every round's ratio |")
     console.log("|---|---:|---:|---:|---:|---|")
-    for (const f of figures.filter((f) => !f.store.startsWith("floor "))) {
+    for (const f of figures.filter((f) => !isFloor(f))) {
       console.log(
         `| ${f.store} | ${ms1(f.idle.p50)} / ${ms1(f.idle.p99)} | ${ms1(f.underWrites.p50)} / ${ms1(f.underWrites.p99)} / ${ms1(f.underWrites.max)} | ` +
           `${(f.underWrites.p99 / f.idle.p99).toFixed(2)} | ${n0(f.writesDuringReads.perSecond)} | ${(f.rounds ?? []).map((r) => (r.underWrites.p99 / r.idle.p99).toFixed(2)).join(", ")} |` +
@@ -373,7 +377,7 @@ const main = async () => {
             : "")
       )
     }
-    for (const f of figures.filter((f) => !f.store.startsWith("floor "))) console.log(`- ${f.store} resolve p99 under writes ${(f.underWrites.p99 / f.idle.p99).toFixed(2)}× idle — target ≤ 2×`)
+    for (const f of figures.filter((f) => !isFloor(f))) console.log(`- ${f.store} resolve p99 under writes ${(f.underWrites.p99 / f.idle.p99).toFixed(2)}× idle — target ≤ 2×`)
     if (disk.length > 0) {
       const total = disk.reduce((a, d) => a + d.used.writeBytes, 0) / disk.reduce((a, d) => a + d.result.total, 0)
       console.log(`- SQLite disk written ${(total / 1024).toFixed(1)} KB/update over ${n0(diskUpdates)} into 100,000 messages — target ≤ 8 KB, not growing (halves: ${disk.map((d) => kb(d.used.writeBytes, d.result.total)).join(", ")})`)
