@@ -67,7 +67,6 @@ CREATE TABLE IF NOT EXISTS deixis_messages (
   chat_id TEXT NOT NULL, id_len INTEGER NOT NULL, message_id TEXT NOT NULL, topic TEXT NOT NULL, reply_len INTEGER,
   reply_to TEXT, sender TEXT, from_bot INTEGER NOT NULL, sent_at INTEGER NOT NULL, edited_at INTEGER,
   PRIMARY KEY (chat_id, id_len, message_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deixis_messages_sent ON deixis_messages (sent_at);
 CREATE INDEX IF NOT EXISTS deixis_messages_topic ON deixis_messages (chat_id, topic, id_len, message_id) WHERE topic <> '';
 CREATE TABLE IF NOT EXISTS deixis_objects (
   chat_id TEXT NOT NULL, object_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, topic TEXT NOT NULL,
@@ -79,7 +78,6 @@ CREATE TABLE IF NOT EXISTS deixis_history (
   chat_id TEXT NOT NULL, topic TEXT NOT NULL, anchor_len INTEGER NOT NULL, anchor TEXT NOT NULL, seq INTEGER NOT NULL,
   message_id TEXT, reply_to TEXT, response_id TEXT, sent_at INTEGER NOT NULL, rev INTEGER NOT NULL, body TEXT NOT NULL,
   event_id TEXT, PRIMARY KEY (chat_id, topic, anchor_len, anchor, seq));
-CREATE INDEX IF NOT EXISTS deixis_history_sent ON deixis_history (sent_at);
 CREATE UNIQUE INDEX IF NOT EXISTS deixis_history_event ON deixis_history (chat_id, event_id) WHERE event_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deixis_history_response ON deixis_history (chat_id, response_id) WHERE response_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deixis_history_replies ON deixis_history (chat_id, reply_to, topic) WHERE reply_to IS NOT NULL;

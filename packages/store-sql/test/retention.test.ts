@@ -19,7 +19,7 @@ import * as TestClock from "effect/TestClock"
 import * as path from "node:path"
 import * as Sqlite from "../src/Sqlite.js"
 import * as SqlStore from "../src/SqlStore.js"
-import { makeTempDir, pgLayerWithClient, sqliteLayerWithClient } from "./helpers.js"
+import { makeTempDir, pgLayerWithClient, sqliteLayerWithClient, tempDir } from "./helpers.js"
 
 const day = 24 * 3600 * 1000
 const T0 = Date.parse("2026-01-01T00:00:00Z")
@@ -187,6 +187,19 @@ describe("the scheduled sweep's log", () => {
           history_retention: 30 * day
         }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, capture)))
       ))
+      // Both retentions on in a new file: each sweep's index is made at start, said first.
+      assert.deepStrictEqual(lines.splice(0, 2), [
+        {
+          level: "INFO",
+          message: ["store creating the retention sweep's index"],
+          annotations: { index: "deixis_messages_sent", table: "deixis_messages", message_retention: "30d" }
+        },
+        {
+          level: "INFO",
+          message: ["store creating the retention sweep's index"],
+          annotations: { index: "deixis_history_sent", table: "deixis_history", history_retention: "30d" }
+        }
+      ])
       const info = () => lines.filter((l) => l.level === "INFO")
       const debug = () => lines.filter((l) => l.level === "DEBUG")
       // A sweep's statements run on the writer thread: the test clock starts it, real time ends it.
@@ -215,6 +228,52 @@ describe("the scheduled sweep's log", () => {
       yield* sweeps(3)
       assert.strictEqual(info().length, 2)
       assert.strictEqual(lines.filter((l) => l.level === "DEBUG").length, 2)
+    }))
+})
+
+/** Which of the retention sweeps' indexes the database holds. */
+const sweepIndexes = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ name: string }>`SELECT name FROM sqlite_schema WHERE type = 'index' AND name IN ('deixis_messages_sent', 'deixis_history_sent')`.pipe(
+      Effect.orElse(() =>
+        sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND indexname IN ('deixis_messages_sent', 'deixis_history_sent')`
+      )
+    ),
+    (rows) => rows.map((r) => r.name).sort()
+  ))
+
+describe("the retention sweeps' indexes", () => {
+  // Only a sweep reads messages and history items by sent_at: with both retentions off (the
+  // default) no recorded message writes an entry for it.
+  layer(sqliteLayerWithClient())("sqlite, retention off", (it) => {
+    it.effect("no index by sent_at", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
+  })
+  layer(pgLayerWithClient())("postgres, retention off", (it) => {
+    it.effect("no index by sent_at", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
+  })
+  layer(sqliteLayerWithClient({ message_retention: 3 * day }))("sqlite, message retention on", (it) => {
+    it.effect("the messages' index by sent_at, not the history's", () =>
+      Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, ["deixis_messages_sent"])))
+  })
+  layer(pgLayerWithClient(retention))("postgres, both retentions on", (it) => {
+    it.effect("both indexes by sent_at", () =>
+      Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, ["deixis_history_sent", "deixis_messages_sent"])))
+  })
+  it.scoped("a database whose retention is turned on at a later start gets its index then, and keeps it when the retention is turned off again", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = path.join(dir, "deixis.db")
+      const start = (options: Partial<SqlStore.RetentionOptions>) =>
+        Effect.scoped(Effect.provide(
+          Effect.zip(sweepIndexes, Effect.flatMap(SqlStore.Retention, (r) => r.sweep(T0))),
+          SqlStore.layerStores({ sweep_interval: 0, ...options }).pipe(Layer.provideMerge(Sqlite.layerClient({ filename })))
+        ))
+      const [off] = yield* start({})
+      const [on, swept] = yield* start({ history_retention: 3 * day })
+      const [again] = yield* start({ history_retention: 3 * day })
+      const [offAgain] = yield* start({})
+      assert.deepStrictEqual([off, on, again, offAgain], [[], ["deixis_history_sent"], ["deixis_history_sent"], ["deixis_history_sent"]])
+      assert.deepStrictEqual(swept, SqlStore.nothingSwept)
     }))
 })
 

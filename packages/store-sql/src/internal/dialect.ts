@@ -44,6 +44,8 @@ export interface Dialect extends Placeholders {
    * migrations and the schema created; nothing on SQLite (`BEGIN IMMEDIATE` holds the database).
    */
   readonly migrationLock: (schema: string | undefined) => ReadonlyArray<Fragment>
+  /** A statement that returns one row when the index `name` exists (in the schema in use). */
+  readonly indexExists: (name: string) => Fragment
   /** The JSON text of the column `json` with its string member `member` replaced by `value` of the member's current text. */
   readonly jsonSetString: (json: string, member: string, value: (current: Fragment) => Fragment) => Fragment
   /**

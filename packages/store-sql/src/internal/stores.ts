@@ -33,6 +33,7 @@ import { dbOf, describe } from "./db.js"
 import { makeSqlHistoryStore } from "./historyStore.js"
 import { isIdentifier, migrate, migrations } from "./migrations.js"
 import { makeSqlStateStore } from "./stateStore.js"
+import { raw } from "./statement.js"
 import { makeUnitOfWork } from "./unit.js"
 
 // -----------------------------------------------------------------------------
@@ -322,6 +323,41 @@ export const migrateSchema = (
   })
 
 /**
+ * The indexes only a retention sweep reads, each with the retention that needs it. Both
+ * retentions are off by default, and migration 21 dropped the indexes: a store whose retention
+ * is on creates its index at start (`prepareSchema`). Turned off again, the retention leaves its
+ * index in place (another process on the same database may still sweep with it); `DROP INDEX`
+ * by its name removes it.
+ */
+const retentionIndexes = [
+  { index: "deixis_messages_sent", table: "deixis_messages", retention: "message_retention" },
+  { index: "deixis_history_sent", table: "deixis_history", retention: "history_retention" }
+] as const
+
+/**
+ * Migrates, then creates the retention sweeps' indexes the settings need and the database lacks,
+ * under the migrations' lock, each announced at Info first: on a large table it takes a while,
+ * once.
+ */
+const prepareSchema = (settings: RetentionOptions, schema: string | undefined) =>
+  Effect.gen(function*() {
+    yield* migrateSchema(schema)
+    const needed = retentionIndexes.filter((i) => settings[i.retention] > 0)
+    if (needed.length === 0) return
+    const db = yield* dbOf
+    yield* db.transaction(Effect.gen(function*() {
+      for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
+      for (const { index, retention, table } of needed) {
+        if ((yield* db.query(db.dialect.indexExists(index))).length > 0) continue
+        yield* Effect.logInfo("store creating the retention sweep's index").pipe(
+          Effect.annotateLogs({ index, table, [retention]: describeRetention(settings[retention]) })
+        )
+        yield* db.query(raw(`CREATE INDEX ${index} ON ${table} (sent_at)`))
+      }
+    })).pipe(Effect.mapError((e) => new SqlStoreError({ message: `creating the retention indexes failed: ${describe(e)}` })))
+  })
+
+/**
  * The latest schema version these layers migrate to.
  *
  * @since 0.1.0
@@ -364,7 +400,7 @@ const scheduledSweep = (sweep: RetentionShape["sweep"], settings: RetentionOptio
 const buildStores = (options: Partial<RetentionOptions>, schema: string | undefined) =>
   Effect.gen(function*() {
     const settings = { ...retentionDefaults, ...options }
-    yield* migrateSchema(schema)
+    yield* prepareSchema(settings, schema)
     const sql = yield* SqlClient.SqlClient
     const db = yield* dbOf
     const context = makeSqlContextStore(db, settings, yield* sqliteChanges(sql))
@@ -423,7 +459,7 @@ export const layerContextStore = (
     ContextStore,
     Effect.gen(function*() {
       const settings = { ...retentionDefaults, ...options }
-      yield* migrateSchema(options.schema)
+      yield* prepareSchema(settings, options.schema)
       const sql = yield* SqlClient.SqlClient
       const store = makeSqlContextStore(yield* dbOf, settings, yield* sqliteChanges(sql))
       yield* scheduledSweep((now) => Effect.map(store.sweepTables(now), (swept) => ({ ...nothingSwept, ...swept })), settings)
@@ -445,7 +481,7 @@ export const layerHistoryStore = (
     HistoryStore,
     Effect.gen(function*() {
       const settings = { ...retentionDefaults, ...options }
-      yield* migrateSchema(options.schema)
+      yield* prepareSchema(settings, options.schema)
       const history = makeSqlHistoryStore(yield* dbOf, settings)
       yield* scheduledSweep((now) => Effect.map(history.sweep(now), (items) => ({ ...nothingSwept, history_items: items })), settings)
       const store: HistoryStoreShape = history.store

@@ -47,6 +47,7 @@ export const pg: Dialect = {
     sql`SELECT pg_advisory_xact_lock(hashtext(${`deixis/migrations/${schema ?? ""}`}))`,
     ...(schema === undefined ? [] : [raw(`CREATE SCHEMA IF NOT EXISTS "${schema}"`)])
   ],
+  indexExists: (name) => sql`SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ${name}`,
   jsonSetString: (json, member, value) =>
     sql`jsonb_set(${raw(json)}::jsonb, ${raw(`'{${member}}'`)}, to_jsonb(${value(raw(`(${json}::jsonb ->> '${member}')`))}))::text`,
   readTogether: (reads) =>

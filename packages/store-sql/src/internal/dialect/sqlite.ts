@@ -38,6 +38,7 @@ export const sqlite: Dialect = {
   contains: (haystack, needle) => sql`instr(${raw(haystack)}, ${needle}) > 0`,
   transactionLock: () => undefined,
   migrationLock: () => [],
+  indexExists: (name) => sql`SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ${name}`,
   jsonSetString: (json, member, value) =>
     sql`json_set(${raw(json)}, ${raw(`'$.${member}'`)}, ${value(raw(`json_extract(${json}, '$.${member}')`))})`,
   readTogether: undefined,
