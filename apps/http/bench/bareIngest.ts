@@ -17,8 +17,27 @@
  *   the chat's revision moved (`WHERE revision =` what was read), the history counter moved the
  *   same way, the message row, the history row with its JSON body. Updates of one chat wait for
  *   that chat's write in flight (one process: nothing else moves a chat).
+ * - `pg:<url>#<schema>`: the same, durably, on PostgreSQL, in a schema the service migrated (the
+ *   bench starts the service on a fresh schema once, then this floor on it: the tables and the
+ *   server functions are the service's own). Updates are recorded in groups, one group at a time,
+ *   the updates that arrive meanwhile forming the next (at most 64), as the service's unit of
+ *   work groups them; each group is two round trips, as the service's: one read statement (each
+ *   update's chat row and revision, its message row, its objects, its chat's history counter,
+ *   its history item by message id, through the tables' keys) and one call of the service's
+ *   `deixis_unit` with the argument the service sends for these updates (the chats with the
+ *   revisions read, the message rows, a title when it changed, each chat's revision bumped once;
+ *   each chat's history counter as read and moved by one, one history row with its JSON body
+ *   per update) — one transaction, one commit per group — and each answer is sent after its
+ *   group committed. That is all the service writes for these updates on PostgreSQL: no
+ *   update-inbox row (`deixis_updates`; the webhook records, it does not queue). A pool of 10
+ *   connections, of which one group at a time uses one. An update already recorded is answered
+ *   as a duplicate without a write (the service rewrites its history item; the bench sends
+ *   none). Several groups at once (per-chat lanes, tried with 2 and 3) cost more CPU per update,
+ *   the process's and the server's (more, smaller groups: more statements per update), for no
+ *   steady gain in rate on the bench's 2 cores.
  *
- * better-sqlite3 is store-sql's own copy (apps/http does not depend on it).
+ * better-sqlite3 is store-sql's own copy, node-postgres the one store-sql's `@effect/sql-pg`
+ * resolves (apps/http depends on neither).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { openSync, readFileSync, readSync } from "node:fs"
@@ -348,10 +367,160 @@ const sqliteStore = async (file: string): Promise<{ readonly record: Record_; re
   }
 }
 
+/** What the floor uses of a `pg` pool (node-postgres' `Pool`). */
+interface PgPool {
+  query(config: { readonly name?: string; readonly text: string; readonly values: ReadonlyArray<unknown> }): Promise<{ readonly rows: Array<Record<string, any>> }>
+  on(event: "error", listener: (error: Error) => void): unknown
+  end(): Promise<void>
+}
+
+/** node-postgres as store-sql loads it: `@effect/sql-pg`'s dependency, resolved from its real directory. */
+const pgDriver = (): { readonly Pool: new(config: object) => PgPool } => {
+  const sqlPg = createRequire(join(storeSqlDir(), "package.json")).resolve("@effect/sql-pg/package.json")
+  return createRequire(sqlPg)("pg")
+}
+
+/**
+ * A group's reads, as the service reads a recorded update's (one statement, each part through its
+ * table's key): the chats' rows, the messages' rows, their objects, the history counters, the
+ * history items by message id. Each array parameter is read through a subquery, as the
+ * service's are: the statement's plan then does not depend on the values, and the server keeps
+ * one plan per connection instead of planning the statement again on every call.
+ */
+const pgRead = `SELECT
+  (SELECT COALESCE(json_agg(x), '[]') FROM (SELECT c.chat_id, c.revision, c.title FROM unnest((SELECT CAST($1 AS TEXT[]))) AS k(chat_id)
+    CROSS JOIN LATERAL (SELECT * FROM deixis_chats c WHERE c.chat_id = k.chat_id OFFSET 0) AS c) AS x) AS chats,
+  (SELECT COALESCE(json_agg(x), '[]') FROM (SELECT m.chat_id, m.message_id, m.sent_at, m.edited_at
+    FROM unnest((SELECT CAST($2 AS TEXT[])), (SELECT CAST($3 AS INTEGER[])), (SELECT CAST($4 AS TEXT[]))) AS k(chat_id, id_len, message_id)
+    CROSS JOIN LATERAL (SELECT * FROM deixis_messages m WHERE m.chat_id = k.chat_id AND m.id_len = k.id_len AND m.message_id = k.message_id OFFSET 0) AS m) AS x) AS messages,
+  (SELECT COALESCE(json_agg(x), '[]') FROM (SELECT o.body, o.seq FROM unnest((SELECT CAST($2 AS TEXT[])), (SELECT CAST($4 AS TEXT[]))) AS k(chat_id, message_id)
+    CROSS JOIN LATERAL (SELECT * FROM deixis_objects o WHERE o.chat_id = k.chat_id AND o.source_message_id = k.message_id OFFSET 0) AS o) AS x) AS objects,
+  (SELECT COALESCE(json_agg(x), '[]') FROM (SELECT c.chat_id, c.seq FROM unnest((SELECT CAST($1 AS TEXT[]))) AS k(chat_id)
+    CROSS JOIN LATERAL (SELECT * FROM deixis_history_chats c WHERE c.chat_id = k.chat_id OFFSET 0) AS c) AS x) AS counters,
+  (SELECT COALESCE(json_agg(x), '[]') FROM (SELECT h.chat_id, h.message_id FROM unnest((SELECT CAST($2 AS TEXT[])), (SELECT CAST($4 AS TEXT[]))) AS k(chat_id, message_id)
+    CROSS JOIN LATERAL (SELECT * FROM deixis_history h WHERE h.chat_id = k.chat_id AND h.message_id = k.message_id OFFSET 0) AS h) AS x) AS items`
+
+/** The most updates a group takes (the service's `maxGroup`). */
+const maxGroup = 64
+
+/**
+ * The PostgreSQL store, on a schema the service migrated (`url#schema`): a pool of 10
+ * connections, updates recorded in groups — one group at a time, the updates that arrive
+ * meanwhile forming the next — each group one read and one call of the service's `deixis_unit`.
+ */
+const pgStore = async (target: string): Promise<{ readonly record: Record_; readonly close: () => void }> => {
+  const at = target.lastIndexOf("#")
+  const url = new URL(target.slice(0, at))
+  url.searchParams.set("options", `-c search_path=${target.slice(at + 1)}`)
+  const pool = new (pgDriver().Pool)({ connectionString: url.toString(), max: 10, application_name: "deixis-bare" })
+  pool.on("error", () => {})
+  // The schema is the service's, migrated: a start on another fails here, not at the first update.
+  await pool.query({ text: "SELECT CAST('deixis_unit(jsonb)' AS regprocedure)", values: [] })
+  let waiting: Array<[Update, ServerResponse]> = []
+  let running = false
+
+  /** The group's writes, as the service's unit of work sends them for these updates; undefined when all were recorded already. */
+  const writesOf = async (group: ReadonlyArray<[Update, ServerResponse]>) => {
+    const chatIds = [...new Set(group.map(([u]) => u.chat))]
+    const { rows: [read] } = await pool.query({
+      name: "bare_read", text: pgRead,
+      values: [chatIds, group.map(([u]) => u.chat), group.map(([u]) => u.id.length), group.map(([u]) => u.id)]
+    })
+    const key = (chat: string, id: string) => `${chat} ${id}`
+    const stored = new Set<string>((read!["messages"] as Array<{ chat_id: string; message_id: string }>).map((m) => key(m.chat_id, m.message_id)))
+    const items = new Set<string>((read!["items"] as Array<{ chat_id: string; message_id: string }>).map((h) => key(h.chat_id, h.message_id)))
+    const chats = new Map((read!["chats"] as Array<{ chat_id: string; revision: number; title: string | null }>).map((c) => [c.chat_id, c]))
+    const counters = new Map((read!["counters"] as Array<{ chat_id: string; seq: number }>).map((c) => [c.chat_id, c.seq]))
+    const now = Date.now()
+    const applied: Array<boolean> = []
+    const messages: Array<object> = []
+    const inserts: Array<object> = []
+    const titles = new Map<string, string>()
+    const written = new Set<string>()
+    for (const [u] of group) {
+      const k = key(u.chat, u.id)
+      if (stored.has(k) && items.has(k)) {
+        applied.push(false)
+        continue
+      }
+      applied.push(true)
+      stored.add(k)
+      items.add(k)
+      if (u.title !== null && (chats.get(u.chat)?.title ?? null) !== u.title) titles.set(u.chat, u.title)
+      messages.push({
+        chat_id: u.chat, id_len: u.id.length, message_id: u.id, topic: u.topic, reply_len: null, reply_to: null, sender: u.sender,
+        from_bot: 0, sent_at: u.sentAt
+      })
+      inserts.push({
+        chat_id: u.chat, topic: u.topic, anchor_len: u.id.length, anchor: u.id, seq: 0, message_id: u.id, reply_to: null,
+        response_id: null, event_id: null, sent_at: u.sentAt, body: JSON.stringify(u.item)
+      })
+      written.add(u.chat)
+    }
+    if (messages.length === 0) return { applied, unit: undefined }
+    const unit = {
+      context: {
+        now, chats: [...written].map((chat_id) => ({ chat_id, revision: chats.get(chat_id)?.revision ?? 0 })), messages,
+        edits: [], removed: [], forums: [], titles: [...titles].map(([chat_id, title]) => ({ chat_id, title, title_key: title.toLowerCase() })),
+        objects: [], polls: [], cleared: [], closes: [], seen: [], seqs: [], bump: [...written]
+      },
+      history: {
+        // Each chat's counter moves once per group (it numbers items without a message id; these have one).
+        chats: [...written].map((chat_id) => ({ chat_id, seq: counters.get(chat_id) ?? 0, next: (counters.get(chat_id) ?? 0) + 1 })),
+        inserts, updates: [], events: []
+      }
+    }
+    return { applied, unit }
+  }
+
+  const run = async (group: ReadonlyArray<[Update, ServerResponse]>) => {
+    try {
+      // Read again when a chat or counter moved meanwhile (another process's write; none in the bench).
+      for (let attempt = 0;; attempt++) {
+        const { applied, unit } = await writesOf(group)
+        if (unit !== undefined) {
+          const { rows: [written] } = await pool.query({ name: "bare_unit", text: "SELECT deixis_unit(CAST($1 AS jsonb)) AS ok", values: [JSON.stringify(unit)] })
+          if (written!["ok"] !== true) {
+            if (attempt < 8) continue
+            throw new Error("a chat kept moving")
+          }
+        }
+        group.forEach(([, response], i) => send(response, 200, answer(applied[i]!)))
+        return
+      }
+    } catch (cause) {
+      for (const [, response] of group) send(response, 500, JSON.stringify({ error: String(cause) }))
+    }
+  }
+
+  const next = () => {
+    if (running || waiting.length === 0) return
+    running = true
+    const group = waiting.splice(0, maxGroup)
+    void run(group).then(() => {
+      running = false
+      next()
+    })
+  }
+  return {
+    record: (u, response) => {
+      waiting.push([u, response])
+      next()
+    },
+    close: () => {
+      void pool.end().then(() => process.exit(0), () => process.exit(0))
+    }
+  }
+}
+
 const main = async () => {
   const store = process.env["BARE_STORE"] ?? "memory"
-  const sqlite = store.startsWith("sqlite:") ? await sqliteStore(store.slice("sqlite:".length)) : undefined
-  const record = sqlite?.record ?? memoryStore()
+  const durable = store.startsWith("sqlite:")
+    ? await sqliteStore(store.slice("sqlite:".length))
+    : store.startsWith("pg:")
+    ? await pgStore(store.slice("pg:".length))
+    : undefined
+  const record = durable?.record ?? memoryStore()
   const server = createServer((request: IncomingMessage, response) => {
     if (request.method === "GET") return send(response, 200, "{}")
     let text = ""
@@ -366,8 +535,8 @@ const main = async () => {
   const stop = () => {
     server.close()
     server.closeAllConnections()
-    if (sqlite === undefined) process.exit(0)
-    sqlite.close()
+    if (durable === undefined) process.exit(0)
+    durable.close()
   }
   process.once("SIGTERM", stop)
   process.once("SIGINT", stop)

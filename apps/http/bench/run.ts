@@ -13,11 +13,16 @@
  * in 50 other chats: p99 under writes ÷ idle p99. Then (d) on SQLite: bytes written per
  * recorded update over 10,000 updates into a database pre-loaded with 100,000 messages.
  * Beside the stores, in the same rounds, (a)'s floors (`bareIngest.ts`): a bare node:http server
- * doing the same ingest with nothing of the service around it, on Maps and on SQLite (the
- * service's tables, a writer thread, group commit) — their ratio is what the SQLite store's
- * ratio to memory can reach in Node with better-sqlite3. The SQLite rows split the server's CPU
- * between its main thread and its writer thread (/proc/<pid>/task; the writer is the thread
- * that wrote to files). Then the in-process floors (`floors.ts`) beside them.
+ * doing the same ingest with nothing of the service around it, on Maps, on SQLite (the
+ * service's tables, a writer thread, group commit) and on PostgreSQL (a fresh schema the service
+ * migrated — it is started on it once and stopped — then per group of updates one read and one
+ * call of the service's `deixis_unit`) — each durable floor's ratio to the Map floor is what that
+ * store's ratio to memory can reach in Node with its driver. The SQLite rows split the server's
+ * CPU between its main thread and its writer thread (/proc/<pid>/task; the writer is the thread
+ * that wrote to files); the PostgreSQL rows, the service's and the floor's, add the CPU of the
+ * server's backends serving the process's connections (its sockets' ports matched with
+ * pg_stat_activity's client ports, their /proc/<pid>/stat; PostgreSQL on this machine). Then
+ * the in-process floors (`floors.ts`) beside them.
  *
  * The stores' apps run side by side and are measured in rounds taking them in turn, so that the
  * machine's other load lands on each alike; each store's best round is shown, every round's
@@ -31,8 +36,8 @@
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_KINDS=ingest (only the ingest windows).
  */
 import { type App, startApp, type Usage, usageSince } from "deixis-test-support/process"
-import { execFile, spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { execFile, execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Plan, StreamResult } from "./load.js"
@@ -106,16 +111,100 @@ const splitSince = (pid: number, before: ReturnType<typeof threadsOf>): Split =>
   return { mainMs: delta(pid, "ms"), writerMs: writer === undefined ? undefined : delta(writer, "ms") }
 }
 
-/** A window's results with what the app used meanwhile. */
-const measured = async (app: App, plan: Plan) => {
+/** A process's CPU time so far (ms, user + system) if it is a PostgreSQL process of this machine. */
+const postgresMs = (pid: number): number | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    if (!stat.includes("(postgres)")) return undefined
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+const pgPort = Number(new URL(pgUrl).port || 5432)
+
+/**
+ * The CPU time so far of each PostgreSQL backend serving process `pid`'s connections (the server
+ * on this machine): the process's TCP sockets to the server's port (its /proc/<pid>/fd, the
+ * ports in /proc/net/tcp) matched with pg_stat_activity's client ports. Empty when the server is
+ * elsewhere or cannot be asked.
+ */
+const pgBackendsOf = (pid: number): Map<number, number> => {
+  const out = new Map<number, number>()
+  const inodes = new Set<string>()
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))
+        if (socket !== null) inodes.add(socket[1]!)
+      } catch {
+        // Closed meanwhile.
+      }
+    }
+  } catch {
+    return out
+  }
+  const ports = new Set<number>()
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = ""
+    try {
+      text = readFileSync(table, "utf8")
+    } catch {
+      continue
+    }
+    // sl, local address:port, remote address:port, …, the socket's inode tenth.
+    for (const line of text.split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/)
+      if (fields.length < 10 || !inodes.has(fields[9]!)) continue
+      if (parseInt(fields[2]!.split(":")[1]!, 16) === pgPort) ports.add(parseInt(fields[1]!.split(":")[1]!, 16))
+    }
+  }
+  if (ports.size === 0) return out
+  let rows = ""
+  try {
+    rows = execFileSync("psql", [pgUrl, "-Atc", "SELECT pid, client_port FROM pg_stat_activity WHERE client_port IS NOT NULL"], { encoding: "utf8" })
+  } catch {
+    return out
+  }
+  for (const row of rows.split("\n")) {
+    const [backend, port] = row.split("|").map(Number)
+    const ms = ports.has(port!) ? postgresMs(backend!) : undefined
+    if (ms !== undefined) out.set(backend!, ms)
+  }
+  return out
+}
+
+/** The CPU time (ms) the backends serving `pid` used since `before` (a backend opened meanwhile: all of its). */
+const pgMsSince = (pid: number, before: Map<number, number>): number | undefined => {
+  const after = pgBackendsOf(pid)
+  if (after.size === 0) return undefined
+  let ms = 0
+  for (const [backend, now] of after) ms += now - (before.get(backend) ?? 0)
+  return ms
+}
+
+/** A window's results with what the app used meanwhile (`pg`: and its PostgreSQL backends). */
+const measured = async (app: App, plan: Plan, pg = false) => {
   const before = app.usage()
   const threads = threadsOf(app.pid)
+  const backends = pg ? pgBackendsOf(app.pid) : undefined
   const results = await load(plan)
-  return { results, used: usageSince(before, app.usage()), split: splitSince(app.pid, threads) }
+  return {
+    results, used: usageSince(before, app.usage()), split: splitSince(app.pid, threads),
+    pgMs: backends === undefined ? undefined : pgMsSince(app.pid, backends)
+  }
 }
 
 const cpuUs = (used: Usage, n: number) => ((used.userMs + used.systemMs) * 1000) / n
 const pgSchemas: Array<string> = []
+/** A fresh schema's name, dropped at the end. */
+const pgSchema = () => {
+  const schema = `deixis_http_bench_${runId}_${pgSchemas.length}`
+  pgSchemas.push(schema)
+  return schema
+}
 
 const storeEnv = (store: string, dir: string): Record<string, string> => {
   switch (store) {
@@ -125,11 +214,8 @@ const storeEnv = (store: string, dir: string): Record<string, string> => {
       return { DEIXIS_STORE: `sqlite:${join(dir, "deixis.sqlite")}` }
     case "sqlite-full":
       return { DEIXIS_STORE: `sqlite:${join(dir, "deixis.sqlite")}`, DEIXIS_SQLITE_SYNCHRONOUS: "full" }
-    case "pg": {
-      const schema = `deixis_http_bench_${runId}_${pgSchemas.length}`
-      pgSchemas.push(schema)
-      return { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: schema }
-    }
+    case "pg":
+      return { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: pgSchema() }
     default:
       throw new Error(`unknown store ${store} (memory, sqlite, sqlite-full, pg)`)
   }
@@ -167,6 +253,8 @@ interface StoreFigures {
   readonly ingest: StreamResult
   readonly ingestUsed: Usage
   readonly ingestSplit: Split
+  /** The app's PostgreSQL backends' CPU time over the ingest window (ms), where measured. */
+  readonly ingestPgMs: number | undefined
   readonly resolve: StreamResult
   readonly resolveUsed: Usage
   readonly idle: StreamResult
@@ -183,33 +271,53 @@ const resolveStream = (extra: { readonly connections?: number; readonly rate?: n
  * other load lands on every store alike, so the ratios within one run hold.
  */
 const storeRuns = async (): Promise<Array<StoreFigures>> => {
-  const apps: Array<{ readonly store: string; readonly app: App; readonly url: string; readonly dir: string; readonly floor: boolean }> = []
+  const apps: Array<{
+    readonly store: string
+    readonly app: App
+    readonly url: string
+    readonly dir: string
+    readonly floor: boolean
+    readonly pg: boolean
+  }> = []
   try {
     for (const run of runs) {
       const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
       const { app, url } = await launch(run.store, dir, run.appDir)
-      apps.push({ store: run.name, app, url, dir, floor: false })
+      apps.push({ store: run.name, app, url, dir, floor: false, pg: run.store === "pg" })
       await seed(url)
       await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
       await load({ url, seconds: 1, streams: [resolveStream({ connections: 10 })] })
     }
     // (a)'s floors: ingest windows only, in the same rounds.
-    for (const store of bareFloors ? ["memory", "sqlite"].filter((s) => stores.includes(s)) : []) {
+    for (const store of bareFloors ? ["memory", "sqlite", "pg"].filter((s) => stores.includes(s)) : []) {
       const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
+      let bare = store
+      if (store === "sqlite") bare = `sqlite:${join(dir, "bare.sqlite")}`
+      if (store === "pg") {
+        // A fresh schema the service migrates (started on it until it answers, then stopped):
+        // the floor writes the service's tables through the service's functions.
+        const schema = pgSchema()
+        const port = await freePort()
+        const migrator = await startApp(join(appDir, "dist", "main.js"), {
+          cwd: dir, env: { PORT: String(port), DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: schema }, ready: `http://127.0.0.1:${port}/healthz`
+        })
+        await migrator.stop()
+        bare = `pg:${pgUrl}#${schema}`
+      }
       const port = await freePort()
       const url = `http://127.0.0.1:${port}`
       const app = await startApp(join(compiled, "bareIngest.js"), {
         cwd: dir,
-        env: { PORT: String(port), BARE_STORE: store === "memory" ? "memory" : `sqlite:${join(dir, "bare.sqlite")}` },
+        env: { PORT: String(port), BARE_STORE: bare },
         ready: `${url}/healthz`
       })
-      apps.push({ store: `floor ${store}`, app, url, dir, floor: true })
+      apps.push({ store: `floor ${store}`, app, url, dir, floor: true, pg: store === "pg" })
       await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
     }
     const rounds = apps.map(() => [] as Array<StoreFigures>)
     for (let round = 0; round < roundsOf; round++) {
       const ingest: Array<Awaited<ReturnType<typeof measured>>> = []
-      for (const { app, url } of apps) ingest.push(await measured(app, { url, seconds, streams: [ingestStream({ connections: 10 })] }))
+      for (const { app, pg, url } of apps) ingest.push(await measured(app, { url, seconds, streams: [ingestStream({ connections: 10 })] }, pg))
       const resolve: Array<Awaited<ReturnType<typeof measured>>> = []
       const idle: Array<StreamResult> = []
       const under: Array<ReadonlyArray<StreamResult>> = []
@@ -230,7 +338,7 @@ const storeRuns = async (): Promise<Array<StoreFigures>> => {
       }
       apps.forEach(({ store }, i) =>
         rounds[i]!.push({
-          store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, ingestSplit: ingest[i]!.split,
+          store, ingest: ingest[i]!.results[0]!, ingestUsed: ingest[i]!.used, ingestSplit: ingest[i]!.split, ingestPgMs: ingest[i]!.pgMs,
           resolve: resolve[i]!.results[0]!, resolveUsed: resolve[i]!.used,
           idle: idle[i]!, underWrites: under[i]![0]!, writesDuringReads: under[i]![1]!
         }))
@@ -301,10 +409,13 @@ const isFloor = (f: StoreFigures) => f.store.startsWith("floor ")
 /** The floors' rows in table (a). */
 const floorNames: Record<string, string> = {
   "floor memory": "bare node:http + Map, the same ingest",
-  "floor sqlite": "bare node:http + better-sqlite3 writer thread, the same ingest"
+  "floor sqlite": "bare node:http + better-sqlite3 writer thread, the same ingest",
+  "floor pg": "bare node:http + pg, the same ingest"
 }
 
 const n0 = (x: number) => Math.round(x).toLocaleString("en-US")
+/** A row's PostgreSQL backends' CPU per update (µs), where measured. */
+const pgUs = (f: StoreFigures): string | undefined => (f.ingestPgMs === undefined ? undefined : n0((f.ingestPgMs * 1000) / f.ingest.total))
 const ms1 = (x: number) => x.toFixed(1)
 const kb = (bytes: number, n: number) => (bytes / n / 1024).toFixed(1)
 
@@ -321,8 +432,8 @@ const main = async () => {
         `${new Date().toISOString().slice(0, 16)}Z, ${seconds} s per window, ${roundsOf} rounds taking the stores in turn (each store's best round shown), load average at the end ${load1}\n`
     )
     console.log("(a) POST /v1/telegram/updates, one update per request, 10 connections, 50 chats; (c) resolve_reference_target, 10 connections\n")
-    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | main / writer thread µs/update | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s (server CPU µs/update) |")
-    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    console.log("| store | (a) updates/s | p99 ms | server CPU µs/update (user+sys) | main / writer thread µs/update | PostgreSQL backends CPU µs/update | disk KB/update | write calls/update | ratio to memory | (c) resolves/s | server CPU µs/resolve | (a) every round, updates/s (server CPU µs/update, PostgreSQL backends') |")
+    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     const memoryOf = (name: string) =>
       figures.find((f) => f.store === (name.startsWith("base ") ? "base memory" : name.startsWith("floor ") ? "floor memory" : "memory"))
     for (const f of figures) {
@@ -333,9 +444,10 @@ const main = async () => {
       const { mainMs, writerMs } = f.ingestSplit
       console.log(
         `| ${floorNames[f.store] ?? f.store} | ${n0(f.ingest.perSecond)} | ${ms1(f.ingest.p99)} | ${n0(cpuUs(f.ingestUsed, n))} (${n0((f.ingestUsed.userMs * 1000) / n)}+${n0((f.ingestUsed.systemMs * 1000) / n)}) | ` +
-          `${n0((mainMs * 1000) / n)} / ${writerMs === undefined ? "–" : n0((writerMs * 1000) / n)} | ` +
+          `${n0((mainMs * 1000) / n)} / ${writerMs === undefined ? "–" : n0((writerMs * 1000) / n)} | ${pgUs(f) ?? "–"} | ` +
           `${kb(f.ingestUsed.writeBytes, n)} | ${(f.ingestUsed.writeCalls / n).toFixed(1)} | ${memory === undefined ? "?" : (f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)} | ` +
-          `${floor ? "–" : n0(f.resolve.perSecond)} | ${floor ? "–" : n0(cpuUs(f.resolveUsed, f.resolve.total))} | ${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs)`).join(", ")} |` +
+          `${floor ? "–" : n0(f.resolve.perSecond)} | ${floor ? "–" : n0(cpuUs(f.resolveUsed, f.resolve.total))} | ` +
+          `${(f.rounds ?? []).map((r) => `${n0(r.ingest.perSecond)} (${n0(cpuUs(r.ingestUsed, r.ingest.total))} µs${pgUs(r) === undefined ? "" : `, ${pgUs(r)}`})`).join(", ")} |` +
           (failed > 0 ? ` ${failed} failed` : "")
       )
     }
@@ -366,14 +478,17 @@ const main = async () => {
         if (f !== undefined) console.log(`- ${s} ingest ${(f.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× memory — target ≥ ${target}×`)
       }
     }
-    const [floorMemory, floorSqlite, sqlite] = [by("floor memory"), by("floor sqlite"), by("sqlite")]
-    if (floorMemory !== undefined && floorSqlite !== undefined) {
-      const us = (f: StoreFigures) => n0(cpuUs(f.ingestUsed, f.ingest.total))
+    const floorMemory = by("floor memory")
+    for (const store of ["sqlite", "pg"]) {
+      const [floor, app] = [by(`floor ${store}`), by(store)]
+      if (floorMemory === undefined || floor === undefined) continue
+      // The process's CPU per update, and its PostgreSQL backends' where measured.
+      const us = (f: StoreFigures) => `${n0(cpuUs(f.ingestUsed, f.ingest.total))}${pgUs(f) === undefined ? "" : ` + ${pgUs(f)} PostgreSQL`}`
       console.log(
-        `- the floor, ${floorNames["floor sqlite"]} ÷ ${floorNames["floor memory"]}: ${(floorSqlite.ingest.perSecond / floorMemory.ingest.perSecond).toFixed(2)}× ` +
-          `(${us(floorSqlite)} against ${us(floorMemory)} µs/update)` +
-          (memory !== undefined && sqlite !== undefined
-            ? `, beside the app's ${(sqlite.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× (${us(sqlite)} against ${us(memory)} µs/update)`
+        `- the floor, ${floorNames[`floor ${store}`]} ÷ ${floorNames["floor memory"]}: ${(floor.ingest.perSecond / floorMemory.ingest.perSecond).toFixed(2)}× ` +
+          `(${us(floor)} against ${us(floorMemory)} µs/update)` +
+          (memory !== undefined && app !== undefined
+            ? `, beside the app's ${(app.ingest.perSecond / memory.ingest.perSecond).toFixed(2)}× (${us(app)} against ${us(memory)} µs/update)`
             : "")
       )
     }
@@ -382,7 +497,10 @@ const main = async () => {
       const total = disk.reduce((a, d) => a + d.used.writeBytes, 0) / disk.reduce((a, d) => a + d.result.total, 0)
       console.log(`- SQLite disk written ${(total / 1024).toFixed(1)} KB/update over ${n0(diskUpdates)} into 100,000 messages — target ≤ 8 KB, not growing (halves: ${disk.map((d) => kb(d.used.writeBytes, d.result.total)).join(", ")})`)
     }
-    console.log("\nThe machine is shared: absolute rates move with the other load on it; compare ratios within one run. PostgreSQL's own writes are the database server's, not in the app's write_bytes.")
+    console.log(
+      "\nThe machine is shared: absolute rates move with the other load on it; compare ratios within one run. PostgreSQL's own writes are the database server's, not in the app's write_bytes; " +
+        "its CPU is the backends' column (the backends serving the process's connections; the server's shared processes, WAL writer and checkpointer, are in no row)."
+    )
     console.log(`shipped runs took ${((performance.now() - t0) / 1000).toFixed(0)} s`)
   } finally {
     for (const schema of pgSchemas) dropPgSchema(pgUrl, schema)
