@@ -234,30 +234,31 @@ describe("the scheduled sweep's log", () => {
 /** Which of the retention sweeps' indexes the database holds. */
 const sweepIndexes = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
-    sql<{ name: string }>`SELECT name FROM sqlite_schema WHERE type = 'index' AND name IN ('deixis_messages_sent', 'deixis_history_sent')`.pipe(
+    sql<{ name: string }>`SELECT name FROM sqlite_schema WHERE type = 'index' AND name IN ('deixis_messages_sent', 'deixis_history_sent', 'deixis_objects_since')`.pipe(
       Effect.orElse(() =>
-        sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND indexname IN ('deixis_messages_sent', 'deixis_history_sent')`
+        sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema()
+          AND indexname IN ('deixis_messages_sent', 'deixis_history_sent', 'deixis_objects_since')`
       )
     ),
     (rows) => rows.map((r) => r.name).sort()
   ))
 
 describe("the retention sweeps' indexes", () => {
-  // Only a sweep reads messages and history items by sent_at: with both retentions off (the
-  // default) no recorded message writes an entry for it.
+  // Only a sweep reads messages and history items by sent_at, objects by since: with those
+  // retentions off (the default) no recorded message writes an entry for it.
   layer(sqliteLayerWithClient())("sqlite, retention off", (it) => {
-    it.effect("no index by sent_at", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
+    it.effect("no index by sent_at or since", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
   })
   layer(pgLayerWithClient())("postgres, retention off", (it) => {
-    it.effect("no index by sent_at", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
+    it.effect("no index by sent_at or since", () => Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, [])))
   })
   layer(sqliteLayerWithClient({ message_retention: 3 * day }))("sqlite, message retention on", (it) => {
     it.effect("the messages' index by sent_at, not the history's", () =>
       Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, ["deixis_messages_sent"])))
   })
-  layer(pgLayerWithClient(retention))("postgres, both retentions on", (it) => {
-    it.effect("both indexes by sent_at", () =>
-      Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, ["deixis_history_sent", "deixis_messages_sent"])))
+  layer(pgLayerWithClient(retention))("postgres, every retention on", (it) => {
+    it.effect("the three indexes", () =>
+      Effect.map(sweepIndexes, (names) => assert.deepStrictEqual(names, ["deixis_history_sent", "deixis_messages_sent", "deixis_objects_since"])))
   })
   it.scoped("a database whose retention is turned on at a later start gets its index then, and keeps it when the retention is turned off again", () =>
     Effect.gen(function*() {

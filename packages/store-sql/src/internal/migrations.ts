@@ -380,12 +380,12 @@ export const migrations: ReadonlyArray<Migration> = [
   {
     version: 21,
     name: "retention_indexes_on_demand",
-    // Only the retention sweeps read messages and history items by `sent_at`, and both
-    // retentions are off by default: every recorded message wrote an entry into each of these
-    // two indexes for nothing (on SQLite, some 1.6 of the ~6.5 pages a single-message update
-    // wrote). A store whose retention is on creates its index at start (`retentionIndexes` in
-    // stores.ts).
-    statements: () => [`DROP INDEX deixis_messages_sent`, `DROP INDEX deixis_history_sent`]
+    // Only the retention sweeps read messages and history items by `sent_at` and objects by
+    // `since`, and those retentions are off by default: every recorded message wrote an entry
+    // into each of these indexes for nothing (on SQLite, some 1.6 of the ~6.5 pages a
+    // single-message update wrote). A store whose retention is on creates its index at start
+    // (`retentionIndexes` in stores.ts).
+    statements: () => [`DROP INDEX deixis_messages_sent`, `DROP INDEX deixis_history_sent`, `DROP INDEX deixis_objects_since`]
   }
 ]
 

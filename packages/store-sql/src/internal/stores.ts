@@ -323,15 +323,16 @@ export const migrateSchema = (
   })
 
 /**
- * The indexes only a retention sweep reads, each with the retention that needs it. Both
+ * The indexes only a retention sweep reads, each with the retention that needs it. These
  * retentions are off by default, and migration 21 dropped the indexes: a store whose retention
  * is on creates its index at start (`prepareSchema`). Turned off again, the retention leaves its
  * index in place (another process on the same database may still sweep with it); `DROP INDEX`
  * by its name removes it.
  */
 const retentionIndexes = [
-  { index: "deixis_messages_sent", table: "deixis_messages", retention: "message_retention" },
-  { index: "deixis_history_sent", table: "deixis_history", retention: "history_retention" }
+  { index: "deixis_messages_sent", table: "deixis_messages", column: "sent_at", retention: "message_retention" },
+  { index: "deixis_history_sent", table: "deixis_history", column: "sent_at", retention: "history_retention" },
+  { index: "deixis_objects_since", table: "deixis_objects", column: "since", retention: "object_retention" }
 ] as const
 
 /**
@@ -347,12 +348,12 @@ const prepareSchema = (settings: RetentionOptions, schema: string | undefined) =
     const db = yield* dbOf
     yield* db.transaction(Effect.gen(function*() {
       for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
-      for (const { index, retention, table } of needed) {
+      for (const { column, index, retention, table } of needed) {
         if ((yield* db.query(db.dialect.indexExists(index))).length > 0) continue
         yield* Effect.logInfo("store creating the retention sweep's index").pipe(
           Effect.annotateLogs({ index, table, [retention]: describeRetention(settings[retention]) })
         )
-        yield* db.query(raw(`CREATE INDEX ${index} ON ${table} (sent_at)`))
+        yield* db.query(raw(`CREATE INDEX ${index} ON ${table} (${column})`))
       }
     })).pipe(Effect.mapError((e) => new SqlStoreError({ message: `creating the retention indexes failed: ${describe(e)}` })))
   })
