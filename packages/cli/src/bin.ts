@@ -23,7 +23,9 @@ Cli.run(process.argv.slice(2)).pipe(
     })
   ),
   Effect.provide(NodeContext.layer),
-  // An export or a stats line is read by programs: log lines never mix into it.
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.defaultLogger))),
-  NodeRuntime.runMain({ disableErrorReporting: true })
+  // An export or a stats line is read by programs: log lines never mix into it. A log line is
+  // one logfmt line on stderr (the default logger prints to stdout itself, and so does the
+  // pretty logger runMain would add).
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))),
+  NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
 )

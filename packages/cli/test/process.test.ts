@@ -48,6 +48,12 @@ describe("deixis as a child process", () => {
 
     const limited = { ...store(), DEIXIS_STORE_MESSAGE_RETENTION: "30 days", DEIXIS_STORE_OBJECT_RETENTION: "400 days" }
     const past = await deixis(["import", path.join(fixtures, "group.json")], limited)
+    // The store's log lines (here: the sweep's indexes made for the retentions) go to stderr, one logfmt line each.
+    assert.deepStrictEqual(lines(past.stderr).map((l) => /message="([^"]*)".* index=(\w+)/.exec(l)?.slice(1)), [
+      ["store creating the retention sweep's index", "deixis_messages_sent"],
+      ["store creating the retention sweep's index", "deixis_objects_since"]
+    ])
+    assert.strictEqual(lines(past.stdout).length, 3, past.stdout)
     const line = lines(past.stdout)[2]!
     assert.include(line, "DEIXIS_STORE_MESSAGE_RETENTION 30d: 7 of the 7 messages are older, their metadata (reply chains) go at the next sweep")
     // Sent 2025-04-01: kept 400 days, the last of them go on 2026-05-06 — already past, so all 7.
