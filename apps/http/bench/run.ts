@@ -13,10 +13,10 @@
  * in 50 other chats: p99 under writes ÷ idle p99. Then (d) on SQLite: bytes written per
  * recorded update over 10,000 updates into a database pre-loaded with 100,000 messages.
  * Beside the stores, in the same rounds, (a)'s floors (`bareIngest.ts`): a bare node:http server
- * doing the same ingest with nothing of the service around it, on Maps, on SQLite (the
- * service's tables, a writer thread, group commit) and on PostgreSQL (a fresh schema the service
- * migrated — it is started on it once and stopped — then per group of updates one read and one
- * call of the service's `deixis_unit`) — each durable floor's ratio to the Map floor is what that
+ * doing the same ingest with nothing of the service around it, on Maps, on SQLite (a writer
+ * thread, group commit) and on PostgreSQL (per group of updates one read and one call of the
+ * service's `deixis_unit`), each durable one on a fresh file or schema the service migrated —
+ * it is started on it once and stopped — each durable floor's ratio to the Map floor is what that
  * store's ratio to memory can reach in Node with its driver. The SQLite rows split the server's
  * CPU between its main thread and its writer thread (/proc/<pid>/task; the writer is the thread
  * that wrote to files); the PostgreSQL rows, the service's and the floor's, add the CPU of the
@@ -291,18 +291,18 @@ const storeRuns = async (): Promise<Array<StoreFigures>> => {
     // (a)'s floors: ingest windows only, in the same rounds.
     for (const store of bareFloors ? ["memory", "sqlite", "pg"].filter((s) => stores.includes(s)) : []) {
       const dir = mkdtempSync(join(tmpdir(), "deixis-http-bench-"))
-      let bare = store
-      if (store === "sqlite") bare = `sqlite:${join(dir, "bare.sqlite")}`
-      if (store === "pg") {
-        // A fresh schema the service migrates (started on it until it answers, then stopped):
-        // the floor writes the service's tables through the service's functions.
-        const schema = pgSchema()
+      const schema = store === "pg" ? pgSchema() : undefined
+      const bare = store === "sqlite" ? `sqlite:${join(dir, "bare.sqlite")}` : store === "pg" ? `pg:${pgUrl}#${schema}` : store
+      if (store !== "memory") {
+        // A fresh file or schema the service migrates (started on it until it answers, then
+        // stopped): the floor writes the service's own tables (on PostgreSQL through its functions).
         const port = await freePort()
         const migrator = await startApp(join(appDir, "dist", "main.js"), {
-          cwd: dir, env: { PORT: String(port), DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: schema }, ready: `http://127.0.0.1:${port}/healthz`
+          cwd: dir,
+          env: { PORT: String(port), ...(schema === undefined ? { DEIXIS_STORE: bare } : { DEIXIS_STORE: pgUrl, DEIXIS_PG_SCHEMA: schema }) },
+          ready: `http://127.0.0.1:${port}/healthz`
         })
         await migrator.stop()
-        bare = `pg:${pgUrl}#${schema}`
       }
       const port = await freePort()
       const url = `http://127.0.0.1:${port}`
