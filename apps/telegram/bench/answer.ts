@@ -5,6 +5,10 @@
  * printed is the bot's alone (this process's, the driver's few IPC messages included) beside
  * the fake's. Each `/context` is pushed once the previous one is answered, in one of 10 chats.
  *
+ * Beside the stores, its floor (`BENCH_FLOOR=0` leaves it out): a bare Telegraf bot, with
+ * Telegraf's own polling and client, that answers the same `/context` with a fixed text of the
+ * same size and records nothing — what any Telegraf bot pays this machine for an answer.
+ *
  * `BENCH_STORES` (default `memory,sqlite`), `BENCH_ANSWERS` (measured, default 300, after as
  * many to warm up), `BENCH_BASE=<apps/telegram of another checkout>` (its code instead of this
  * one's, built with `tsc -p tsconfig.bench.json`). For a profile of the bot:
@@ -12,9 +16,11 @@
  */
 import { fork } from "node:child_process"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import type * as TelegrafModule from "telegraf"
 import { benchConfig } from "./config.js"
 import { base, load, loadApp } from "./modules.js"
 
@@ -47,7 +53,7 @@ if (process.argv[2] === "fake") {
     })
   })))
 } else {
-  const [App, Bot, Runner, { StoreConfig }, Effect, Duration, Logger, LogLevel, Option, Redacted] = await Promise.all([
+  const [App, Bot, Runner, { StoreConfig }, Effect, Duration, Logger, LogLevel, Option, Redacted, { Telegraf }] = await Promise.all([
     loadApp("App.js"),
     loadApp("Bot.js"),
     loadApp("Runner.js"),
@@ -57,7 +63,8 @@ if (process.argv[2] === "fake") {
     load("effect/Logger"),
     load("effect/LogLevel"),
     load("effect/Option"),
-    load("effect/Redacted")
+    load("effect/Redacted"),
+    load("telegraf")
   ])
   const answers = Number(process.env["BENCH_ANSWERS"] ?? 300)
   const fake = fork(fileURLToPath(import.meta.url), ["fake"], { execArgv: [] })
@@ -87,25 +94,45 @@ if (process.argv[2] === "fake") {
     }
   }
   const config = benchConfig({ Duration, LogLevel, Option, Redacted }, apiRoot)
+  const answerAll = (n: number) =>
+    ask({ answer: Array.from({ length: n }, context) }) as Promise<{ cpuMs: number; requests: number }>
+  const report = (label: string, cpu: number, fake: { cpuMs: number; requests: number }) =>
+    console.log(
+      `${label} bot ${(cpu / answers).toFixed(3)} ms CPU` +
+        ` | the fake Bot API ${(fake.cpuMs / answers).toFixed(3)} ms for ${(fake.requests / answers).toFixed(1)} requests`
+    )
 
   const scenario = (label: string, choice: unknown) =>
     Effect.gen(function*() {
       const bot = yield* Bot.make(config)
       const running = yield* Runner.launch(bot, { ...config, owner: "bench" })
-      const answerAll = (n: number) =>
-        Effect.promise(() => ask({ answer: Array.from({ length: n }, context) }) as Promise<{ cpuMs: number; requests: number }>)
       // Warm-up.
-      yield* answerAll(answers)
+      yield* Effect.promise(() => answerAll(answers))
       yield* running.dispatcher.idle
       const cpu0 = cpuMs()
-      const fake = yield* answerAll(answers)
+      const fake = yield* Effect.promise(() => answerAll(answers))
       yield* running.dispatcher.idle
-      const cpu = cpuMs() - cpu0
-      console.log(
-        `${label.padEnd(7)} one answer with its record, idle: bot ${(cpu / answers).toFixed(3)} ms CPU` +
-          ` | the fake Bot API ${(fake.cpuMs / answers).toFixed(3)} ms for ${(fake.requests / answers).toFixed(1)} requests`
-      )
+      report(`${label.padEnd(7)} one answer with its record, idle:`, cpuMs() - cpu0, fake)
     }).pipe(Effect.scoped, Effect.provide(App.services(StoreConfig.layer(choice))), Logger.withMinimumLogLevel(LogLevel.None))
+
+  // The floor: Telegraf alone, answering each `/context` as a reply with the text the bot sends
+  // in an empty topic, recording nothing; its connections kept alive, as the bot's are.
+  const bare = async () => {
+    const telegraf = new (Telegraf as typeof TelegrafModule.Telegraf)("123:BENCH", {
+      telegram: { apiRoot, agent: new http.Agent({ keepAlive: true }) }
+    })
+    const text = "Nothing is in focus here right now.\n\n" +
+      "Things come into focus when someone works with them: reply to one with /what, or use /poll or /remind."
+    telegraf.command("context", (ctx) => ctx.reply(text, { reply_parameters: { message_id: ctx.message.message_id } }))
+    await new Promise<void>((resolve, reject) => {
+      telegraf.launch(() => resolve()).catch(reject)
+    })
+    await answerAll(answers)
+    const cpu0 = cpuMs()
+    const fake = await answerAll(answers)
+    report("floor   one answer by Telegraf alone, nothing recorded:", cpuMs() - cpu0, fake)
+    telegraf.stop("bench")
+  }
 
   const main = Effect.gen(function*() {
     console.log(`node ${process.version}, ${os.cpus().length} cpus, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}, code: ${base}`)
@@ -115,6 +142,7 @@ if (process.argv[2] === "fake") {
       for (const label of stores) {
         yield* scenario(label, label === "sqlite" ? { _tag: "sqlite", filename: path.join(dir, "answer.sqlite") } : { _tag: label })
       }
+      if (process.env["BENCH_FLOOR"] !== "0") yield* Effect.promise(bare)
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
     }

@@ -1088,6 +1088,14 @@ const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 export const isIdentifier = (name: string): boolean => identifier.test(name)
 
 /**
+ * `body` in one write transaction holding the migrations' lock (`BEGIN IMMEDIATE` on SQLite,
+ * the schema's advisory lock on PostgreSQL): what {@link migrate} runs in, and every other
+ * change of the schema at start.
+ */
+export const underMigrationLock = <A, E, R>(db: Db, schema: string | undefined, body: Effect.Effect<A, E, R>) =>
+  db.transaction(Effect.zipRight(Effect.forEach(db.dialect.migrationLock(schema), (statement) => db.query(statement), { discard: true }), body))
+
+/**
  * Applies every migration not yet recorded (up to version `upTo`, all by default), in version
  * order, under the lock. Returns the versions this call applied (empty when another process, or
  * an earlier start, did).
@@ -1097,8 +1105,7 @@ export const migrate = (
   schema: string | undefined,
   upTo = Number.POSITIVE_INFINITY
 ): Effect.Effect<ReadonlyArray<number>, SqlError> =>
-  db.transaction(Effect.gen(function*() {
-    for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
+  underMigrationLock(db, schema, Effect.gen(function*() {
     yield* db.query(
       sql`CREATE TABLE IF NOT EXISTS deixis_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at ${
         raw(db.dialect.ddl.big)

@@ -31,7 +31,7 @@ import { sqliteChanges } from "./changes.js"
 import { makeSqlContextStore } from "./contextStore.js"
 import { dbOf, describe } from "./db.js"
 import { makeSqlHistoryStore } from "./historyStore.js"
-import { isIdentifier, migrate, migrations } from "./migrations.js"
+import { isIdentifier, migrate, migrations, underMigrationLock } from "./migrations.js"
 import { makeSqlStateStore } from "./stateStore.js"
 import { raw } from "./statement.js"
 import { makeUnitOfWork } from "./unit.js"
@@ -346,8 +346,7 @@ const prepareSchema = (settings: RetentionOptions, schema: string | undefined) =
     const needed = retentionIndexes.filter((i) => settings[i.retention] > 0)
     if (needed.length === 0) return
     const db = yield* dbOf
-    yield* db.transaction(Effect.gen(function*() {
-      for (const statement of db.dialect.migrationLock(schema)) yield* db.query(statement)
+    yield* underMigrationLock(db, schema, Effect.gen(function*() {
       for (const { column, index, retention, table } of needed) {
         if ((yield* db.query(db.dialect.indexExists(index))).length > 0) continue
         yield* Effect.logInfo("store creating the retention sweep's index").pipe(
