@@ -6,8 +6,9 @@
  * the fake's. Each `/context` is pushed once the previous one is answered, in one of 10 chats.
  *
  * Beside the stores, its floor (`BENCH_FLOOR=0` leaves it out): a bare Telegraf bot, with
- * Telegraf's own polling and client, that answers the same `/context` with a fixed text of the
- * same size and records nothing — what any Telegraf bot pays this machine for an answer.
+ * Telegraf's own polling and client on a keep-alive agent, that answers the same `/context`
+ * with the text the bot sends in an empty topic and records nothing — what any Telegraf bot
+ * pays this machine for an answer.
  *
  * `BENCH_STORES` (default `memory,sqlite`), `BENCH_ANSWERS` (measured, default 300, after as
  * many to warm up), `BENCH_BASE=<apps/telegram of another checkout>` (its code instead of this
