@@ -147,7 +147,7 @@ export const recordSent = (message: Message, answering?: UpdateMapper.MessageSco
   Effect.flatMap(BotApi, (api) => {
     const options = { ...recordOptions(api), answering }
     return TelegramRecorder.recordSent(message, options).pipe(
-      Effect.retry({ while: StoreOutage.isOutage, schedule: sentRetry }),
+      StoreOutage.retryOutage(sentRetry),
       // One last try, logged if it fails too (DeixisTelegraf.recordSent never fails).
       Effect.orElse(() => DeixisTelegraf.recordSent(message, options))
     )

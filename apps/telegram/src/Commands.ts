@@ -15,6 +15,7 @@ import { ConversationState } from "@deixis/core/ConversationState"
 import { TargetKindHint } from "@deixis/core/ObjectKind"
 import type { Reminder } from "@deixis/core/ReminderStore"
 import { ReminderStore } from "@deixis/core/ReminderStore"
+import * as UnitOfWork from "@deixis/core/UnitOfWork"
 import { DeixisTelegraf } from "@deixis/telegraf"
 import type { UpdateMapper } from "@deixis/telegraf"
 import * as Clock from "effect/Clock"
@@ -179,11 +180,12 @@ export const all: ReadonlyArray<Command> = [
     scopes: everywhere,
     handler: (ctx, scope) =>
       Effect.gen(function*() {
-        // The chat's time zone is read beside the context, not after it (one round trip's wait on PostgreSQL).
-        const [result, zone] = yield* Effect.all([
+        // The chat's time zone is read beside the context, not after it, where the stores say so
+        // (`UnitOfWork.both`: one round trip's wait on PostgreSQL).
+        const [result, zone] = yield* UnitOfWork.both(
           DeixisTelegraf.listActive(scope, { max_results: 10, include_inactive_debug: true }),
           BotApi.zoneOf(scope.chat_id)
-        ], { concurrency: 2 })
+        )
         yield* BotApi.reply(ctx, Replies.context(result, yield* Clock.currentTimeMillis, zone))
       })
   },

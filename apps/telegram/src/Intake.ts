@@ -285,7 +285,7 @@ export const make = (bot: Bot.Bot, options: IntakeOptions): Effect.Effect<Intake
         const handled = bot.record(items.map((w) => w.mapped)).pipe(
           // The store's outage, not the updates': recorded once it is back (the run keeps its place
           // in its chat's order), within half the claim's lease — past it the chat stalls as below.
-          Effect.retry({ while: StoreOutage.isOutage, schedule: outageRetry }),
+          StoreOutage.retryOutage(outageRetry),
           Effect.matchEffect({
             onFailure: (error) =>
               StoreOutage.logFailure("Warning", "updates not recorded, so not handled; they are handled again when their chat's claim ends (BOT_UPDATE_LEASE)", error).pipe(

@@ -10,6 +10,7 @@
 import * as Availability from "@deixis/store-sql/Availability"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import type * as Schedule from "effect/Schedule"
 
 /**
  * Whether `error` (a store error, an error wrapping one in `cause`, or a `Cause`) is the store's outage.
@@ -26,6 +27,28 @@ export const isOutage = (error: unknown): boolean => {
   const cause = typeof error === "object" && error !== null ? (error as { readonly cause?: unknown }).cause : undefined
   return cause !== undefined && cause !== error && Availability.isRetryable(cause)
 }
+
+/**
+ * `effect`, tried again on `schedule` while it fails with the store's outage, as
+ * `Effect.retry({ while: isOutage, schedule })` does. `Effect.retry` starts its schedule on
+ * every run, the ones that succeed too, at more cost than a store call on this thread; here the
+ * schedule starts at the first outage, which it takes as its first failure.
+ *
+ * @since 0.4.0
+ * @category retrying
+ */
+export const retryOutage = (schedule: Schedule.Schedule<unknown, unknown>) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.catchIf(effect, isOutage, (first) => {
+    let replayed = false
+    return Effect.retry(
+      Effect.suspend(() => {
+        if (replayed) return effect
+        replayed = true
+        return Effect.fail(first)
+      }),
+      { while: isOutage, schedule }
+    )
+  })
 
 /**
  * Logs a failure at `level`, or at Debug when it is the store's outage (already logged once by the store).

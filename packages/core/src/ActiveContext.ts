@@ -16,6 +16,7 @@ import { ObjectKind } from "./ObjectKind.js"
 import { ActiveReason, activeReasons } from "./ReasonCodes.js"
 import { RequestScopeFields, scopeOf, ScopeUsed } from "./ReferenceResolver.js"
 import * as Scoring from "./Scoring.js"
+import * as UnitOfWork from "./UnitOfWork.js"
 import { trustedEncoder } from "./internal/encode.js"
 import { logCall } from "./internal/log.js"
 import { InvalidRequest } from "./Errors.js"
@@ -198,10 +199,11 @@ export const make: Effect.Effect<ActiveContextShape, never, ContextStore | Scori
           now,
           limits: fallbackReach(scoring.settings.pool, request.max_results)
         }
-        // The inactive objects (on request) are read beside the pool, not after it: on a store
-        // over the network, one round trip's wait rather than two.
+        // The inactive objects (on request) are read beside the pool, not after it, where the
+        // stores say so (`UnitOfWork.both`): on a store over the network, one round trip's wait
+        // rather than two.
         const pooled: Effect.Effect<readonly [CandidatePool, ListResult["inactive_debug"]], StoreError> = request.include_inactive_debug
-          ? Effect.all([store.pool(query), inactiveDebug(query, now)], { concurrency: 2 })
+          ? UnitOfWork.both(store.pool(query), inactiveDebug(query, now))
           : Effect.map(store.pool(query), (pool) => [pool, undefined] as const)
         return pooled.pipe(
           Effect.map(([pool, inactive]) => {

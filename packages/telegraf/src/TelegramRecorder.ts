@@ -29,7 +29,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
-import { UnitOfWork } from "@deixis/core/UnitOfWork"
+import * as UnitOfWork from "@deixis/core/UnitOfWork"
 import type { ChatMigration, MapOptions, MappedUpdate, MessageScope } from "./UpdateMapper.js"
 import { mapMessage, mapUpdate, toMigratedChats } from "./UpdateMapper.js"
 
@@ -224,7 +224,7 @@ const store = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
   options: RecordOptions
 ): Effect.Effect<BatchResult, StoreError, Services> =>
-  Effect.flatMap(UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options, unit.callsAtOnce === true)))
+  Effect.flatMap(UnitOfWork.UnitOfWork, (unit) => unit.run(storeAll(mappedUpdates, options, unit.callsAtOnce === true)))
 
 const storeAll = (
   mappedUpdates: ReadonlyArray<MappedUpdate>,
@@ -273,7 +273,7 @@ const storeAll = (
         // the run's events may record.
         const placing = kept.some(needsPlace)
         const [applied, results] = atOnce && apply !== undefined && kept.length > 0 && !placing
-          ? yield* Effect.all([apply, append(kept)], { concurrency: 2 })
+          ? yield* UnitOfWork.both(apply, append(kept))
           : [
             apply === undefined ? undefined : yield* apply,
             yield* append(placing ? yield* Effect.forEach(kept, (item) => (needsPlace(item) ? placeItem(item) : Effect.succeed(item))) : kept)
