@@ -8,6 +8,17 @@ import * as UnitOfWork from "../src/UnitOfWork.js"
 // A unit that says its stores' calls are better sent at once (as store-sql's on PostgreSQL).
 const atOnce = Effect.provideService(UnitOfWork.UnitOfWork, { ...UnitOfWork.passThrough, callsAtOnce: true })
 
+// A call that never ends, and says when it started and when it was interrupted.
+const hanging = Effect.gen(function*() {
+  const started = yield* Deferred.make<void>()
+  const interrupted = yield* Deferred.make<void>()
+  const call = Deferred.succeed(started, undefined).pipe(
+    Effect.zipRight(Effect.never),
+    Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
+  )
+  return { call, started, interrupted }
+})
+
 describe("UnitOfWork.both", () => {
   it.effect("runs the calls one after the other where the stores do not say otherwise, the first before the second", () =>
     Effect.gen(function*() {
@@ -32,16 +43,11 @@ describe("UnitOfWork.both", () => {
 
   it.effect("at once, a failure of the first interrupts the second and is the result", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const interrupted = yield* Deferred.make<void>()
-      const second = Deferred.succeed(started, undefined).pipe(
-        Effect.zipRight(Effect.never),
-        Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
-      )
-      const first = Effect.zipRight(Deferred.await(started), Effect.fail("the first failed" as const))
-      const exit = yield* Effect.exit(UnitOfWork.both(first, second).pipe(atOnce))
+      const second = yield* hanging
+      const first = Effect.zipRight(Deferred.await(second.started), Effect.fail("the first failed" as const))
+      const exit = yield* Effect.exit(UnitOfWork.both(first, second.call).pipe(atOnce))
       assert.deepStrictEqual(exit, Exit.fail("the first failed"))
-      assert.isTrue(yield* Deferred.isDone(interrupted))
+      assert.isTrue(yield* Deferred.isDone(second.interrupted))
     }))
 
   it.effect("at once, a failure of the second is the result", () =>
@@ -52,15 +58,10 @@ describe("UnitOfWork.both", () => {
 
   it.effect("at once, interrupting the caller interrupts the second", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const interrupted = yield* Deferred.make<void>()
-      const second = Deferred.succeed(started, undefined).pipe(
-        Effect.zipRight(Effect.never),
-        Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
-      )
-      const caller = yield* Effect.fork(UnitOfWork.both(Effect.zipRight(Deferred.await(started), Effect.never), second).pipe(atOnce))
-      yield* Deferred.await(started)
+      const second = yield* hanging
+      const caller = yield* Effect.fork(UnitOfWork.both(Effect.zipRight(Deferred.await(second.started), Effect.never), second.call).pipe(atOnce))
+      yield* Deferred.await(second.started)
       yield* Fiber.interrupt(caller)
-      assert.isTrue(yield* Deferred.isDone(interrupted))
+      assert.isTrue(yield* Deferred.isDone(second.interrupted))
     }))
 })
