@@ -297,10 +297,10 @@ describe("SQLite writer thread", () => {
       const order: Array<string> = []
       const ordinary = 4 * ordinaryInFlight
       const calls = yield* Effect.forEach(Array.from({ length: ordinary }, (_, i) => i), (i) =>
-        Effect.fork(Effect.tap(engine.writer.call("unit", "{}"), () => Effect.sync(() => order.push(`ordinary ${i}`)))))
+        Effect.fork(Effect.tap(engine.writer.call("unit", {}), () => Effect.sync(() => order.push(`ordinary ${i}`)))))
       // Every ordinary call has been sent or is waiting for its turn.
       yield* Effect.yieldNow()
-      yield* engine.writer.call("unit", "{}", true)
+      yield* engine.writer.call("unit", {}, true)
       order.push("urgent")
       yield* Fiber.joinAll(calls)
       const at = order.indexOf("urgent")
@@ -308,5 +308,25 @@ describe("SQLite writer thread", () => {
       assert.strictEqual(order.length, ordinary + 1)
       // Ordinary calls keep their order.
       assert.deepStrictEqual(order.filter((o) => o !== "urgent"), Array.from({ length: ordinary }, (_, i) => `ordinary ${i}`))
+    }))
+
+  it.scoped("a call whose argument cannot be copied to the thread fails with a typed error, unsent; the thread goes on", () =>
+    Effect.gen(function*() {
+      const filename = path.join(yield* tempDir, "uncopyable.db")
+      const context = yield* Layer.build(Sqlite.layerClient({ filename }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
+      const engine = Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
+      yield* UnitOfWork.pipe(Effect.provide(SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provide(Layer.succeedContext(context)))))
+      for (const urgent of [false, true]) {
+        const exit = yield* Effect.exit(engine.writer.call("unit", { history: { chats: [], inserts: [], updates: [], events: [], hook: () => 1 } }, urgent))
+        assert.isTrue(Exit.isFailure(exit))
+        const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        assert.isTrue(Option.isSome(error) && error.value instanceof SqlError, `a typed SqlError, got ${String(exit)}`)
+        assert.include(Option.isSome(error) ? error.value.message : "", "cannot be sent")
+      }
+      // Nothing was sent, no slot is held: the thread answers the calls after it, ordinary and urgent alike.
+      const after = yield* Effect.all(Array.from({ length: 2 * ordinaryInFlight }, () => engine.writer.call("unit", {})), { concurrency: "unbounded" })
+      assert.deepStrictEqual(after, Array.from({ length: 2 * ordinaryInFlight }, () => true))
+      assert.isTrue(yield* engine.writer.call("unit", {}, true))
+      assert.strictEqual(engine.writer.starts(), 1)
     }))
 })

@@ -118,7 +118,7 @@ const open = (options: EngineOptions): Effect.Effect<SqliteEngineShape, SqlError
 
 // A call to the writer thread, urgent when its fiber's writes are (`WritePriority`).
 const urgentCall = (writer: sqliteWriter.Writer, name: Parameters<sqliteWriter.Writer["call"]>[0], argument: unknown) =>
-  Effect.withFiberRuntime<unknown, SqlError>((fiber) => writer.call(name, JSON.stringify(argument), fiber.getFiberRef(WritePriority.urgent)))
+  Effect.withFiberRuntime<unknown, SqlError>((fiber) => writer.call(name, argument, fiber.getFiberRef(WritePriority.urgent)))
 
 interface Shared {
   users: number

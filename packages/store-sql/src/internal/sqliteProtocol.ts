@@ -1,6 +1,6 @@
 /**
  * The messages between the main thread and the SQLite writer thread (sqliteWorker.ts): plain
- * data, copied by `postMessage`, answered in the order sent.
+ * data, copied by `postMessage` (the structured clone algorithm), answered in the order sent.
  */
 
 import type { Procedure } from "./sqliteProcedures.js"
@@ -31,11 +31,16 @@ export type Request =
     readonly safe: boolean
   }
   | {
-    /** A write body of the thread (sqliteProcedures.ts) over its JSON argument, group-committed by the thread. */
+    /**
+     * A write body of the thread (sqliteProcedures.ts) over its argument, group-committed by the
+     * thread. The argument is plain data (objects, arrays, strings, numbers, null), copied as it
+     * is: JSON text cost both threads its encoding and decoding, and escaped again every JSON
+     * text it carried (a raw update, a stored body).
+     */
     readonly op: "call"
     readonly id: number
     readonly name: Procedure
-    readonly argument: string
+    readonly argument: unknown
   }
   | { readonly op: "export"; readonly id: number }
   | { readonly op: "backup"; readonly id: number; readonly destination: string }

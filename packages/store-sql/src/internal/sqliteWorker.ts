@@ -267,7 +267,7 @@ const runCall = (request: Extract<Request, { op: "call" }>) => {
     return
   }
   try {
-    const ok = call(request.name, JSON.parse(request.argument))
+    const ok = call(request.name, request.argument)
     if (!first) release()
     batch.push({ id: request.id, rows: ok })
   } catch (cause) {

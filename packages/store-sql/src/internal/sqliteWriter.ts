@@ -103,12 +103,13 @@ interface Thread {
 /** The writer thread of one database, as a connection. */
 export interface Writer extends SqliteConnection {
   /**
-   * Runs a write body of the thread (sqliteProcedures.ts) over `argument` (JSON text), in the
-   * thread's own group commit: its result once committed (`apply`, `unit`: false when what it
-   * checks had moved, nothing written). An `urgent` call is sent at once; an ordinary one waits
-   * while {@link ordinaryInFlight} others are with the thread.
+   * Runs a write body of the thread (sqliteProcedures.ts) over `argument` (plain data, copied to
+   * the thread; anything `postMessage` cannot copy fails the call, unsent), in the thread's own
+   * group commit: its result once committed (`apply`, `unit`: false when what it checks had
+   * moved, nothing written). An `urgent` call is sent at once; an ordinary one waits while
+   * {@link ordinaryInFlight} others are with the thread.
    */
-  readonly call: (name: procedures.Procedure, argument: string, urgent?: boolean) => Effect.Effect<unknown, SqlError>
+  readonly call: (name: procedures.Procedure, argument: unknown, urgent?: boolean) => Effect.Effect<unknown, SqlError>
   /** Kills the thread as a bug in it would (tests of the supervision). */
   readonly crash: Effect.Effect<void>
   /** How many times the thread was started (1 until it dies). */
@@ -195,7 +196,14 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
           else if (reply.error.code === "DEIXIS_WRITER_STOPPED") resume(Effect.fail(stoppedError(reply.error.message)))
           else resume(Effect.fail(statementError(reply.error)))
         })
-        target.worker.postMessage(build(id))
+        try {
+          target.worker.postMessage(build(id))
+        } catch (cause) {
+          // Not sent: an argument `postMessage` cannot copy (a function, say). Nothing ran.
+          target.pending.delete(id)
+          if (target.pending.size === 0) target.worker.unref()
+          resume(Effect.fail(new SqlError({ cause, message: `a request the SQLite writer thread cannot be sent: ${cause instanceof Error ? cause.message : String(cause)}` })))
+        }
       }))
 
     // The first thread must open the database: its ready message (id 0), or the error it died of.
@@ -261,7 +269,7 @@ export const make = (options: WorkerOptions): Effect.Effect<Writer, SqlError, Sc
       else next()
     })
     // Uninterruptible as `send` is: once waiting, a call is sent (its slot always handed on).
-    const call = (name: procedures.Procedure, argument: string, urgent = false) => {
+    const call = (name: procedures.Procedure, argument: unknown, urgent = false) => {
       const sent = send((id) => ({ op: "call", id, name, argument }))
       return urgent ? sent : Effect.uninterruptible(Effect.zipRight(turn, Effect.ensuring(sent, done)))
     }
