@@ -30,7 +30,8 @@
  *
  * BENCH_SECONDS (default 3) per measured window; BENCH_ROUNDS (default 2); BENCH_STORES (default
  * `memory,sqlite,sqlite-full,pg`); BENCH_DISK_UPDATES (default 10000); BENCH_FLOOR_SECONDS
- * (default 2; 0 skips the floors); BENCH_BARE=0 skips (a)'s floors; DEIXIS_TEST_PG_URL. For comparisons: BENCH_BASE (`apps/http` of another
+ * (default 2; 0 skips the floors); BENCH_WARM_SECONDS (default 2: each app's ingest before the
+ * rounds; 15 moved no ratio, 2026-11-30); BENCH_BARE=0 skips (a)'s floors; DEIXIS_TEST_PG_URL. For comparisons: BENCH_BASE (`apps/http` of another
  * checkout, built: its `dist/main.js` runs every store too, in the same rounds — a before/after
  * in one run, each row named `base …`), BENCH_NODE_ARGS (node options for this checkout's app,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_KINDS=ingest (only the ingest windows).
@@ -50,6 +51,7 @@ const seconds = Number(process.env["BENCH_SECONDS"] ?? 3)
 const roundsOf = Number(process.env["BENCH_ROUNDS"] ?? 2)
 const diskUpdates = Number(process.env["BENCH_DISK_UPDATES"] ?? 10_000)
 const floorSeconds = Number(process.env["BENCH_FLOOR_SECONDS"] ?? 2)
+const warmSeconds = Number(process.env["BENCH_WARM_SECONDS"] ?? 2)
 const stores = (process.env["BENCH_STORES"] ?? "memory,sqlite,sqlite-full,pg").split(",")
 const pgUrl = process.env["DEIXIS_TEST_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const runId = Date.now().toString(36)
@@ -285,7 +287,7 @@ const storeRuns = async (): Promise<Array<StoreFigures>> => {
       const { app, url } = await launch(run.store, dir, run.appDir)
       apps.push({ store: run.name, app, url, dir, floor: false, pg: run.store === "pg" })
       await seed(url)
-      await load({ url, seconds: 2, streams: [ingestStream({ connections: 10 })] }) // warm-up
+      await load({ url, seconds: warmSeconds, streams: [ingestStream({ connections: 10 })] }) // warm-up
       await load({ url, seconds: 1, streams: [resolveStream({ connections: 10 })] })
     }
     // (a)'s floors: ingest windows only, in the same rounds.
