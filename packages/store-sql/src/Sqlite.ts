@@ -20,7 +20,8 @@ const defaults = defaultsOf(sqliteConfig)
 
 /**
  * An `SqlClient` over a SQLite file: WAL mode, the busy timeout, the `synchronous` setting
- * and a 64 MiB page cache applied before anything else runs. Its statements run on a writer
+ * and the page caches (8 MiB on the write connection, 64 MiB on the read connection) applied
+ * before anything else runs. Its statements run on a writer
  * thread of its own (a `worker_threads` Worker holding the write connection, see
  * internal/sqliteWriter.ts), so no commit, `fsync` or checkpoint blocks this thread; the
  * stores built over it read outside their transactions on a second, read-only connection in

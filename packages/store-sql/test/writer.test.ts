@@ -109,6 +109,14 @@ describe("SQLite writer thread", () => {
       assert.deepStrictEqual(yield* db.run`SELECT k FROM t ORDER BY k`, [{ k: "kept" }, { k: "new" }])
     }))
 
+  it.scoped("the write connection keeps an 8 MiB page cache, the read connection 64 MiB", () =>
+    Effect.gen(function*() {
+      const { engine } = yield* open()
+      // A pragma runs on the writer thread; the read client is the read connection's own.
+      assert.deepStrictEqual(yield* engine.client.unsafe("PRAGMA cache_size"), [{ cache_size: -8192 }])
+      assert.deepStrictEqual(yield* engine.reader!.unsafe("PRAGMA cache_size"), [{ cache_size: -65536 }])
+    }))
+
   it.scoped("every acknowledged write is seen by the next read on the read connection", () =>
     Effect.gen(function*() {
       const { db } = yield* open()

@@ -46,6 +46,8 @@ const idleCheckpoint = 1000
 const newPageSize = 1024
 /** The most calls one of the thread's transactions takes. */
 const maxCalls = 256
+/** The write connection's page cache, in KiB (see below). */
+const cacheKiB = 8192
 
 const options = workerData as WorkerOptions
 const port = parentPort!
@@ -56,8 +58,14 @@ if (options.memory !== true && db.pragma("page_count", { simple: true }) === 0) 
 if (options.memory !== true) db.pragma("journal_mode = WAL")
 db.pragma(`busy_timeout = ${options.busyTimeout}`)
 db.pragma(`synchronous = ${options.synchronous}`)
-// 64 MiB of page cache: the indexes of a million messages stay in memory.
-db.pragma("cache_size = -65536")
+// 8 MiB of page cache (8,192 pages): the pages a write touches — the right-hand leaves of the
+// chats being written and the interior pages above them — stay in it; a page it lacks comes from
+// the OS's cache. Not more: SQLite scans the cache's whole hash table (a slot per page it ever
+// held) at the end of any transaction in which a b-tree split renumbered pages (it parks a page
+// at the locking page's number, page 1,048,577 at 1 KiB pages, and then drops every page past
+// the end of the file). At 64 MiB that scan was a fifth of this thread's CPU in the bot's
+// bursts; at 8 MiB a twentieth (BENCHMARKS.md in apps/telegram).
+db.pragma(`cache_size = -${cacheKiB}`)
 // Savepoints (one per write of a group commit) journal the pages they change for their rollback:
 // in memory, not in a temporary file that wrote every changed page a second time.
 db.pragma("temp_store = MEMORY")
