@@ -38,6 +38,18 @@ const open = (synchronous = "NORMAL") =>
     return { engine, db }
   })
 
+/**
+ * The engine of a new file the stores migrated (for the scope): the unit procedure's statements
+ * exist, and an empty unit writes nothing and answers true.
+ */
+const migrated = (name: string) =>
+  Effect.gen(function*() {
+    const filename = path.join(yield* tempDir, name)
+    const context = yield* Layer.build(Sqlite.layerClient({ filename }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
+    yield* UnitOfWork.pipe(Effect.provide(SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provide(Layer.succeedContext(context)))))
+    return Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
+  })
+
 /** Whether `exit` failed with the writer thread's typed error. */
 const stopped = (exit: Exit.Exit<unknown, unknown>): boolean =>
   Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe((e) =>
@@ -297,11 +309,7 @@ describe("SQLite writer thread", () => {
 
   it.scoped("an urgent call is sent at once, ahead of the ordinary calls waiting beyond the few the thread holds", () =>
     Effect.gen(function*() {
-      const filename = path.join(yield* tempDir, "urgent.db")
-      const context = yield* Layer.build(Sqlite.layerClient({ filename }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
-      const engine = Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
-      // Migrated: the unit procedure's statements exist. An empty unit writes nothing and answers true.
-      yield* UnitOfWork.pipe(Effect.provide(SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provide(Layer.succeedContext(context)))))
+      const engine = yield* migrated("urgent.db")
       const order: Array<string> = []
       const ordinary = 4 * ordinaryInFlight
       const calls = yield* Effect.forEach(Array.from({ length: ordinary }, (_, i) => i), (i) =>
@@ -320,10 +328,7 @@ describe("SQLite writer thread", () => {
 
   it.scoped("a call whose argument cannot be copied to the thread fails with a typed error, unsent; the thread goes on", () =>
     Effect.gen(function*() {
-      const filename = path.join(yield* tempDir, "uncopyable.db")
-      const context = yield* Layer.build(Sqlite.layerClient({ filename }).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))))
-      const engine = Context.unsafeGet(context as unknown as Context.Context<SqliteEngine.SqliteEngine>, SqliteEngine.SqliteEngine)
-      yield* UnitOfWork.pipe(Effect.provide(SqlStore.layerStores({ sweep_interval: 0 }).pipe(Layer.provide(Layer.succeedContext(context)))))
+      const engine = yield* migrated("uncopyable.db")
       for (const urgent of [false, true]) {
         const exit = yield* Effect.exit(engine.writer.call("unit", { history: { chats: [], inserts: [], updates: [], events: [], hook: () => 1 } }, urgent))
         assert.isTrue(Exit.isFailure(exit))
