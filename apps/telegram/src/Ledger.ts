@@ -52,6 +52,12 @@ export interface Ledger {
   readonly total: number
   /** Chats this process holds, and when their claim was last extended. */
   readonly heldSince: HashMap.HashMap<string, number>
+  /**
+   * A time no chat in flight here was last held before (a lower bound of their `heldSince`;
+   * `Infinity` when none is): `take` looks through the chats in flight for claims to extend only
+   * once an eighth of the lease has passed since it, not at every settlement.
+   */
+  readonly holdFrom: number
   /** Chats whose recording failed: their updates still queued here are given back, not handled. */
   readonly stalled: HashSet.HashSet<string>
   /** What the next settlement writes. */
@@ -73,6 +79,7 @@ export const empty: Ledger = {
   byKey: HashMap.empty(),
   total: 0,
   heldSince: HashMap.empty(),
+  holdFrom: Infinity,
   stalled: HashSet.empty(),
   owed: noneOwed,
   writing: undefined
@@ -156,10 +163,13 @@ export const admit = (
     byChatAdded.set(a.chat, (byChatAdded.get(a.chat) ?? 0) + 1)
     return "queued"
   })
-  let { byKey, heldSince, inFlight, total } = ledger
+  let { byKey, heldSince, holdFrom, inFlight, total } = ledger
   for (const [key, n] of byKeyNow) byKey = HashMap.set(byKey, key, n)
   for (const [chat, n] of byChatAdded) {
-    if (!HashMap.has(heldSince, chat)) heldSince = HashMap.set(heldSince, chat, now)
+    // A chat still held (its release not yet written) keeps its claim's time.
+    const since = Option.getOrUndefined(HashMap.get(heldSince, chat))
+    if (since === undefined) heldSince = HashMap.set(heldSince, chat, now)
+    holdFrom = Math.min(holdFrom, since ?? now)
     inFlight = inc(inFlight, chat, n)
     total += n
   }
@@ -168,7 +178,7 @@ export const admit = (
     done: Chunk.appendAll(ledger.owed.done, Chunk.unsafeFromArray(done)),
     returned: Chunk.appendAll(ledger.owed.returned, Chunk.unsafeFromArray(returned))
   }
-  return [{ ...ledger, byKey, heldSince, inFlight, total, owed }, decisions]
+  return [{ ...ledger, byKey, heldSince, holdFrom, inFlight, total, owed }, decisions]
 }
 
 /**
@@ -246,7 +256,18 @@ export const take = (ledger: Ledger, now: number, lease: number, stopping = fals
   if (ledger.writing !== undefined) return [ledger, undefined]
   const { owed } = ledger
   const finished = [...owed.release].filter((chat) => !HashMap.has(ledger.inFlight, chat))
-  const hold = [...HashMap.keys(ledger.inFlight)].filter((chat) => now - Option.getOrElse(HashMap.get(ledger.heldSince, chat), () => 0) >= lease / 8)
+  // The chats in flight are looked through only when one of them may be due (see `holdFrom`);
+  // then `holdFrom` becomes the oldest of their times.
+  const hold: Array<string> = []
+  let holdFrom = ledger.holdFrom
+  if (now - holdFrom >= lease / 8) {
+    holdFrom = Infinity
+    for (const chat of HashMap.keys(ledger.inFlight)) {
+      const since = Option.getOrElse(HashMap.get(ledger.heldSince, chat), () => 0)
+      if (now - since >= lease / 8) hold.push(chat)
+      holdFrom = Math.min(holdFrom, since)
+    }
+  }
   // Stopping, a finished chat is given up rather than released (a release hands over what
   // waits for it), and a stalled one too: the next process takes either at once.
   const surrender = stopping ? [...new Set([...finished, ...[...owed.stall].filter((chat) => !HashMap.has(ledger.inFlight, chat))])] : []
@@ -261,9 +282,9 @@ export const take = (ledger: Ledger, now: number, lease: number, stopping = fals
     surrender
   }
   if (taken.done.length + taken.returned.length + hold.length + finished.length + taken.stall.length + surrender.length === 0) {
-    return [owed.release === noneOwed.release ? ledger : { ...ledger, owed: { ...owed, release: HashSet.empty() } }, undefined]
+    return [owed.release === noneOwed.release && holdFrom === ledger.holdFrom ? ledger : { ...ledger, holdFrom, owed: { ...owed, release: HashSet.empty() } }, undefined]
   }
-  return [{ ...ledger, owed: noneOwed, writing: taken }, taken]
+  return [{ ...ledger, holdFrom, owed: noneOwed, writing: taken }, taken]
 }
 
 /**

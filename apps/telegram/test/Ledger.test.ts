@@ -90,6 +90,76 @@ describe("Ledger", () => {
     assert.deepStrictEqual([...HashMap.keys(done.heldSince)], ["d"])
   })
 
+  it("a chat is held again once an eighth of the lease has passed since its claim was last extended, not before", () => {
+    let [ledger] = Ledger.admit(Ledger.empty, [arrival(1, "a")], 0, limits)
+    ;[ledger] = Ledger.admit(ledger, [arrival(2, "b")], 4_000, limits)
+    // An eighth of the lease is 10 s: nothing is due at 9.999 s.
+    assert.isUndefined(Ledger.take(ledger, 9_999, lease)[1])
+    const [writing, taken] = Ledger.take(ledger, 10_000, lease)
+    assert.deepStrictEqual(taken?.hold, ["a"])
+    ledger = Ledger.written(writing)
+    // a extended at 10 s, b still from 4 s: b is due at 14 s, a at 20 s.
+    assert.isUndefined(Ledger.take(ledger, 13_999, lease)[1])
+    assert.deepStrictEqual(Ledger.take(ledger, 14_000, lease)[1]?.hold, ["b"])
+    // A chat whose release is not written yet takes updates again: it keeps its claim's time.
+    ledger = Ledger.finish(ledger, { chat: "a", key: "a", ids: [1] }, "done")
+    ;[ledger] = Ledger.admit(ledger, [arrival(3, "a")], 19_000, limits)
+    const [, later] = Ledger.take(Ledger.finish(ledger, { chat: "b", key: "b", ids: [2] }, "done"), 20_000, lease)
+    assert.deepStrictEqual(later?.hold, ["a"])
+  })
+
+  it("a settlement that was not written leaves its chats due: the next one holds them", () => {
+    let [ledger] = Ledger.admit(Ledger.empty, [arrival(1, "a")], 0, limits)
+    ;[ledger] = Ledger.admit(ledger, [arrival(2, "b")], 5_000, limits)
+    const [writing, taken] = Ledger.take(ledger, 10_000, lease)
+    assert.deepStrictEqual(taken?.hold, ["a"])
+    assert.deepStrictEqual(Ledger.take(Ledger.unwritten(writing), 10_100, lease)[1]?.hold, ["a"])
+    // A chat finished and released by a settlement that was lost, then given updates again: it
+    // keeps its claim's time, and is held when that is due.
+    ;[ledger] = Ledger.admit(Ledger.empty, [arrival(3, "c")], 0, limits)
+    ;[ledger] = Ledger.admit(ledger, [arrival(4, "d")], 1_000, limits)
+    ledger = Ledger.finish(ledger, { chat: "c", key: "c", ids: [3] }, "done")
+    const [releasing, released] = Ledger.take(ledger, 10_500, lease)
+    assert.deepStrictEqual([released?.release, released?.hold], [["c"], []])
+    ;[ledger] = Ledger.admit(Ledger.unwritten(releasing), [arrival(5, "c")], 10_600, limits)
+    assert.deepStrictEqual(Ledger.take(ledger, 10_700, lease)[1]?.hold, ["c"])
+  })
+
+  it.prop(
+    "whatever happens between settlements, a settlement holds exactly the chats in flight whose claim is an eighth of the lease old",
+    [
+      FastCheck.array(FastCheck.tuple(FastCheck.integer({ min: 0, max: 3 }), FastCheck.integer({ min: 0, max: 5 }), FastCheck.integer({ min: 0, max: 4_000 })), {
+        maxLength: 80
+      })
+    ],
+    ([steps]) => {
+      let ledger = Ledger.empty
+      let now = 0
+      let id = 1
+      const queued: Array<{ readonly id: number; readonly chat: string }> = []
+      for (const [op, chat, elapsed] of steps) {
+        now += elapsed
+        if (op === 0 || op === 1) {
+          const [after, [decision]] = Ledger.admit(ledger, [arrival(id, `c${chat}`)], now, { perKey: 100, maxAttempts: 3 })
+          if (decision === "queued") queued.push({ id, chat: `c${chat}` })
+          id++
+          ledger = after
+        } else if (op === 2 && queued.length > 0) {
+          const run = queued.splice(chat % queued.length, 1)[0]!
+          ledger = Ledger.finish(ledger, { chat: run.chat, key: run.chat, ids: [run.id] }, "done")
+        } else {
+          const due = [...HashMap.keys(ledger.inFlight)]
+            .filter((c) => now - HashMap.unsafeGet(ledger.heldSince, c) >= lease / 8)
+            .sort()
+          const [taking, taken] = Ledger.take(ledger, now, lease)
+          if (ledger.writing === undefined) assert.deepStrictEqual([...(taken?.hold ?? [])].sort(), due)
+          ledger = chat % 3 === 0 ? Ledger.unwritten(taking) : Ledger.written(taking)
+        }
+      }
+    },
+    { fastCheck: { numRuns: 1000 } }
+  )
+
   it.prop(
     "whatever the order of arrivals and finishes, every admitted id is owed exactly once and nothing stays in flight",
     [FastCheck.array(FastCheck.tuple(FastCheck.integer({ min: 0, max: 4 }), FastCheck.integer({ min: 1, max: 4 })), { maxLength: 60 }), FastCheck.integer()],
